@@ -1,0 +1,642 @@
+//! Configuration: one TOML file, overridden by `KAFKA_LSO_EXPORTER_*` environment
+//! variables, overridden by command-line flags.
+//!
+//! Everything is loaded through figment so that every value keeps its origin; a bad
+//! value is reported once, naming the key and the file or variable it came from.
+//! [`Config::load`] is the only entry point and returns a fully validated config with
+//! compiled regexes, so nothing downstream re-checks anything.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use figment::providers::{Format, Toml};
+use figment::value::{Dict, Map, Value};
+use figment::{Figment, Metadata, Profile, Provider};
+use regex::RegexSet;
+use serde::{Deserialize, Deserializer};
+
+/// Prefix of every environment variable the exporter reads.
+pub const ENV_PREFIX: &str = "KAFKA_LSO_EXPORTER_";
+/// The config file read when `--config` is not given, if it exists.
+pub const DEFAULT_CONFIG_FILE: &str = "kafka-lso-exporter.toml";
+
+/// Client properties the exporter sets itself; a user value would break sampling.
+const RESERVED_CLIENT_KEYS: &[&str] = &[
+    "bootstrap.servers",
+    "isolation.level",
+    "group.id",
+    "enable.auto.commit",
+];
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub interval: Duration,
+    /// Deadline of one sampling cycle; never longer than `interval`.
+    pub timeout: Duration,
+    pub log_format: LogFormat,
+    pub log_level: String,
+    pub clusters: Vec<ClusterConfig>,
+}
+
+/// One Kafka cluster to sample.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    pub name: String,
+    pub bootstrap_servers: String,
+    pub topics: NameFilter,
+    pub groups: NameFilter,
+    /// librdkafka properties passed through as-is (security.protocol, sasl.*, ssl.*).
+    pub client: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Include/exclude regexes over topic or group names. A name is kept when it matches at
+/// least one include pattern and no exclude pattern; patterns are unanchored searches.
+#[derive(Debug, Clone)]
+pub struct NameFilter {
+    include: RegexSet,
+    exclude: RegexSet,
+}
+
+impl NameFilter {
+    pub fn new(include: &[String], exclude: &[String]) -> Result<Self, regex::Error> {
+        Ok(Self {
+            include: RegexSet::new(include)?,
+            exclude: RegexSet::new(exclude)?,
+        })
+    }
+
+    pub fn accepts(&self, name: &str) -> bool {
+        self.include.is_match(name) && !self.exclude.is_match(name)
+    }
+}
+
+/// Why the configuration was rejected. The message names the key and its source.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("cannot read config file {path}: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
+}
+
+/// Values given on the command line; each one, when set, overrides file and environment.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub listen: Option<String>,
+    pub interval: Option<String>,
+    pub timeout: Option<String>,
+    pub log_format: Option<String>,
+    pub log_level: Option<String>,
+    /// Sets the first cluster's bootstrap servers (creating it if the file has none).
+    pub bootstrap_servers: Option<String>,
+    /// Sets the first cluster's name.
+    pub cluster_name: Option<String>,
+}
+
+impl Overrides {
+    fn provider(&self) -> NamedDict {
+        let mut dict = Dict::new();
+        let top = [
+            ("listen", &self.listen),
+            ("interval", &self.interval),
+            ("timeout", &self.timeout),
+            ("log_format", &self.log_format),
+            ("log_level", &self.log_level),
+        ];
+        for (key, value) in top {
+            if let Some(value) = value {
+                dict.insert(key.into(), Value::from(value.clone()));
+            }
+        }
+        let cluster = [
+            ("bootstrap_servers", &self.bootstrap_servers),
+            ("name", &self.cluster_name),
+        ];
+        for (key, value) in cluster {
+            if let Some(value) = value {
+                let path = ["clusters".to_string(), "0".to_string(), key.to_string()];
+                insert_path(&mut dict, &path, Value::from(value.clone()));
+            }
+        }
+        NamedDict {
+            name: FLAG_ORIGIN,
+            dict,
+        }
+    }
+}
+
+// ---- raw (as written) configuration -------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default = "default_listen")]
+    listen: String,
+    #[serde(default = "default_interval")]
+    interval: String,
+    #[serde(default)]
+    timeout: Option<String>,
+    #[serde(default = "default_log_format")]
+    log_format: LogFormat,
+    #[serde(default = "default_log_level")]
+    log_level: String,
+    #[serde(default, deserialize_with = "indexed_list")]
+    clusters: Vec<RawCluster>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCluster {
+    #[serde(default = "default_cluster_name")]
+    name: String,
+    #[serde(default)]
+    bootstrap_servers: Option<String>,
+    #[serde(default)]
+    topics: RawFilter,
+    #[serde(default = "default_group_filter")]
+    groups: RawFilter,
+    #[serde(default)]
+    client: BTreeMap<String, ClientValue>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFilter {
+    #[serde(default = "match_all")]
+    include: Vec<String>,
+    #[serde(default)]
+    exclude: Vec<String>,
+}
+
+impl Default for RawFilter {
+    /// Topics: everything except internal topics (`__consumer_offsets`, ...).
+    fn default() -> Self {
+        Self {
+            include: match_all(),
+            exclude: vec!["^__".to_string()],
+        }
+    }
+}
+
+/// Client properties are strings for librdkafka, but TOML users write numbers and booleans.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ClientValue {
+    Text(String),
+    Integer(i64),
+    Bool(bool),
+}
+
+impl fmt::Display for ClientValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientValue::Text(s) => f.write_str(s),
+            ClientValue::Integer(i) => write!(f, "{i}"),
+            ClientValue::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+fn default_listen() -> String {
+    "0.0.0.0:9745".into()
+}
+fn default_interval() -> String {
+    "15s".into()
+}
+fn default_log_format() -> LogFormat {
+    LogFormat::Text
+}
+fn default_log_level() -> String {
+    "info".into()
+}
+fn default_cluster_name() -> String {
+    "default".into()
+}
+fn match_all() -> Vec<String> {
+    vec![".*".into()]
+}
+fn default_group_filter() -> RawFilter {
+    RawFilter {
+        include: match_all(),
+        exclude: Vec::new(),
+    }
+}
+
+/// `clusters` is a TOML array of tables in the file, but environment variables address it
+/// by index (`KAFKA_LSO_EXPORTER_CLUSTERS__0__NAME`). The file is therefore read as a map
+/// keyed by index (see [`IndexedToml`]) and turned back into a list here, in index order.
+fn indexed_list<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrMap<T> {
+        List(Vec<T>),
+        Map(BTreeMap<String, T>),
+    }
+    match ListOrMap::<T>::deserialize(deserializer)? {
+        ListOrMap::List(list) => Ok(list),
+        ListOrMap::Map(map) => {
+            let mut indexed = Vec::with_capacity(map.len());
+            for (key, value) in map {
+                let index: usize = key.parse().map_err(|_| {
+                    serde::de::Error::custom(format!(
+                        "clusters are addressed by index (0, 1, ...), found \"{key}\""
+                    ))
+                })?;
+                indexed.push((index, value));
+            }
+            indexed.sort_by_key(|(index, _)| *index);
+            Ok(indexed.into_iter().map(|(_, value)| value).collect())
+        }
+    }
+}
+
+/// A TOML file provider whose `clusters` array becomes a map keyed by index, so that
+/// environment variables can override single fields of single clusters.
+struct IndexedToml {
+    path: PathBuf,
+}
+
+impl Provider for IndexedToml {
+    fn metadata(&self) -> Metadata {
+        Metadata::from("config file", self.path.as_path())
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        let mut data = Toml::file_exact(&self.path).data()?;
+        for dict in data.values_mut() {
+            if let Some(Value::Array(tag, clusters)) = dict.remove("clusters") {
+                let indexed: Dict = clusters
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, cluster)| (index.to_string(), cluster))
+                    .collect();
+                dict.insert("clusters".into(), Value::Dict(tag, indexed));
+            }
+        }
+        Ok(data)
+    }
+}
+
+impl Config {
+    /// Loads and validates the configuration.
+    ///
+    /// `file`: an explicit `--config` path (must exist), or `None` to read
+    /// [`DEFAULT_CONFIG_FILE`] when present. `env` is the process environment (passed in
+    /// so tests do not depend on the real one).
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        overrides: &Overrides,
+    ) -> Result<Config, ConfigError> {
+        let mut figment = Figment::new();
+        let path = match file {
+            Some(path) => {
+                std::fs::metadata(path).map_err(|e| ConfigError::Unreadable {
+                    path: path.to_path_buf(),
+                    reason: e.to_string(),
+                })?;
+                Some(path.to_path_buf())
+            }
+            None => Some(PathBuf::from(DEFAULT_CONFIG_FILE)).filter(|p| p.exists()),
+        };
+        if let Some(path) = &path {
+            if let Err(e) = std::fs::read_to_string(path) {
+                return Err(ConfigError::Unreadable {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                });
+            }
+            figment = figment.merge(IndexedToml { path: path.clone() });
+        }
+
+        let env: Vec<(String, String)> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+            .collect();
+        figment = figment.merge(env_provider(env));
+
+        figment = figment.merge(overrides.provider());
+
+        let raw: RawConfig = figment.extract().map_err(|e| describe_figment_error(&e))?;
+        validate(raw, &figment)
+    }
+}
+
+/// Environment provider over an explicit list of variables (not the process environment).
+///
+/// Client properties are dotted librdkafka names, so their segment keeps its dots:
+/// `KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__sasl.password`.
+fn env_provider(vars: Vec<(String, String)>) -> NamedDict {
+    let mut dict = Dict::new();
+    for (key, value) in vars {
+        let path: Vec<String> = key[ENV_PREFIX.len()..]
+            .split("__")
+            .map(|segment| segment.to_ascii_lowercase())
+            .collect();
+        insert_path(&mut dict, &path, parse_env_value(Value::from(value)));
+    }
+    NamedDict {
+        name: ENV_ORIGIN,
+        dict,
+    }
+}
+
+const ENV_ORIGIN: &str = "environment variable";
+const FLAG_ORIGIN: &str = "command-line flag";
+
+/// A provider of already-built values with a name saying where they came from.
+struct NamedDict {
+    name: &'static str,
+    dict: Dict,
+}
+
+impl Provider for NamedDict {
+    fn metadata(&self) -> Metadata {
+        let metadata = Metadata::named(self.name);
+        if self.name == ENV_ORIGIN {
+            metadata.interpolater(|_profile, keys| {
+                let keys: Vec<String> = keys.iter().map(|k| k.to_ascii_uppercase()).collect();
+                format!("{ENV_PREFIX}{}", keys.join("__"))
+            })
+        } else {
+            metadata
+        }
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        let mut map = Map::new();
+        map.insert(Profile::Default, self.dict.clone());
+        Ok(map)
+    }
+}
+
+fn insert_path(dict: &mut Dict, path: &[String], value: Value) {
+    match path {
+        [] => {}
+        [last] => {
+            dict.insert(last.clone(), value);
+        }
+        [first, rest @ ..] => {
+            let entry = dict
+                .entry(first.clone())
+                .or_insert_with(|| Value::from(Dict::new()));
+            if !matches!(entry, Value::Dict(..)) {
+                *entry = Value::from(Dict::new());
+            }
+            if let Value::Dict(_, inner) = entry {
+                insert_path(inner, rest, value);
+            }
+        }
+    }
+}
+
+/// Environment values are strings; lists (`topics.include`) are written as TOML arrays.
+fn parse_env_value(value: Value) -> Value {
+    match &value {
+        Value::String(_, s) if s.trim().starts_with('[') => toml_array(s.trim()).unwrap_or(value),
+        _ => value,
+    }
+}
+
+fn toml_array(text: &str) -> Result<Value, figment::Error> {
+    let doc = format!("v = {text}");
+    let data = Toml::string(&doc).data()?;
+    data.get(&Profile::Default)
+        .and_then(|d| d.get("v").cloned())
+        .ok_or_else(|| figment::Error::from("not a TOML array".to_string()))
+}
+
+/// Renders a figment error as one line: the key, the problem, and where it came from.
+fn describe_figment_error(error: &figment::Error) -> ConfigError {
+    let key = if error.path.is_empty() {
+        String::from("(top level)")
+    } else {
+        display_key(&error.path)
+    };
+    let origin = error
+        .metadata
+        .as_ref()
+        .map(|m| describe_origin(m, &error.path))
+        .unwrap_or_else(|| "defaults".to_string());
+    ConfigError::Invalid(format!("{key}: {} (from {origin})", error.kind))
+}
+
+fn display_key(path: &[String]) -> String {
+    let mut out = String::new();
+    for segment in path {
+        if segment.chars().all(|c| c.is_ascii_digit()) {
+            out.push_str(&format!("[{segment}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(segment);
+        }
+    }
+    out
+}
+
+fn describe_origin(metadata: &Metadata, path: &[String]) -> String {
+    let keys: Vec<&str> = path.iter().map(String::as_str).collect();
+    match &metadata.source {
+        Some(figment::Source::File(file)) => format!("{} {}", metadata.name, file.display()),
+        _ if metadata.name == ENV_ORIGIN => {
+            format!(
+                "environment variable {}",
+                metadata.interpolate(&Profile::Default, &keys)
+            )
+        }
+        _ => metadata.name.to_string(),
+    }
+}
+
+/// Where the value at `path` came from, for validation errors after extraction.
+fn origin_of(figment: &Figment, path: &[&str]) -> String {
+    let dotted = path.join(".");
+    match figment.find_metadata(&dotted) {
+        Some(metadata) => {
+            let owned: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+            describe_origin(metadata, &owned)
+        }
+        None => "defaults".to_string(),
+    }
+}
+
+fn invalid(figment: &Figment, path: &[&str], problem: impl fmt::Display) -> ConfigError {
+    let owned: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+    ConfigError::Invalid(format!(
+        "{}: {problem} (from {})",
+        display_key(&owned),
+        origin_of(figment, path)
+    ))
+}
+
+fn parse_duration(figment: &Figment, key: &str, text: &str) -> Result<Duration, ConfigError> {
+    let duration = humantime::parse_duration(text).map_err(|e| {
+        invalid(
+            figment,
+            &[key],
+            format!("invalid duration \"{text}\" ({e}); write e.g. \"15s\" or \"1m\""),
+        )
+    })?;
+    if duration < Duration::from_millis(100) || duration > Duration::from_secs(3600) {
+        return Err(invalid(
+            figment,
+            &[key],
+            format!("{text} is out of range (100ms to 1h)"),
+        ));
+    }
+    Ok(duration)
+}
+
+fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
+    let listen: SocketAddr = raw.listen.parse().map_err(|_| {
+        invalid(
+            figment,
+            &["listen"],
+            format!("\"{}\" is not an address like 0.0.0.0:9745", raw.listen),
+        )
+    })?;
+    let interval = parse_duration(figment, "interval", &raw.interval)?;
+    let timeout = match &raw.timeout {
+        Some(text) => {
+            let timeout = parse_duration(figment, "timeout", text)?;
+            if timeout > interval {
+                return Err(invalid(
+                    figment,
+                    &["timeout"],
+                    format!("{text} is longer than interval {}", raw.interval),
+                ));
+            }
+            timeout
+        }
+        None => interval,
+    };
+    if tracing_subscriber::EnvFilter::try_new(&raw.log_level).is_err() {
+        return Err(invalid(
+            figment,
+            &["log_level"],
+            format!(
+                "\"{}\" is not a level (error, warn, info, debug, trace) or filter",
+                raw.log_level
+            ),
+        ));
+    }
+    if raw.clusters.is_empty() {
+        return Err(ConfigError::Invalid(
+            "clusters: no cluster configured; add a [[clusters]] table to the config file \
+             or pass --bootstrap-servers (from defaults)"
+                .into(),
+        ));
+    }
+
+    let mut clusters: Vec<ClusterConfig> = Vec::with_capacity(raw.clusters.len());
+    for (index, cluster) in raw.clusters.into_iter().enumerate() {
+        let idx = index.to_string();
+        let key = |field: &'static str| -> [String; 3] {
+            ["clusters".to_string(), idx.clone(), field.to_string()]
+        };
+        let at = |field: &'static str| {
+            let k = key(field);
+            move |problem: String| {
+                let refs: Vec<&str> = k.iter().map(String::as_str).collect();
+                invalid(figment, &refs, problem)
+            }
+        };
+        if cluster.name.trim().is_empty() {
+            return Err(at("name")("must not be empty".into()));
+        }
+        if clusters.iter().any(|c| c.name == cluster.name) {
+            return Err(at("name")(format!(
+                "duplicate cluster name \"{}\"",
+                cluster.name
+            )));
+        }
+        let bootstrap_servers = cluster.bootstrap_servers.unwrap_or_default();
+        let servers: Vec<&str> = bootstrap_servers
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if servers.is_empty() {
+            return Err(at("bootstrap_servers")(
+                "no bootstrap servers; write host:port[,host:port...]".into(),
+            ));
+        }
+        if let Some(bad) = servers.iter().find(|s| !looks_like_host_port(s)) {
+            return Err(at("bootstrap_servers")(format!(
+                "\"{bad}\" is not host:port"
+            )));
+        }
+        let topics = filter(&cluster.topics).map_err(|(field, e)| {
+            let k = ["clusters", &idx, "topics", field];
+            invalid(figment, &k, format!("bad regex: {e}"))
+        })?;
+        let groups = filter(&cluster.groups).map_err(|(field, e)| {
+            let k = ["clusters", &idx, "groups", field];
+            invalid(figment, &k, format!("bad regex: {e}"))
+        })?;
+        let mut client = BTreeMap::new();
+        for (property, value) in cluster.client {
+            if RESERVED_CLIENT_KEYS.contains(&property.as_str()) {
+                let k = ["clusters", &idx, "client", &property];
+                return Err(invalid(
+                    figment,
+                    &k,
+                    "is set by the exporter and cannot be overridden".to_string(),
+                ));
+            }
+            client.insert(property, value.to_string());
+        }
+        clusters.push(ClusterConfig {
+            name: cluster.name,
+            bootstrap_servers: servers.join(","),
+            topics,
+            groups,
+            client,
+        });
+    }
+
+    Ok(Config {
+        listen,
+        interval,
+        timeout,
+        log_format: raw.log_format,
+        log_level: raw.log_level,
+        clusters,
+    })
+}
+
+fn looks_like_host_port(server: &str) -> bool {
+    let server = server.rsplit("://").next().unwrap_or(server);
+    match server.rsplit_once(':') {
+        Some((host, port)) => !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0),
+        None => false,
+    }
+}
+
+fn filter(raw: &RawFilter) -> Result<NameFilter, (&'static str, regex::Error)> {
+    for pattern in &raw.include {
+        regex::Regex::new(pattern).map_err(|e| ("include", e))?;
+    }
+    for pattern in &raw.exclude {
+        regex::Regex::new(pattern).map_err(|e| ("exclude", e))?;
+    }
+    NameFilter::new(&raw.include, &raw.exclude).map_err(|e| ("include", e))
+}

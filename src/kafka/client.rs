@@ -1,0 +1,328 @@
+//! The real [`Sampler`]: two librdkafka consumer handles per cluster, one per isolation
+//! level, that never join a group and never fetch records.
+//!
+//! One cycle, in this order (SPEC §2):
+//! 1. metadata (topics, partitions, leaders), filtered by the topic regexes;
+//! 2. log start offsets (ListOffsets EARLIEST, one request per leader);
+//! 3. group list with state and members (ListGroups + DescribeGroups per broker);
+//! 4. committed offsets of every selected group, all requests in flight at once;
+//! 5. last stable offsets (ListOffsets LATEST, read_committed, one request per leader);
+//! 6. high watermarks (ListOffsets LATEST, read_uncommitted, one request per leader).
+//!
+//! Committed offsets come before the LSO, and the LSO before the HW: all three only
+//! grow, so this order yields `hw >= lso` and non-negative lag without clamping.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::client::ClientContext;
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError;
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::native::list_consumer_group_offsets;
+use super::{RawGroup, RawPartition, RawSample, Sampler, Stage};
+use crate::config::{ClusterConfig, NameFilter};
+
+/// Samples one cluster through librdkafka.
+pub struct KafkaSampler {
+    read_uncommitted: BaseConsumer<ClusterContext>,
+    read_committed: BaseConsumer<ClusterContext>,
+    topics: NameFilter,
+    groups: NameFilter,
+}
+
+/// Routes librdkafka's own log lines and errors into `tracing`, tagged with the cluster.
+///
+/// Connection failures repeat on every reconnect attempt; they go to debug level, and the
+/// scheduler logs one line per failed cycle instead.
+pub struct ClusterContext {
+    cluster: String,
+}
+
+impl ClientContext for ClusterContext {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical => {
+                tracing::error!(target: "librdkafka", cluster = %self.cluster, "{facility}: {message}")
+            }
+            _ => {
+                tracing::debug!(target: "librdkafka", cluster = %self.cluster, "{facility}: {message}")
+            }
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        tracing::debug!(target: "librdkafka", cluster = %self.cluster, "{error}: {reason}");
+    }
+}
+
+impl ConsumerContext for ClusterContext {}
+
+impl KafkaSampler {
+    /// Creates the clients; no connection is made until the first cycle.
+    pub fn new(config: &ClusterConfig) -> Result<Self, KafkaError> {
+        let consumer = |isolation_level: &str| -> Result<BaseConsumer<ClusterContext>, KafkaError> {
+            let mut client = ClientConfig::new();
+            client.set("client.id", "kafka-lso-exporter");
+            for (property, value) in &config.client {
+                client.set(property, value);
+            }
+            client
+                .set("bootstrap.servers", &config.bootstrap_servers)
+                // librdkafka's default is read_committed: always say which one is meant.
+                .set("isolation.level", isolation_level)
+                .set("enable.auto.commit", "false")
+                .set_log_level(RDKafkaLogLevel::Info);
+            client.create_with_context(ClusterContext {
+                cluster: config.name.clone(),
+            })
+        };
+        Ok(Self {
+            read_uncommitted: consumer("read_uncommitted")?,
+            read_committed: consumer("read_committed")?,
+            topics: config.topics.clone(),
+            groups: config.groups.clone(),
+        })
+    }
+
+    /// Serves librdkafka's event queues so that error events do not pile up; these
+    /// consumers have no subscription, so no message is ever returned.
+    fn drain_events(&self) {
+        for consumer in [&self.read_uncommitted, &self.read_committed] {
+            for _ in 0..10_000 {
+                if consumer.poll(Duration::ZERO).is_none() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// A partition's place in the request plan: its index in the sample and its leader.
+struct Planned {
+    index: usize,
+    leader: i32,
+}
+
+impl Sampler for KafkaSampler {
+    fn sample(&self, deadline: Instant) -> RawSample {
+        self.drain_events();
+        let mut sample = RawSample::default();
+
+        // 1. Metadata.
+        let metadata = match self
+            .read_uncommitted
+            .fetch_metadata(None, remaining(deadline))
+        {
+            Ok(metadata) => metadata,
+            Err(error) => {
+                sample.fail(Stage::Metadata, 1, error);
+                return sample;
+            }
+        };
+        sample.reached = true;
+        let mut plan = Vec::new();
+        for topic in metadata.topics() {
+            if topic.error().is_some() || !self.topics.accepts(topic.name()) {
+                continue;
+            }
+            let name: Arc<str> = Arc::from(topic.name());
+            for partition in topic.partitions() {
+                plan.push((name.clone(), partition.id(), partition.leader()));
+            }
+        }
+        plan.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        sample.partitions = plan
+            .iter()
+            .map(|(topic, partition, _)| RawPartition {
+                topic: topic.clone(),
+                partition: *partition,
+                log_start_offset: None,
+                last_stable_offset: None,
+                high_watermark: None,
+            })
+            .collect();
+        let planned: Vec<Planned> = plan
+            .iter()
+            .enumerate()
+            .map(|(index, (_, _, leader))| Planned {
+                index,
+                leader: *leader,
+            })
+            .collect();
+        drop(metadata);
+
+        // 2. Log start offsets.
+        let offsets = list_offsets(
+            &self.read_uncommitted,
+            &sample.partitions,
+            &planned,
+            Offset::Beginning,
+            deadline,
+        );
+        apply(&mut sample, offsets, Stage::LogStartOffset, |p, v| {
+            p.log_start_offset = v
+        });
+
+        // 3. Groups, 4. their committed offsets.
+        match self
+            .read_uncommitted
+            .fetch_group_list(None, remaining(deadline))
+        {
+            Ok(list) => {
+                let mut groups: Vec<RawGroup> = list
+                    .groups()
+                    .iter()
+                    .filter(|g| self.groups.accepts(g.name()))
+                    .map(|g| RawGroup {
+                        name: g.name().to_string(),
+                        state: g.state().to_string(),
+                        members: g.members().len(),
+                        committed: None,
+                    })
+                    .collect();
+                groups.sort_by(|a, b| a.name.cmp(&b.name));
+                groups.dedup_by(|a, b| a.name == b.name);
+                let names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
+                let results =
+                    list_consumer_group_offsets(self.read_uncommitted.client(), &names, deadline);
+                for (group, result) in groups.iter_mut().zip(results) {
+                    match result {
+                        Ok(offsets) => group.committed = Some(offsets),
+                        Err(error) => sample.fail(
+                            Stage::GroupOffsets,
+                            1,
+                            format!("group {:?}: {error}", group.name),
+                        ),
+                    }
+                }
+                sample.groups = groups;
+            }
+            Err(error) => sample.fail(Stage::ListGroups, 1, error),
+        }
+
+        // 5. Last stable offsets, then 6. high watermarks.
+        let offsets = list_offsets(
+            &self.read_committed,
+            &sample.partitions,
+            &planned,
+            Offset::End,
+            deadline,
+        );
+        apply(&mut sample, offsets, Stage::LastStableOffset, |p, v| {
+            p.last_stable_offset = v
+        });
+        let offsets = list_offsets(
+            &self.read_uncommitted,
+            &sample.partitions,
+            &planned,
+            Offset::End,
+            deadline,
+        );
+        apply(&mut sample, offsets, Stage::HighWatermark, |p, v| {
+            p.high_watermark = v
+        });
+
+        sample
+    }
+}
+
+/// The outcome of one ListOffsets round: a value or an error per partition index.
+type OffsetsRound = Vec<Result<i64, String>>;
+
+/// One ListOffsets request per partition leader, all leaders at once, each bounded by
+/// `deadline`. The isolation level is the consumer's. A leader that fails fails only its
+/// own partitions; a partition without a leader fails alone.
+fn list_offsets(
+    consumer: &BaseConsumer<ClusterContext>,
+    partitions: &[RawPartition],
+    planned: &[Planned],
+    position: Offset,
+    deadline: Instant,
+) -> OffsetsRound {
+    let mut results: OffsetsRound = vec![Err(String::new()); partitions.len()];
+    let mut by_leader: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+    for p in planned {
+        if p.leader < 0 {
+            results[p.index] = Err("partition has no leader".into());
+        } else {
+            by_leader.entry(p.leader).or_default().push(p.index);
+        }
+    }
+    let answers: Vec<(Vec<usize>, Result<TopicPartitionList, KafkaError>)> =
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = by_leader
+                .into_values()
+                .map(|indices| {
+                    scope.spawn(move || {
+                        let mut request = TopicPartitionList::with_capacity(indices.len());
+                        for &i in &indices {
+                            let p = &partitions[i];
+                            // Cannot fail: the list was just created and the offset is valid.
+                            let _ = request.add_partition_offset(&p.topic, p.partition, position);
+                        }
+                        let answer = consumer.offsets_for_times(request, remaining(deadline));
+                        (indices, answer)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("ListOffsets thread panicked"))
+                .collect()
+        });
+    for (indices, answer) in answers {
+        match answer {
+            Ok(list) => {
+                for &i in &indices {
+                    let p = &partitions[i];
+                    results[i] = match list.find_partition(&p.topic, p.partition) {
+                        Some(elem) => match (elem.error(), elem.offset()) {
+                            (Err(error), _) => Err(error.to_string()),
+                            (Ok(()), Offset::Offset(offset)) if offset >= 0 => Ok(offset),
+                            (Ok(()), other) => Err(format!("no offset in answer ({other:?})")),
+                        },
+                        None => Err("partition missing from answer".into()),
+                    };
+                }
+            }
+            Err(error) => {
+                for &i in &indices {
+                    results[i] = Err(error.to_string());
+                }
+            }
+        }
+    }
+    results
+}
+
+fn apply(
+    sample: &mut RawSample,
+    round: OffsetsRound,
+    stage: Stage,
+    set: impl Fn(&mut RawPartition, Option<i64>),
+) {
+    let mut failed = 0u64;
+    let mut first_error = None;
+    for (partition, result) in sample.partitions.iter_mut().zip(round) {
+        match result {
+            Ok(offset) => set(partition, Some(offset)),
+            Err(error) => {
+                failed += 1;
+                first_error.get_or_insert_with(|| {
+                    format!("{}/{}: {error}", partition.topic, partition.partition)
+                });
+            }
+        }
+    }
+    if let Some(error) = first_error {
+        sample.fail(stage, failed, error);
+    }
+}
+
+fn remaining(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}

@@ -1,0 +1,104 @@
+//! Everything that talks to Kafka lives here, behind the [`Sampler`] trait.
+//!
+//! A sampler returns a [`RawSample`]: the offsets exactly as the broker reported them,
+//! with failures recorded per stage. Turning that into metric values (gaps, lags, the
+//! stuck clock) is pure code in [`crate::snapshot`], tested without a broker.
+
+mod client;
+mod native;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub use client::KafkaSampler;
+pub use native::{CommittedOffset, GroupOffsetsError};
+
+/// Takes one sample of a cluster. Blocking: the scheduler runs it on a blocking thread.
+pub trait Sampler: Send + Sync + 'static {
+    /// Samples everything once; every request is bounded by `deadline`.
+    fn sample(&self, deadline: Instant) -> RawSample;
+}
+
+/// The steps of a sampling cycle, in order; also the `stage` label of
+/// `kafka_lso_exporter_errors_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage {
+    Metadata,
+    LogStartOffset,
+    ListGroups,
+    GroupOffsets,
+    LastStableOffset,
+    HighWatermark,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Metadata => "metadata",
+            Stage::LogStartOffset => "log_start_offset",
+            Stage::ListGroups => "list_groups",
+            Stage::GroupOffsets => "group_offsets",
+            Stage::LastStableOffset => "last_stable_offset",
+            Stage::HighWatermark => "high_watermark",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A partition as the broker reported it in one cycle. `None` means the request for that
+/// value failed in this cycle (the failure is in [`RawSample::failures`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawPartition {
+    pub topic: Arc<str>,
+    pub partition: i32,
+    pub log_start_offset: Option<i64>,
+    pub last_stable_offset: Option<i64>,
+    pub high_watermark: Option<i64>,
+}
+
+/// A consumer group as listed by the cluster, with its committed offsets, or `None` when
+/// fetching them failed in this cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawGroup {
+    pub name: String,
+    pub state: String,
+    pub members: usize,
+    pub committed: Option<Vec<CommittedOffset>>,
+}
+
+/// How often one stage failed in a cycle, and the first error seen, for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageFailure {
+    pub count: u64,
+    pub first_error: String,
+}
+
+/// Everything one cycle learned about a cluster.
+#[derive(Debug, Clone, Default)]
+pub struct RawSample {
+    /// The cluster answered the metadata request: `kafka_lso_exporter_up`.
+    pub reached: bool,
+    /// Partitions of the selected topics, sorted by topic and partition.
+    pub partitions: Vec<RawPartition>,
+    /// Selected consumer groups, sorted by name.
+    pub groups: Vec<RawGroup>,
+    pub failures: BTreeMap<Stage, StageFailure>,
+}
+
+impl RawSample {
+    /// Records `count` failures of `stage`, keeping the first error message.
+    pub fn fail(&mut self, stage: Stage, count: u64, error: impl fmt::Display) {
+        let entry = self.failures.entry(stage).or_insert_with(|| StageFailure {
+            count: 0,
+            first_error: error.to_string(),
+        });
+        entry.count += count;
+    }
+}

@@ -1,0 +1,204 @@
+//! The one place with unsafe code: librdkafka's admin ListConsumerGroupOffsets, which the
+//! rdkafka crate does not wrap.
+//!
+//! librdkafka accepts one group per ListConsumerGroupOffsets request, so every group gets
+//! its own request; all are issued at once on a private result queue and collected on the
+//! calling (blocking) thread until the deadline. librdkafka routes each request to the
+//! group's coordinator.
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ptr;
+use std::time::Instant;
+
+use rdkafka::client::{Client, ClientContext};
+use rdkafka_sys as rdsys;
+use rdkafka_sys::types::RDKafkaRespErr;
+
+/// One committed offset of a consumer group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedOffset {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// Why a group's committed offsets could not be fetched.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct GroupOffsetsError(pub String);
+
+/// Fetches the committed offsets of every group in `groups`, all requests in flight at
+/// once. Returns one result per group, in the order of `groups`; a group still unanswered
+/// at `deadline` gets a timeout error. Blocks the calling thread.
+pub fn list_consumer_group_offsets<C: ClientContext>(
+    client: &Client<C>,
+    groups: &[String],
+    deadline: Instant,
+) -> Vec<Result<Vec<CommittedOffset>, GroupOffsetsError>> {
+    let mut results: Vec<Option<Result<Vec<CommittedOffset>, GroupOffsetsError>>> =
+        (0..groups.len()).map(|_| None).collect();
+    if groups.is_empty() {
+        return Vec::new();
+    }
+    let rk = client.native_ptr();
+    let timeout_ms = millis_until(deadline).max(1);
+    let queue = ResultQueue::new(rk);
+    let mut pending = 0usize;
+
+    for (index, group) in groups.iter().enumerate() {
+        let Ok(name) = CString::new(group.as_str()) else {
+            results[index] = Some(Err(GroupOffsetsError(
+                "group name contains a NUL byte".into(),
+            )));
+            continue;
+        };
+        // SAFETY: `rk` is a live client handle owned by `client`, which outlives this
+        // call. librdkafka copies the options and the request object into its own
+        // operation, so both are destroyed right after submission. The opaque is a plain
+        // index, never dereferenced.
+        unsafe {
+            let options = rdsys::rd_kafka_AdminOptions_new(
+                rk,
+                rdsys::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS,
+            );
+            let mut errstr = [0 as c_char; 256];
+            rdsys::rd_kafka_AdminOptions_set_request_timeout(
+                options,
+                timeout_ms,
+                errstr.as_mut_ptr(),
+                errstr.len(),
+            );
+            rdsys::rd_kafka_AdminOptions_set_opaque(options, index as *mut c_void);
+            let mut request =
+                rdsys::rd_kafka_ListConsumerGroupOffsets_new(name.as_ptr(), ptr::null());
+            rdsys::rd_kafka_ListConsumerGroupOffsets(rk, &mut request, 1, options, queue.0);
+            rdsys::rd_kafka_ListConsumerGroupOffsets_destroy(request);
+            rdsys::rd_kafka_AdminOptions_destroy(options);
+        }
+        pending += 1;
+    }
+
+    while pending > 0 {
+        let wait = millis_until(deadline);
+        if wait == 0 {
+            break;
+        }
+        // SAFETY: the queue is live until `queue` drops; every event polled here is
+        // destroyed exactly once below, after all borrowed data was copied out.
+        unsafe {
+            let event = rdsys::rd_kafka_queue_poll(queue.0, wait);
+            if event.is_null() {
+                continue;
+            }
+            if rdsys::rd_kafka_event_type(event)
+                == rdsys::RD_KAFKA_EVENT_LISTCONSUMERGROUPOFFSETS_RESULT
+            {
+                let index = rdsys::rd_kafka_event_opaque(event) as usize;
+                if let Some(slot) = results.get_mut(index) {
+                    if slot.is_none() {
+                        pending -= 1;
+                    }
+                    *slot = Some(read_result(event));
+                }
+            }
+            rdsys::rd_kafka_event_destroy(event);
+        }
+    }
+
+    results
+        .into_iter()
+        .map(|result| {
+            result.unwrap_or_else(|| {
+                Err(GroupOffsetsError(
+                    "no answer before the cycle deadline".into(),
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Copies the outcome out of a ListConsumerGroupOffsets result event.
+///
+/// # Safety
+/// `event` must be a live event of type `RD_KAFKA_EVENT_LISTCONSUMERGROUPOFFSETS_RESULT`.
+unsafe fn read_result(
+    event: *mut rdsys::rd_kafka_event_t,
+) -> Result<Vec<CommittedOffset>, GroupOffsetsError> {
+    if rdsys::rd_kafka_event_error(event) != RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR {
+        return Err(GroupOffsetsError(c_string(
+            rdsys::rd_kafka_event_error_string(event),
+        )));
+    }
+    let result = rdsys::rd_kafka_event_ListConsumerGroupOffsets_result(event);
+    if result.is_null() {
+        return Err(GroupOffsetsError(
+            "empty ListConsumerGroupOffsets result".into(),
+        ));
+    }
+    let mut count = 0usize;
+    let groups = rdsys::rd_kafka_ListConsumerGroupOffsets_result_groups(result, &mut count);
+    if groups.is_null() || count == 0 {
+        return Err(GroupOffsetsError(
+            "empty ListConsumerGroupOffsets result".into(),
+        ));
+    }
+    let group = *groups;
+    let error = rdsys::rd_kafka_group_result_error(group);
+    if !error.is_null() {
+        return Err(GroupOffsetsError(c_string(rdsys::rd_kafka_error_string(
+            error,
+        ))));
+    }
+    let list = rdsys::rd_kafka_group_result_partitions(group);
+    if list.is_null() {
+        return Ok(Vec::new());
+    }
+    let list = &*list;
+    let elems = std::slice::from_raw_parts(list.elems, list.cnt.max(0) as usize);
+    Ok(elems
+        .iter()
+        // A negative offset means "no committed offset"; a per-partition error leaves the
+        // partition out, so its series are absent rather than wrong.
+        .filter(|e| e.err == RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR && e.offset >= 0)
+        .map(|e| CommittedOffset {
+            topic: c_string(e.topic),
+            partition: e.partition,
+            offset: e.offset,
+        })
+        .collect())
+}
+
+/// A private result queue, destroyed on drop.
+struct ResultQueue(*mut rdsys::rd_kafka_queue_t);
+
+impl ResultQueue {
+    fn new(rk: *mut rdsys::rd_kafka_t) -> Self {
+        // SAFETY: `rk` is a live client handle; the queue is destroyed in `drop`.
+        Self(unsafe { rdsys::rd_kafka_queue_new(rk) })
+    }
+}
+
+impl Drop for ResultQueue {
+    fn drop(&mut self) {
+        // SAFETY: created by rd_kafka_queue_new and destroyed only here. Answers still in
+        // flight are discarded by librdkafka once the queue is gone.
+        unsafe { rdsys::rd_kafka_queue_destroy(self.0) }
+    }
+}
+
+fn millis_until(deadline: Instant) -> c_int {
+    deadline
+        .saturating_duration_since(Instant::now())
+        .as_millis()
+        .min(c_int::MAX as u128) as c_int
+}
+
+/// # Safety
+/// `s` must be null or a NUL-terminated string valid for the duration of the call.
+unsafe fn c_string(s: *const c_char) -> String {
+    if s.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(s).to_string_lossy().into_owned()
+    }
+}

@@ -1,0 +1,108 @@
+//! kafka-lso-exporter: a Prometheus exporter that shows what Kafka transactions do to
+//! visibility — per partition the high watermark and the last stable offset, the gap
+//! between them, how long the LSO has been stuck, and consumer lag against both.
+//!
+//! Layout: [`config`] loads and validates settings; [`kafka`] samples clusters;
+//! [`snapshot`] derives metric values (pure code); [`scheduler`] runs one sampling loop
+//! per cluster; [`metrics`] renders snapshots; [`http`] serves them. [`run`] wires it up.
+
+pub mod config;
+pub mod http;
+pub mod kafka;
+pub mod metrics;
+pub mod scheduler;
+pub mod snapshot;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::kafka::{KafkaSampler, Sampler};
+use crate::metrics::Metrics;
+use crate::scheduler::ClusterLoop;
+
+/// The exporter's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The source revision the binary was built from.
+pub const REVISION: &str = env!("KAFKA_LSO_EXPORTER_REVISION");
+
+/// Why the exporter could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot create the Kafka client for cluster {cluster}: {source}")]
+    Client {
+        cluster: String,
+        source: rdkafka::error::KafkaError,
+    },
+    #[error("HTTP server failed: {0}")]
+    Http(#[from] std::io::Error),
+}
+
+/// Runs the exporter until `shutdown` completes: one sampling loop per configured
+/// cluster and the HTTP server on `listener`. Returns once the server has answered its
+/// in-flight requests and the sampling loops have stopped.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let mut samplers: Vec<(String, Arc<dyn Sampler>)> = Vec::new();
+    for cluster in &config.clusters {
+        let sampler = KafkaSampler::new(cluster).map_err(|source| RunError::Client {
+            cluster: cluster.name.clone(),
+            source,
+        })?;
+        samplers.push((cluster.name.clone(), Arc::new(sampler)));
+    }
+
+    let mut receivers = Vec::new();
+    let mut senders = Vec::new();
+    for (name, _) in &samplers {
+        let (tx, rx) = watch::channel(None);
+        receivers.push((name.clone(), rx));
+        senders.push(tx);
+    }
+    let metrics = Arc::new(Metrics::new(
+        receivers.iter().map(|(_, rx)| rx.clone()).collect(),
+    ));
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut loops = Vec::new();
+    for ((name, sampler), snapshots) in samplers.into_iter().zip(senders) {
+        let cluster_loop = ClusterLoop {
+            cluster: name,
+            sampler,
+            interval: config.interval,
+            timeout: config.timeout,
+            snapshots,
+            metrics: metrics.clone(),
+        };
+        loops.push(tokio::spawn(cluster_loop.run(stop_rx.clone())));
+    }
+
+    let app = http::router(http::AppState {
+        metrics,
+        clusters: Arc::new(receivers),
+        interval: config.interval,
+    });
+    tracing::info!(
+        listen = %listener.local_addr()?,
+        clusters = config.clusters.len(),
+        interval = ?config.interval,
+        "kafka-lso-exporter {VERSION} serving /metrics"
+    );
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down");
+            let _ = stop_tx.send(true);
+        })
+        .await;
+    for handle in loops {
+        let _ = handle.await;
+    }
+    served.map_err(RunError::Http)
+}

@@ -1,0 +1,171 @@
+//! The binary: parse flags, load the config, start logging, call [`kafka_lso_exporter::run`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use kafka_lso_exporter::config::{Config, LogFormat, Overrides};
+
+/// Prometheus exporter for Kafka transactional visibility.
+///
+/// For every partition it samples the high watermark (what read_uncommitted consumers can
+/// read) and the last stable offset (what read_committed consumers can read), every
+/// consumer group's committed offsets, and serves the gap between them, how long each
+/// last stable offset has been stuck, and consumer lag against both on /metrics.
+///
+/// Settings come from the config file, then KAFKA_LSO_EXPORTER_* environment variables
+/// (nested keys joined by "__", e.g. KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS),
+/// then these flags. Quick start: kafka-lso-exporter --bootstrap-servers localhost:9092
+#[derive(Debug, Parser)]
+#[command(name = "kafka-lso-exporter", version = VERSION, about, long_about)]
+struct Cli {
+    /// TOML config file [default: kafka-lso-exporter.toml, if present]
+    #[arg(short, long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Kafka bootstrap servers of the (first) cluster, host:port[,host:port...]
+    #[arg(long, value_name = "LIST")]
+    bootstrap_servers: Option<String>,
+
+    /// Name of the (first) cluster, the `cluster` label [default: default]
+    #[arg(long, value_name = "NAME")]
+    cluster_name: Option<String>,
+
+    /// Address to serve /metrics on [default: 0.0.0.0:9745]
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+
+    /// Sampling interval, e.g. 15s or 1m [default: 15s]
+    #[arg(long, value_name = "DURATION")]
+    interval: Option<String>,
+
+    /// Deadline of one sampling cycle [default: the interval]
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<String>,
+
+    /// Log format: text or json [default: text]
+    #[arg(long, value_name = "FORMAT")]
+    log_format: Option<String>,
+
+    /// Log level or filter, e.g. info or debug,librdkafka=warn [default: info]
+    #[arg(long, value_name = "LEVEL")]
+    log_level: Option<String>,
+
+    /// Validate the configuration, print a summary and exit
+    #[arg(long)]
+    check_config: bool,
+}
+
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (revision ",
+    env!("KAFKA_LSO_EXPORTER_REVISION"),
+    ")"
+);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let overrides = Overrides {
+        listen: cli.listen,
+        interval: cli.interval,
+        timeout: cli.timeout,
+        log_format: cli.log_format,
+        log_level: cli.log_level,
+        bootstrap_servers: cli.bootstrap_servers,
+        cluster_name: cli.cluster_name,
+    };
+    let config = match Config::load(cli.config.as_deref(), std::env::vars(), &overrides) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("kafka-lso-exporter: invalid configuration: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    if cli.check_config {
+        println!(
+            "configuration ok: listen {}, interval {:?}, timeout {:?}, {} cluster(s): {}",
+            config.listen,
+            config.interval,
+            config.timeout,
+            config.clusters.len(),
+            config
+                .clusters
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return ExitCode::SUCCESS;
+    }
+    init_logging(&config);
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("kafka-lso-exporter: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+        kafka_lso_exporter::run(config, listener, shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())
+    });
+    // A sampling cycle blocked in a Kafka call ends by its own deadline; do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    match result {
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            tracing::error!("{error}");
+            eprintln!("kafka-lso-exporter: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(config: &Config) {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(&config.log_level));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    match config.log_format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = terminate => {}
+    }
+}

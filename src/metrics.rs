@@ -1,0 +1,418 @@
+//! `/metrics` rendering. Sampled values are read from the clusters' latest snapshots at
+//! scrape time by [`SnapshotCollector`], so a series that is gone from the snapshot is
+//! gone from the output. The exporter's own counters and the cycle histogram live in a
+//! `prometheus-client` registry for the life of the process.
+//!
+//! prometheus-client writes OpenMetrics text. Scrapers that do not ask for OpenMetrics get
+//! the Prometheus text format 0.0.4, derived by [`to_prometheus_text`].
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, GaugeValueEncoder,
+};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use tokio::sync::watch;
+
+use crate::kafka::Stage;
+use crate::snapshot::{Anomaly, ClusterSnapshot};
+
+/// The latest snapshot of one cluster, `None` until its first cycle ends.
+pub type SnapshotReceiver = watch::Receiver<Option<Arc<ClusterSnapshot>>>;
+
+/// Content type of the Prometheus text format.
+pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// Content type of the OpenMetrics text format.
+pub const OPENMETRICS_TEXT: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Group states librdkafka reports; each group gets one series per state, 1 for the
+/// current one (an unexpected state is added as its own series).
+pub const GROUP_STATES: &[&str] = &[
+    "Stable",
+    "Empty",
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Dead",
+    "Unknown",
+];
+
+/// Cycle duration histogram buckets, seconds.
+const CYCLE_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClusterLabels {
+    cluster: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StageLabels {
+    cluster: String,
+    stage: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AnomalyLabels {
+    cluster: String,
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+    revision: &'static str,
+}
+
+/// The exporter's own telemetry and the registry that renders everything.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    errors: Family<StageLabels, Counter>,
+    anomalies: Family<AnomalyLabels, Counter>,
+    cycle_duration: Family<ClusterLabels, Histogram>,
+}
+
+impl Metrics {
+    /// Builds the registry for the given clusters' snapshot channels.
+    pub fn new(clusters: Vec<SnapshotReceiver>) -> Self {
+        let mut registry = Registry::default();
+        let errors = Family::<StageLabels, Counter>::default();
+        let anomalies = Family::<AnomalyLabels, Counter>::default();
+        let cycle_duration = Family::<ClusterLabels, Histogram>::new_with_constructor(
+            (|| Histogram::new(CYCLE_BUCKETS.iter().copied())) as fn() -> Histogram,
+        );
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        build_info
+            .get_or_create(&BuildLabels {
+                version: crate::VERSION,
+                revision: crate::REVISION,
+            })
+            .set(1);
+
+        registry.register(
+            "kafka_lso_exporter_errors",
+            "Sampling failures by stage: one per failed partition or group, or per failed cluster-wide request",
+            errors.clone(),
+        );
+        registry.register(
+            "kafka_lso_exporter_anomalies",
+            "Impossible values clamped to 0, by kind",
+            anomalies.clone(),
+        );
+        registry.register(
+            "kafka_lso_exporter_cycle_duration_seconds",
+            "Duration of sampling cycles",
+            cycle_duration.clone(),
+        );
+        registry.register(
+            "kafka_lso_exporter_build_info",
+            "Version of the exporter; always 1",
+            build_info,
+        );
+        registry.register_collector(Box::new(SnapshotCollector { clusters }));
+        Self {
+            registry,
+            errors,
+            anomalies,
+            cycle_duration,
+        }
+    }
+
+    /// Makes every cluster's counters visible at 0 before anything happened, so that
+    /// `rate()` and `increase()` see the first failure.
+    pub fn init_cluster(&self, cluster: &str) {
+        let stages = [
+            Stage::Metadata,
+            Stage::LogStartOffset,
+            Stage::ListGroups,
+            Stage::GroupOffsets,
+            Stage::LastStableOffset,
+            Stage::HighWatermark,
+        ];
+        for stage in stages {
+            drop(self.errors.get_or_create(&StageLabels {
+                cluster: cluster.to_string(),
+                stage: stage.as_str(),
+            }));
+        }
+        for kind in [
+            Anomaly::LsoAboveHighWatermark,
+            Anomaly::CommittedBeyondHighWatermark,
+        ] {
+            drop(self.anomalies.get_or_create(&AnomalyLabels {
+                cluster: cluster.to_string(),
+                kind: kind.as_str(),
+            }));
+        }
+    }
+
+    pub fn count_errors(&self, cluster: &str, stage: Stage, count: u64) {
+        self.errors
+            .get_or_create(&StageLabels {
+                cluster: cluster.to_string(),
+                stage: stage.as_str(),
+            })
+            .inc_by(count);
+    }
+
+    pub fn count_anomaly(&self, cluster: &str, kind: Anomaly) {
+        self.anomalies
+            .get_or_create(&AnomalyLabels {
+                cluster: cluster.to_string(),
+                kind: kind.as_str(),
+            })
+            .inc();
+    }
+
+    pub fn observe_cycle(&self, cluster: &str, seconds: f64) {
+        self.cycle_duration
+            .get_or_create(&ClusterLabels {
+                cluster: cluster.to_string(),
+            })
+            .observe(seconds);
+    }
+
+    /// Renders everything as OpenMetrics text.
+    pub fn encode_openmetrics(&self) -> String {
+        let mut out = String::with_capacity(64 * 1024);
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+
+    /// Renders in the format the `Accept` header asks for; returns (content type, body).
+    pub fn encode_for(&self, accept: Option<&str>) -> (&'static str, String) {
+        let openmetrics = self.encode_openmetrics();
+        if accept.is_some_and(|a| a.contains("application/openmetrics-text")) {
+            (OPENMETRICS_TEXT, openmetrics)
+        } else {
+            (PROMETHEUS_TEXT, to_prometheus_text(&openmetrics))
+        }
+    }
+}
+
+/// Converts prometheus-client's OpenMetrics output to the Prometheus text format 0.0.4.
+///
+/// For the metric types this exporter uses (counter, gauge, histogram) the two formats
+/// differ in three places only: the `# EOF` trailer, `# UNIT` lines, and counters, whose
+/// HELP and TYPE lines name the family without `_total` in OpenMetrics but with it in the
+/// Prometheus format (where the samples carry `_total` in both).
+pub fn to_prometheus_text(openmetrics: &str) -> String {
+    let counters: HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len() + counters.len() * 24);
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let header = line
+            .strip_prefix("# HELP ")
+            .map(|rest| ("# HELP ", rest))
+            .or_else(|| line.strip_prefix("# TYPE ").map(|rest| ("# TYPE ", rest)));
+        if let Some((prefix, rest)) = header {
+            let name = rest.split(' ').next().unwrap_or_default();
+            if counters.contains(name) {
+                out.push_str(prefix);
+                out.push_str(name);
+                out.push_str("_total");
+                out.push_str(&rest[name.len()..]);
+                out.push('\n');
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Renders the sampled series of every cluster from its latest snapshot.
+#[derive(Debug)]
+struct SnapshotCollector {
+    clusters: Vec<SnapshotReceiver>,
+}
+
+type Labels<'a> = [(&'static str, &'a str)];
+
+impl prometheus_client::collector::Collector for SnapshotCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        // Hold each snapshot (an Arc) for the whole scrape, not the channel's lock.
+        let snapshots: Vec<Arc<ClusterSnapshot>> = self
+            .clusters
+            .iter()
+            .filter_map(|rx| rx.borrow().clone())
+            .collect();
+
+        type PartitionValue = fn(&crate::snapshot::PartitionState) -> Option<Value>;
+        let partition_families: [(&str, &str, PartitionValue); 5] = [
+            ("kafka_partition_log_start_offset", "Earliest offset of the partition", |p| {
+                p.log_start_offset.map(Value::Count)
+            }),
+            ("kafka_partition_high_watermark", "High watermark: the latest offset under read_uncommitted", |p| {
+                p.high_watermark.map(Value::Count)
+            }),
+            ("kafka_partition_last_stable_offset", "Last stable offset: the latest offset under read_committed", |p| {
+                p.last_stable_offset.map(Value::Count)
+            }),
+            ("kafka_partition_hw_minus_lso", "High watermark minus last stable offset: records withheld from read_committed consumers by open transactions", |p| {
+                p.visibility.map(|v| Value::Count(v.hw_minus_lso))
+            }),
+            ("kafka_partition_lso_stuck_seconds", "Seconds the last stable offset has not moved while behind the high watermark; 0 when they are equal", |p| {
+                p.visibility.map(|v| Value::Seconds(v.lso_stuck_seconds))
+            }),
+        ];
+        for (name, help, value) in partition_families {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for snapshot in &snapshots {
+                for p in &snapshot.partitions {
+                    if let Some(v) = value(p) {
+                        let labels: &Labels =
+                            &[("cluster", &snapshot.cluster), ("topic", &p.topic)];
+                        gauge(&mut family, &(labels, [("partition", p.partition)]), v)?;
+                    }
+                }
+            }
+        }
+
+        type LagValue = fn(&crate::snapshot::GroupPartitionState) -> Option<Value>;
+        let group_partition_families: [(&str, &str, LagValue); 4] = [
+            ("kafka_consumergroup_committed_offset", "Committed offset of the group", |g| {
+                Some(Value::Count(g.committed_offset))
+            }),
+            ("kafka_consumergroup_hw_lag", "max(0, high watermark - committed offset)", |g| {
+                g.lag.map(|l| Value::Count(l.hw_lag))
+            }),
+            ("kafka_consumergroup_lso_lag", "max(0, last stable offset - committed offset): what a read_committed consumer can still read now", |g| {
+                g.lag.map(|l| Value::Count(l.lso_lag))
+            }),
+            ("kafka_consumergroup_committed_beyond_lso", "max(0, committed offset - last stable offset): records read before their transaction was decided", |g| {
+                g.lag.map(|l| Value::Count(l.committed_beyond_lso))
+            }),
+        ];
+        for (name, help, value) in group_partition_families {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for snapshot in &snapshots {
+                for group in &snapshot.groups {
+                    for g in group.offsets.iter().flatten() {
+                        if let Some(v) = value(g) {
+                            let labels: &Labels = &[
+                                ("cluster", &snapshot.cluster),
+                                ("group", &group.name),
+                                ("topic", &g.topic),
+                            ];
+                            gauge(&mut family, &(labels, [("partition", g.partition)]), v)?;
+                        }
+                    }
+                }
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "kafka_consumergroup_members",
+            "Members of the consumer group",
+            None,
+            MetricType::Gauge,
+        )?;
+        for snapshot in &snapshots {
+            for group in &snapshot.groups {
+                let labels: &Labels = &[("cluster", &snapshot.cluster), ("group", &group.name)];
+                gauge(&mut family, &labels, group.members as i64)?;
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "kafka_consumergroup_state",
+            "State of the consumer group: 1 for the current state, 0 for the others",
+            None,
+            MetricType::Gauge,
+        )?;
+        for snapshot in &snapshots {
+            for group in &snapshot.groups {
+                let known = GROUP_STATES.contains(&group.state.as_str());
+                let extra = (!known).then_some(group.state.as_str());
+                for state in GROUP_STATES.iter().copied().chain(extra) {
+                    let labels: &Labels = &[
+                        ("cluster", &snapshot.cluster),
+                        ("group", &group.name),
+                        ("state", state),
+                    ];
+                    gauge(&mut family, &labels, i64::from(group.state == state))?;
+                }
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "kafka_lso_exporter_up",
+            "1 if the last sampling cycle reached the cluster",
+            None,
+            MetricType::Gauge,
+        )?;
+        for snapshot in &snapshots {
+            let labels: &Labels = &[("cluster", &snapshot.cluster)];
+            gauge(&mut family, &labels, i64::from(snapshot.up))?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "kafka_lso_exporter_last_success_timestamp_seconds",
+            "Unix time at which the last cycle that reached the cluster ended",
+            None,
+            MetricType::Gauge,
+        )?;
+        for snapshot in &snapshots {
+            if let Some(at) = snapshot.last_success {
+                let seconds = at
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_secs_f64();
+                let labels: &Labels = &[("cluster", &snapshot.cluster)];
+                gauge(&mut family, &labels, seconds)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn gauge(
+    family: &mut prometheus_client::encoding::MetricEncoder,
+    labels: &impl EncodeLabelSet,
+    value: impl Into<Value>,
+) -> Result<(), std::fmt::Error> {
+    family.encode_family(labels)?.encode_gauge(&value.into())
+}
+
+/// A gauge value: offsets print as integers, durations as floats.
+#[derive(Debug, Clone, Copy)]
+enum Value {
+    Count(i64),
+    Seconds(f64),
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Self {
+        Value::Count(v)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Self {
+        Value::Seconds(v)
+    }
+}
+
+impl EncodeGaugeValue for Value {
+    fn encode(&self, encoder: &mut GaugeValueEncoder) -> Result<(), std::fmt::Error> {
+        match self {
+            Value::Count(v) => v.encode(encoder),
+            Value::Seconds(v) => v.encode(encoder),
+        }
+    }
+}

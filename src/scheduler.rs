@@ -1,0 +1,134 @@
+//! One sampling loop per cluster: every `interval`, take a sample on a blocking thread
+//! (bounded by `timeout`), derive a snapshot and publish it. Cycles never overlap: a
+//! cycle that overruns delays the next tick instead of stacking up.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::watch;
+use tokio::time::MissedTickBehavior;
+
+use crate::kafka::Sampler;
+use crate::metrics::Metrics;
+use crate::snapshot::{derive, ClusterSnapshot, StuckClock};
+
+/// Everything one cluster's loop needs.
+pub struct ClusterLoop {
+    pub cluster: String,
+    pub sampler: Arc<dyn Sampler>,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub snapshots: watch::Sender<Option<Arc<ClusterSnapshot>>>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl ClusterLoop {
+    /// Runs until `shutdown` turns true (or its sender is dropped).
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let mut clock = StuckClock::default();
+        let mut last_success: Option<SystemTime> = None;
+        let mut was_up: Option<bool> = None;
+        let mut ticker = tokio::time::interval(self.interval);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        self.metrics.init_cluster(&self.cluster);
+
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {}
+                _ = shutdown.wait_for(|stop| *stop) => break,
+            }
+            let started = Instant::now();
+            let deadline = started + self.timeout;
+            let sampler = self.sampler.clone();
+            let sampling = tokio::task::spawn_blocking(move || sampler.sample(deadline));
+            let raw = tokio::select! {
+                joined = sampling => match joined {
+                    Ok(raw) => raw,
+                    Err(error) => {
+                        tracing::error!(cluster = %self.cluster, "sampling cycle panicked: {error}");
+                        continue;
+                    }
+                },
+                _ = shutdown.wait_for(|stop| *stop) => break,
+            };
+
+            let up = raw.reached;
+            let derived = derive(raw, &mut clock, Instant::now());
+            let taken_at = SystemTime::now();
+            if up {
+                last_success = Some(taken_at);
+            }
+            for (stage, failure) in &derived.failures {
+                self.metrics
+                    .count_errors(&self.cluster, *stage, failure.count);
+            }
+            for anomaly in &derived.anomalies {
+                self.metrics.count_anomaly(&self.cluster, *anomaly);
+            }
+            let elapsed = started.elapsed();
+            self.metrics
+                .observe_cycle(&self.cluster, elapsed.as_secs_f64());
+
+            let pinned = derived
+                .partitions
+                .iter()
+                .filter(|p| p.visibility.is_some_and(|v| v.hw_minus_lso > 0))
+                .count();
+            if up {
+                match was_up {
+                    Some(true) => tracing::debug!(
+                        cluster = %self.cluster,
+                        partitions = derived.partitions.len(),
+                        groups = derived.groups.len(),
+                        pinned,
+                        seconds = elapsed.as_secs_f64(),
+                        "cycle done"
+                    ),
+                    Some(false) => tracing::info!(
+                        cluster = %self.cluster,
+                        partitions = derived.partitions.len(),
+                        groups = derived.groups.len(),
+                        pinned,
+                        "cluster reachable again"
+                    ),
+                    None => tracing::info!(
+                        cluster = %self.cluster,
+                        partitions = derived.partitions.len(),
+                        groups = derived.groups.len(),
+                        pinned,
+                        seconds = elapsed.as_secs_f64(),
+                        "first cycle done"
+                    ),
+                }
+                if !derived.failures.is_empty() {
+                    let summary: Vec<String> = derived
+                        .failures
+                        .iter()
+                        .map(|(stage, f)| {
+                            format!("{stage}: {} failed (first: {})", f.count, f.first_error)
+                        })
+                        .collect();
+                    tracing::warn!(cluster = %self.cluster, "cycle partly failed; affected series are absent: {}", summary.join("; "));
+                }
+            } else {
+                let reason = derived
+                    .failures
+                    .first()
+                    .map(|(_, f)| f.first_error.as_str())
+                    .unwrap_or("unknown error");
+                tracing::warn!(cluster = %self.cluster, "cannot reach the cluster, its series are absent: {reason}");
+            }
+            was_up = Some(up);
+
+            self.snapshots.send_replace(Some(Arc::new(ClusterSnapshot {
+                cluster: self.cluster.clone(),
+                up,
+                taken_at,
+                last_success,
+                partitions: derived.partitions,
+                groups: derived.groups,
+            })));
+        }
+        tracing::debug!(cluster = %self.cluster, "sampling stopped");
+    }
+}
