@@ -242,28 +242,41 @@ where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
 {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum ListOrMap<T> {
-        List(Vec<T>),
-        Map(BTreeMap<String, T>),
-    }
-    match ListOrMap::<T>::deserialize(deserializer)? {
-        ListOrMap::List(list) => Ok(list),
-        ListOrMap::Map(map) => {
-            let mut indexed = Vec::with_capacity(map.len());
-            for (key, value) in map {
+    struct IndexedList<T>(std::marker::PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for IndexedList<T> {
+        type Value = Vec<T>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of cluster tables")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut list = Vec::new();
+            while let Some(item) = seq.next_element()? {
+                list.push(item);
+            }
+            Ok(list)
+        }
+
+        // Deserializing entry by entry (not through an intermediate type) keeps the
+        // error path, so a bad field is reported as clusters[0].field.
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Vec<T>, A::Error> {
+            let mut indexed = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
                 let index: usize = key.parse().map_err(|_| {
                     serde::de::Error::custom(format!(
                         "clusters are addressed by index (0, 1, ...), found \"{key}\""
                     ))
                 })?;
-                indexed.push((index, value));
+                indexed.push((index, map.next_value()?));
             }
             indexed.sort_by_key(|(index, _)| *index);
             Ok(indexed.into_iter().map(|(_, value)| value).collect())
         }
     }
+
+    deserializer.deserialize_any(IndexedList(std::marker::PhantomData))
 }
 
 /// A TOML file provider whose `clusters` array becomes a map keyed by index, so that
@@ -434,7 +447,29 @@ fn describe_figment_error(error: &figment::Error) -> ConfigError {
         .as_ref()
         .map(|m| describe_origin(m, &error.path))
         .unwrap_or_else(|| "defaults".to_string());
-    ConfigError::Invalid(format!("{key}: {} (from {origin})", error.kind))
+    // Type errors quote the value; never quote one that may be a credential.
+    let problem = if error.path.iter().any(|segment| looks_secret(segment)) {
+        "invalid value (not shown: it may be a secret)".to_string()
+    } else {
+        one_line(&error.kind.to_string())
+    };
+    ConfigError::Invalid(format!("{key}: {problem} (from {origin})"))
+}
+
+/// TOML parse errors draw a multi-line picture; keep the words, drop the picture.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.contains('|'))
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+fn looks_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["password", "secret", "token", "key", "jaas", "credential"]
+        .iter()
+        .any(|word| key.contains(word))
 }
 
 fn display_key(path: &[String]) -> String {
@@ -466,16 +501,17 @@ fn describe_origin(metadata: &Metadata, path: &[String]) -> String {
     }
 }
 
-/// Where the value at `path` came from, for validation errors after extraction.
+/// Where the value at `path` came from, for validation errors after extraction. Falls
+/// back to the nearest parent: librdkafka property names contain dots.
 fn origin_of(figment: &Figment, path: &[&str]) -> String {
-    let dotted = path.join(".");
-    match figment.find_metadata(&dotted) {
-        Some(metadata) => {
-            let owned: Vec<String> = path.iter().map(|s| s.to_string()).collect();
-            describe_origin(metadata, &owned)
-        }
-        None => "defaults".to_string(),
-    }
+    (1..=path.len())
+        .rev()
+        .find_map(|len| {
+            let metadata = figment.find_metadata(&path[..len].join("."))?;
+            let owned: Vec<String> = path[..len].iter().map(|s| s.to_string()).collect();
+            Some(describe_origin(metadata, &owned))
+        })
+        .unwrap_or_else(|| "defaults".to_string())
 }
 
 fn invalid(figment: &Figment, path: &[&str], problem: impl fmt::Display) -> ConfigError {
@@ -586,11 +622,11 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
         }
         let topics = filter(&cluster.topics).map_err(|(field, e)| {
             let k = ["clusters", &idx, "topics", field];
-            invalid(figment, &k, format!("bad regex: {e}"))
+            invalid(figment, &k, e)
         })?;
         let groups = filter(&cluster.groups).map_err(|(field, e)| {
             let k = ["clusters", &idx, "groups", field];
-            invalid(figment, &k, format!("bad regex: {e}"))
+            invalid(figment, &k, e)
         })?;
         let mut client = BTreeMap::new();
         for (property, value) in cluster.client {
@@ -631,12 +667,16 @@ fn looks_like_host_port(server: &str) -> bool {
     }
 }
 
-fn filter(raw: &RawFilter) -> Result<NameFilter, (&'static str, regex::Error)> {
-    for pattern in &raw.include {
-        regex::Regex::new(pattern).map_err(|e| ("include", e))?;
+fn filter(raw: &RawFilter) -> Result<NameFilter, (&'static str, String)> {
+    for (field, patterns) in [("include", &raw.include), ("exclude", &raw.exclude)] {
+        for pattern in patterns {
+            if let Err(error) = regex::Regex::new(pattern) {
+                // regex's syntax errors span several lines; keep the last, which says what.
+                let text = error.to_string();
+                let reason = text.lines().last().unwrap_or_default().trim_start_matches("error: ");
+                return Err((field, format!("bad regex \"{pattern}\": {reason}")));
+            }
+        }
     }
-    for pattern in &raw.exclude {
-        regex::Regex::new(pattern).map_err(|e| ("exclude", e))?;
-    }
-    NameFilter::new(&raw.include, &raw.exclude).map_err(|e| ("include", e))
+    NameFilter::new(&raw.include, &raw.exclude).map_err(|e| ("include", e.to_string()))
 }

@@ -27,7 +27,7 @@ use crate::scheduler::ClusterLoop;
 /// The exporter's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The source revision the binary was built from.
-pub const REVISION: &str = env!("KAFKA_LSO_EXPORTER_REVISION");
+pub const REVISION: &str = env!("GIT_REVISION");
 
 /// Why the exporter could not run.
 #[derive(Debug, thiserror::Error)]

@@ -60,7 +60,7 @@ struct Cli {
 const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (revision ",
-    env!("KAFKA_LSO_EXPORTER_REVISION"),
+    env!("GIT_REVISION"),
     ")"
 );
 

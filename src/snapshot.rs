@@ -272,3 +272,206 @@ pub fn derive(raw: RawSample, clock: &mut StuckClock, now: Instant) -> Derived {
         failures: raw.failures.into_iter().collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::{CommittedOffset, RawGroup, RawPartition};
+
+    #[test]
+    fn hw_minus_lso_table() {
+        // (high watermark, last stable offset, expected gap, anomaly)
+        let cases = [
+            (900_000, 880_000, 20_000, None),
+            (900, 880, 20, None),
+            (901, 901, 0, None),
+            (0, 0, 0, None),
+            (10, 12, 0, Some(Anomaly::LsoAboveHighWatermark)),
+        ];
+        for (hw, lso, gap, anomaly) in cases {
+            assert_eq!(hw_minus_lso(hw, lso), (gap, anomaly), "hw {hw} lso {lso}");
+        }
+    }
+
+    #[test]
+    fn lag_table() {
+        // (committed, HW, LSO) -> (hw_lag, lso_lag, beyond_lso, anomaly)
+        let cases = [
+            // A read_committed group caught up behind an open transaction (the worked example).
+            (880_000, 900_000, 880_000, (20_000, 0, 0, None)),
+            (880, 900, 880, (20, 0, 0, None)),
+            // The transaction committed: the whole backlog is visible at once.
+            (880, 901, 901, (21, 21, 0, None)),
+            // A read_uncommitted group past the LSO.
+            (20, 20, 10, (0, 0, 10, None)),
+            // Caught up on a topic without open transactions; the committed offset can
+            // equal the HW although the last delivered record is HW - 2 (a marker follows it).
+            (3, 3, 3, (0, 0, 0, None)),
+            (100, 150, 150, (50, 50, 0, None)),
+            // Committed beyond the HW (truncation): clamped and counted.
+            (12, 10, 10, (0, 0, 2, Some(Anomaly::CommittedBeyondHighWatermark))),
+        ];
+        for (committed, hw, lso, (hw_lag, lso_lag, beyond, anomaly)) in cases {
+            let expected = Lag {
+                hw_lag,
+                lso_lag,
+                committed_beyond_lso: beyond,
+            };
+            assert_eq!(
+                lag(committed, hw, lso),
+                (expected, anomaly),
+                "committed {committed} hw {hw} lso {lso}"
+            );
+        }
+    }
+
+    #[test]
+    fn stuck_clock_runs_while_pinned_and_resets() {
+        let topic: Arc<str> = Arc::from("orders");
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut clock = StuckClock::default();
+        // (time, hw, lso, expected stuck seconds)
+        let steps = [
+            (0, 880, 880, 0),   // nothing open
+            (15, 900, 880, 0),  // first seen pinned: the clock starts now
+            (30, 950, 880, 15), // still pinned at 880
+            (45, 990, 880, 30),
+            (60, 995, 990, 0),  // LSO moved to another open transaction: restart
+            (75, 999, 990, 15),
+            (90, 1001, 1001, 0), // all decided
+            (105, 1010, 1001, 0),
+            (120, 1020, 1001, 15),
+        ];
+        for (t, hw, lso, expected) in steps {
+            let stuck = clock.observe(&topic, 0, hw, lso, at(t));
+            assert_eq!(stuck, Duration::from_secs(expected), "t={t} hw={hw} lso={lso}");
+        }
+    }
+
+    #[test]
+    fn stuck_clock_is_per_partition_and_forgets_deleted_partitions() {
+        let topic: Arc<str> = Arc::from("orders");
+        let t0 = Instant::now();
+        let mut clock = StuckClock::default();
+        for partition in 0..24 {
+            let lso = if partition == 7 { 100 } else { 120 };
+            clock.observe(&topic, partition, 120, lso, t0);
+        }
+        assert_eq!(clock.len(), 1, "only the pinned partition has a clock");
+        let later = t0 + Duration::from_secs(10);
+        assert_eq!(clock.observe(&topic, 7, 125, 100, later), Duration::from_secs(10));
+        assert_eq!(clock.observe(&topic, 3, 125, 125, later), Duration::ZERO);
+        clock.retain(|_, partition| partition != 7);
+        assert!(clock.is_empty());
+    }
+
+    fn partition(topic: &str, partition: i32, hw: Option<i64>, lso: Option<i64>) -> RawPartition {
+        RawPartition {
+            topic: Arc::from(topic),
+            partition,
+            log_start_offset: Some(0),
+            last_stable_offset: lso,
+            high_watermark: hw,
+        }
+    }
+
+    fn committed(topic: &str, partition: i32, offset: i64) -> CommittedOffset {
+        CommittedOffset {
+            topic: topic.into(),
+            partition,
+            offset,
+        }
+    }
+
+    #[test]
+    fn derive_joins_groups_to_partitions_and_drops_what_failed() {
+        let raw = RawSample {
+            reached: true,
+            partitions: vec![
+                partition("orders", 0, Some(900), Some(880)),
+                partition("orders", 1, None, Some(50)), // HW request failed
+            ],
+            groups: vec![
+                RawGroup {
+                    name: "billing".into(),
+                    state: "Stable".into(),
+                    members: 2,
+                    committed: Some(vec![
+                        committed("orders", 0, 880),
+                        committed("orders", 1, 40),
+                        committed("excluded-topic", 0, 5),
+                    ]),
+                },
+                RawGroup {
+                    name: "audit".into(),
+                    state: "Empty".into(),
+                    members: 0,
+                    committed: None, // offset fetch failed
+                },
+            ],
+            failures: Default::default(),
+        };
+        let mut clock = StuckClock::default();
+        let derived = derive(raw, &mut clock, Instant::now());
+        assert_eq!(
+            derived.partitions[0].visibility.map(|v| v.hw_minus_lso),
+            Some(20)
+        );
+        assert_eq!(derived.partitions[1].visibility, None);
+        let billing = derived.groups[0].offsets.as_ref().unwrap();
+        assert_eq!(billing.len(), 2, "offsets on unselected topics are dropped");
+        assert_eq!(
+            billing[0].lag,
+            Some(Lag {
+                hw_lag: 20,
+                lso_lag: 0,
+                committed_beyond_lso: 0
+            })
+        );
+        assert_eq!(billing[1].committed_offset, 40);
+        assert_eq!(billing[1].lag, None, "no lag without a sampled HW");
+        assert_eq!(derived.groups[1].offsets, None);
+        assert!(derived.anomalies.is_empty());
+    }
+
+    #[test]
+    fn derive_counts_anomalies() {
+        let raw = RawSample {
+            reached: true,
+            partitions: vec![partition("t", 0, Some(10), Some(12))],
+            groups: vec![RawGroup {
+                name: "g".into(),
+                state: "Empty".into(),
+                members: 0,
+                committed: Some(vec![committed("t", 0, 15)]),
+            }],
+            failures: Default::default(),
+        };
+        let derived = derive(raw, &mut StuckClock::default(), Instant::now());
+        assert_eq!(
+            derived.anomalies,
+            vec![
+                Anomaly::LsoAboveHighWatermark,
+                Anomaly::CommittedBeyondHighWatermark
+            ]
+        );
+        let lag = derived.groups[0].offsets.as_ref().unwrap()[0].lag.unwrap();
+        assert_eq!((lag.hw_lag, lag.lso_lag, lag.committed_beyond_lso), (0, 0, 3));
+    }
+
+    #[test]
+    fn an_unreachable_cluster_keeps_its_clocks() {
+        let topic: Arc<str> = Arc::from("t");
+        let t0 = Instant::now();
+        let mut clock = StuckClock::default();
+        clock.observe(&topic, 0, 10, 5, t0);
+        let derived = derive(RawSample::default(), &mut clock, t0 + Duration::from_secs(1));
+        assert!(derived.partitions.is_empty());
+        assert_eq!(clock.len(), 1, "a failed cycle does not restart the stuck clock");
+        assert_eq!(
+            clock.observe(&topic, 0, 11, 5, t0 + Duration::from_secs(2)),
+            Duration::from_secs(2)
+        );
+    }
+}

@@ -67,6 +67,9 @@ impl KafkaSampler {
         let consumer = |isolation_level: &str| -> Result<BaseConsumer<ClusterContext>, KafkaError> {
             let mut client = ClientConfig::new();
             client.set("client.id", "kafka-lso-exporter");
+            // Reconnect to a broker that came back within a cycle, not after librdkafka's
+            // default 10 s backoff; the exporter makes few connections, so this is cheap.
+            client.set("reconnect.backoff.max.ms", "1000");
             for (property, value) in &config.client {
                 client.set(property, value);
             }
