@@ -1,0 +1,206 @@
+//! Golden `/metrics` output for a fixed snapshot (the worked example: LSO 880 behind an
+//! open transaction while HW is 900), checked by `promtool check metrics`.
+//! Refresh after an intended change with `UPDATE_GOLDEN=1 cargo test --test golden`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use kafka_lso_exporter::kafka::Stage;
+use kafka_lso_exporter::metrics::{to_prometheus_text, Metrics};
+use kafka_lso_exporter::snapshot::{
+    Anomaly, ClusterSnapshot, GroupPartitionState, GroupState, Lag, PartitionState, Visibility,
+};
+use tokio::sync::watch;
+
+fn fixed_snapshot() -> ClusterSnapshot {
+    let topic: Arc<str> = Arc::from("orders");
+    let at = UNIX_EPOCH + Duration::from_secs(1_790_000_000);
+    ClusterSnapshot {
+        cluster: "prod".into(),
+        up: true,
+        taken_at: at,
+        last_success: Some(at),
+        partitions: vec![
+            PartitionState {
+                topic: topic.clone(),
+                partition: 0,
+                log_start_offset: Some(0),
+                high_watermark: Some(900),
+                last_stable_offset: Some(880),
+                visibility: Some(Visibility {
+                    hw_minus_lso: 20,
+                    lso_stuck_seconds: 184.5,
+                }),
+            },
+            PartitionState {
+                topic: topic.clone(),
+                partition: 1,
+                log_start_offset: Some(12),
+                high_watermark: Some(1000),
+                last_stable_offset: Some(1000),
+                visibility: Some(Visibility {
+                    hw_minus_lso: 0,
+                    lso_stuck_seconds: 0.0,
+                }),
+            },
+            // HW request failed this cycle: only what was sampled is shown.
+            PartitionState {
+                topic: topic.clone(),
+                partition: 2,
+                log_start_offset: Some(0),
+                high_watermark: None,
+                last_stable_offset: Some(77),
+                visibility: None,
+            },
+        ],
+        groups: vec![
+            GroupState {
+                name: "billing-read-committed".into(),
+                state: "Stable".into(),
+                members: 3,
+                offsets: Some(vec![GroupPartitionState {
+                    topic: topic.clone(),
+                    partition: 0,
+                    committed_offset: 880,
+                    lag: Some(Lag {
+                        hw_lag: 20,
+                        lso_lag: 0,
+                        committed_beyond_lso: 0,
+                    }),
+                }]),
+            },
+            GroupState {
+                name: "audit \"legacy\"\\ <read_uncommitted>\nç".into(),
+                state: "Empty".into(),
+                members: 0,
+                offsets: Some(vec![GroupPartitionState {
+                    topic,
+                    partition: 0,
+                    committed_offset: 900,
+                    lag: Some(Lag {
+                        hw_lag: 0,
+                        lso_lag: 0,
+                        committed_beyond_lso: 20,
+                    }),
+                }]),
+            },
+        ],
+    }
+}
+
+fn render() -> (String, String) {
+    let (_tx, rx) = watch::channel(Some(Arc::new(fixed_snapshot())));
+    let metrics = Metrics::new(vec![rx]);
+    metrics.init_cluster("prod");
+    metrics.count_errors("prod", Stage::HighWatermark, 1);
+    metrics.count_anomaly("prod", Anomaly::LsoAboveHighWatermark);
+    metrics.observe_cycle("prod", 0.042);
+    let openmetrics = metrics
+        .encode_openmetrics()
+        .replace(kafka_lso_exporter::REVISION, "REVISION")
+        .replace(kafka_lso_exporter::VERSION, "VERSION");
+    let prometheus = to_prometheus_text(&openmetrics);
+    (openmetrics, prometheus)
+}
+
+/// prometheus-client keeps a family's series in a hash map, so their order varies
+/// between runs; families keep their order. Sort the samples inside each family.
+fn normalize(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut block: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') {
+            block.sort_unstable();
+            out.append(&mut block);
+            out.push(line);
+        } else {
+            block.push(line);
+        }
+    }
+    block.sort_unstable();
+    out.append(&mut block);
+    out.join("\n") + "\n"
+}
+
+fn check_golden(name: &str, actual: &str) {
+    let actual = &normalize(actual);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; create it with UPDATE_GOLDEN=1", path.display()));
+    for (number, (a, e)) in actual.lines().zip(expected.lines()).enumerate() {
+        assert_eq!(a, e, "{name} line {} differs; if intended, refresh with UPDATE_GOLDEN=1", number + 1);
+    }
+    assert_eq!(actual.lines().count(), expected.lines().count(), "{name}: line count differs");
+}
+
+fn promtool_check(text: &str) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool is required (Debian package prometheus; scripts/test installs it)");
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "promtool check metrics failed:\n{report}");
+    assert!(report.trim().is_empty(), "promtool check metrics reported problems:\n{report}");
+}
+
+#[test]
+fn golden_prometheus_text() {
+    let (_, prometheus) = render();
+    check_golden("metrics.prom", &prometheus);
+    promtool_check(&prometheus);
+}
+
+#[test]
+fn golden_openmetrics_text() {
+    let (openmetrics, _) = render();
+    assert!(openmetrics.ends_with("# EOF\n"));
+    check_golden("metrics.openmetrics", &openmetrics);
+}
+
+#[test]
+fn every_catalog_metric_is_present_with_its_labels() {
+    let (_, text) = render();
+    let catalog = [
+        ("kafka_partition_log_start_offset{cluster=\"prod\",topic=\"orders\",partition=\"0\"} 0", true),
+        ("kafka_partition_high_watermark{cluster=\"prod\",topic=\"orders\",partition=\"0\"} 900", true),
+        ("kafka_partition_last_stable_offset{cluster=\"prod\",topic=\"orders\",partition=\"0\"} 880", true),
+        ("kafka_partition_hw_minus_lso{cluster=\"prod\",topic=\"orders\",partition=\"0\"} 20", true),
+        ("kafka_partition_lso_stuck_seconds{cluster=\"prod\",topic=\"orders\",partition=\"0\"} 184.5", true),
+        ("kafka_consumergroup_committed_offset{cluster=\"prod\",group=\"billing-read-committed\",topic=\"orders\",partition=\"0\"} 880", true),
+        ("kafka_consumergroup_hw_lag{cluster=\"prod\",group=\"billing-read-committed\",topic=\"orders\",partition=\"0\"} 20", true),
+        ("kafka_consumergroup_lso_lag{cluster=\"prod\",group=\"billing-read-committed\",topic=\"orders\",partition=\"0\"} 0", true),
+        ("kafka_consumergroup_committed_beyond_lso{cluster=\"prod\",group=\"audit \\\"legacy\\\"\\\\ <read_uncommitted>\\nç\",topic=\"orders\",partition=\"0\"} 20", true),
+        ("kafka_consumergroup_members{cluster=\"prod\",group=\"billing-read-committed\"} 3", true),
+        ("kafka_consumergroup_state{cluster=\"prod\",group=\"billing-read-committed\",state=\"Stable\"} 1", true),
+        ("kafka_consumergroup_state{cluster=\"prod\",group=\"billing-read-committed\",state=\"Empty\"} 0", true),
+        ("kafka_lso_exporter_up{cluster=\"prod\"} 1", true),
+        ("kafka_lso_exporter_last_success_timestamp_seconds{cluster=\"prod\"} 1790000000", true),
+        ("kafka_lso_exporter_errors_total{cluster=\"prod\",stage=\"high_watermark\"} 1", true),
+        ("kafka_lso_exporter_anomalies_total{cluster=\"prod\",kind=\"lso_above_high_watermark\"} 1", true),
+        ("kafka_lso_exporter_cycle_duration_seconds_count{cluster=\"prod\"} 1", true),
+        ("kafka_lso_exporter_build_info{version=\"VERSION\",revision=\"REVISION\"} 1", true),
+        // Partition 2's HW failed: no HW, no gap, no stuck clock; its LSO is still shown.
+        ("kafka_partition_high_watermark{cluster=\"prod\",topic=\"orders\",partition=\"2\"}", false),
+        ("kafka_partition_hw_minus_lso{cluster=\"prod\",topic=\"orders\",partition=\"2\"}", false),
+        ("kafka_partition_last_stable_offset{cluster=\"prod\",topic=\"orders\",partition=\"2\"} 77", true),
+    ];
+    for (line, present) in catalog {
+        let found = text.lines().any(|l| l.starts_with(line));
+        assert_eq!(found, present, "{line} should be {}", if present { "present" } else { "absent" });
+    }
+}
