@@ -427,12 +427,10 @@ fn parse_env_value(value: Value) -> Value {
     }
 }
 
-fn toml_array(text: &str) -> Result<Value, figment::Error> {
+fn toml_array(text: &str) -> Option<Value> {
     let doc = format!("v = {text}");
-    let data = Toml::string(&doc).data()?;
-    data.get(&Profile::Default)
-        .and_then(|d| d.get("v").cloned())
-        .ok_or_else(|| figment::Error::from("not a TOML array".to_string()))
+    let data = Toml::string(&doc).data().ok()?;
+    data.get(&Profile::Default)?.get("v").cloned()
 }
 
 /// Renders a figment error as one line: the key, the problem, and where it came from.
@@ -673,7 +671,11 @@ fn filter(raw: &RawFilter) -> Result<NameFilter, (&'static str, String)> {
             if let Err(error) = regex::Regex::new(pattern) {
                 // regex's syntax errors span several lines; keep the last, which says what.
                 let text = error.to_string();
-                let reason = text.lines().last().unwrap_or_default().trim_start_matches("error: ");
+                let reason = text
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+                    .trim_start_matches("error: ");
                 return Err((field, format!("bad regex \"{pattern}\": {reason}")));
             }
         }

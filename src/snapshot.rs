@@ -309,7 +309,12 @@ mod tests {
             (3, 3, 3, (0, 0, 0, None)),
             (100, 150, 150, (50, 50, 0, None)),
             // Committed beyond the HW (truncation): clamped and counted.
-            (12, 10, 10, (0, 0, 2, Some(Anomaly::CommittedBeyondHighWatermark))),
+            (
+                12,
+                10,
+                10,
+                (0, 0, 2, Some(Anomaly::CommittedBeyondHighWatermark)),
+            ),
         ];
         for (committed, hw, lso, (hw_lag, lso_lag, beyond, anomaly)) in cases {
             let expected = Lag {
@@ -337,7 +342,7 @@ mod tests {
             (15, 900, 880, 0),  // first seen pinned: the clock starts now
             (30, 950, 880, 15), // still pinned at 880
             (45, 990, 880, 30),
-            (60, 995, 990, 0),  // LSO moved to another open transaction: restart
+            (60, 995, 990, 0), // LSO moved to another open transaction: restart
             (75, 999, 990, 15),
             (90, 1001, 1001, 0), // all decided
             (105, 1010, 1001, 0),
@@ -345,7 +350,11 @@ mod tests {
         ];
         for (t, hw, lso, expected) in steps {
             let stuck = clock.observe(&topic, 0, hw, lso, at(t));
-            assert_eq!(stuck, Duration::from_secs(expected), "t={t} hw={hw} lso={lso}");
+            assert_eq!(
+                stuck,
+                Duration::from_secs(expected),
+                "t={t} hw={hw} lso={lso}"
+            );
         }
     }
 
@@ -360,7 +369,10 @@ mod tests {
         }
         assert_eq!(clock.len(), 1, "only the pinned partition has a clock");
         let later = t0 + Duration::from_secs(10);
-        assert_eq!(clock.observe(&topic, 7, 125, 100, later), Duration::from_secs(10));
+        assert_eq!(
+            clock.observe(&topic, 7, 125, 100, later),
+            Duration::from_secs(10)
+        );
         assert_eq!(clock.observe(&topic, 3, 125, 125, later), Duration::ZERO);
         clock.retain(|_, partition| partition != 7);
         assert!(clock.is_empty());
@@ -457,7 +469,10 @@ mod tests {
             ]
         );
         let lag = derived.groups[0].offsets.as_ref().unwrap()[0].lag.unwrap();
-        assert_eq!((lag.hw_lag, lag.lso_lag, lag.committed_beyond_lso), (0, 0, 3));
+        assert_eq!(
+            (lag.hw_lag, lag.lso_lag, lag.committed_beyond_lso),
+            (0, 0, 3)
+        );
     }
 
     #[test]
@@ -466,9 +481,17 @@ mod tests {
         let t0 = Instant::now();
         let mut clock = StuckClock::default();
         clock.observe(&topic, 0, 10, 5, t0);
-        let derived = derive(RawSample::default(), &mut clock, t0 + Duration::from_secs(1));
+        let derived = derive(
+            RawSample::default(),
+            &mut clock,
+            t0 + Duration::from_secs(1),
+        );
         assert!(derived.partitions.is_empty());
-        assert_eq!(clock.len(), 1, "a failed cycle does not restart the stuck clock");
+        assert_eq!(
+            clock.len(),
+            1,
+            "a failed cycle does not restart the stuck clock"
+        );
         assert_eq!(
             clock.observe(&topic, 0, 11, 5, t0 + Duration::from_secs(2)),
             Duration::from_secs(2)

@@ -35,23 +35,45 @@ async fn s8_broker_loss_and_recovery() {
     kafka_local("stop");
     let topic_only = [("cluster", "test"), ("topic", topic.as_str())];
     exporter
-        .wait_for("up 0 and no partition series", Duration::from_secs(15), |s| {
-            (s.value("kafka_lso_exporter_up", &cluster) == Some(0.0)
-                && s.series("kafka_partition_high_watermark", &topic_only).count() == 0
-                && s.series("kafka_partition_last_stable_offset", &topic_only).count() == 0
-                && s.series("kafka_partition_hw_minus_lso", &topic_only).count() == 0)
-                .then_some(())
-        })
+        .wait_for(
+            "up 0 and no partition series",
+            Duration::from_secs(15),
+            |s| {
+                (s.value("kafka_lso_exporter_up", &cluster) == Some(0.0)
+                    && s.series("kafka_partition_high_watermark", &topic_only)
+                        .count()
+                        == 0
+                    && s.series("kafka_partition_last_stable_offset", &topic_only)
+                        .count()
+                        == 0
+                    && s.series("kafka_partition_hw_minus_lso", &topic_only)
+                        .count()
+                        == 0)
+                    .then_some(())
+            },
+        )
         .await;
     let deadline = Instant::now() + Duration::from_secs(15);
     while exporter.get("/readyz").await.0 != 503 {
-        assert!(Instant::now() < deadline, "/readyz never turned 503 with the broker down");
+        assert!(
+            Instant::now() < deadline,
+            "/readyz never turned 503 with the broker down"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(exporter.get("/healthz").await.0, 200, "the process stays up");
+    assert_eq!(
+        exporter.get("/healthz").await.0,
+        200,
+        "the process stays up"
+    );
     let s = exporter.scrape().await;
     assert!(
-        s.value("kafka_lso_exporter_errors_total", &[("cluster", "test"), ("stage", "metadata")]).unwrap() >= 1.0,
+        s.value(
+            "kafka_lso_exporter_errors_total",
+            &[("cluster", "test"), ("stage", "metadata")]
+        )
+        .unwrap()
+            >= 1.0,
         "the failed cycles are counted"
     );
 
@@ -66,8 +88,14 @@ async fn s8_broker_loss_and_recovery() {
         })
         .await;
     let recovery = restarted.elapsed();
-    eprintln!("recovered {:.1}s after the broker was ready again", recovery.as_secs_f64());
-    assert!(recovery <= Duration::from_secs(3), "recovery took {recovery:?}, more than two cycles");
+    eprintln!(
+        "recovered {:.1}s after the broker was ready again",
+        recovery.as_secs_f64()
+    );
+    assert!(
+        recovery <= Duration::from_secs(3),
+        "recovery took {recovery:?}, more than two cycles"
+    );
     let deadline = Instant::now() + Duration::from_secs(5);
     while exporter.get("/readyz").await.0 != 200 {
         assert!(Instant::now() < deadline, "/readyz did not return to 200");

@@ -20,7 +20,9 @@ fn write_temp(name: &str, contents: &str) -> PathBuf {
 }
 
 fn env(vars: &[(&str, &str)]) -> Vec<(String, String)> {
-    vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    vars.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 #[test]
@@ -41,7 +43,10 @@ fn the_reference_config_loads() {
     assert!(prod.topics.accepts("orders"));
     assert!(!prod.topics.accepts("__consumer_offsets"));
     assert!(prod.groups.accepts("billing"));
-    assert_eq!(prod.client.get("client.id").map(String::as_str), Some("kafka-lso-exporter"));
+    assert_eq!(
+        prod.client.get("client.id").map(String::as_str),
+        Some("kafka-lso-exporter")
+    );
     assert_eq!(config.clusters[1].name, "staging");
 }
 
@@ -81,17 +86,39 @@ bootstrap_servers = "second:9092"
 
     let vars = env(&[
         ("KAFKA_LSO_EXPORTER_INTERVAL", "20s"),
-        ("KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS", "env:9092"),
-        ("KAFKA_LSO_EXPORTER_CLUSTERS__1__TOPICS__INCLUDE", r#"["^orders$"]"#),
-        ("KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__security.protocol", "SSL"),
+        (
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS",
+            "env:9092",
+        ),
+        (
+            "KAFKA_LSO_EXPORTER_CLUSTERS__1__TOPICS__INCLUDE",
+            r#"["^orders$"]"#,
+        ),
+        (
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__security.protocol",
+            "SSL",
+        ),
         ("UNRELATED_VARIABLE", "ignored"),
     ]);
     let with_env = Config::load(Some(&file), vars.clone(), &Overrides::default()).unwrap();
     assert_eq!(with_env.interval, Duration::from_secs(20));
-    assert_eq!(with_env.listen.to_string(), "127.0.0.1:1111", "untouched keys keep the file's value");
-    assert_eq!(with_env.clusters[0].name, "prod", "an env override of one field keeps the others");
+    assert_eq!(
+        with_env.listen.to_string(),
+        "127.0.0.1:1111",
+        "untouched keys keep the file's value"
+    );
+    assert_eq!(
+        with_env.clusters[0].name, "prod",
+        "an env override of one field keeps the others"
+    );
     assert_eq!(with_env.clusters[0].bootstrap_servers, "env:9092");
-    assert_eq!(with_env.clusters[0].client.get("security.protocol").map(String::as_str), Some("SSL"));
+    assert_eq!(
+        with_env.clusters[0]
+            .client
+            .get("security.protocol")
+            .map(String::as_str),
+        Some("SSL")
+    );
     assert!(with_env.clusters[1].topics.accepts("orders"));
     assert!(!with_env.clusters[1].topics.accepts("payments"));
 
@@ -109,29 +136,157 @@ bootstrap_servers = "second:9092"
 const CLUSTER: &str = "[[clusters]]\nname = \"prod\"\nbootstrap_servers = \"k:9092\"\n";
 
 /// (description, file contents, environment, expected key, expected source fragment)
-fn bad_configs() -> Vec<(&'static str, String, Vec<(&'static str, &'static str)>, &'static str, &'static str)> {
+type BadConfig = (
+    &'static str,
+    String,
+    Vec<(&'static str, &'static str)>,
+    &'static str,
+    &'static str,
+);
+
+fn bad_configs() -> Vec<BadConfig> {
     vec![
-        ("unknown top-level key", format!("intervall = \"5s\"\n{CLUSTER}"), vec![], "intervall", "bad-"),
-        ("unknown cluster key", format!("{CLUSTER}bootstrap = \"x:1\"\n"), vec![], "clusters[0]", "bad-"),
-        ("bad duration", format!("interval = \"fast\"\n{CLUSTER}"), vec![], "interval", "bad-"),
-        ("duration out of range", format!("interval = \"5ms\"\n{CLUSTER}"), vec![], "interval", "bad-"),
-        ("duration of the wrong type", format!("interval = 15\n{CLUSTER}"), vec![], "interval", "bad-"),
-        ("timeout longer than interval", format!("interval = \"5s\"\ntimeout = \"10s\"\n{CLUSTER}"), vec![], "timeout", "bad-"),
-        ("bad listen address", format!("listen = \"everywhere\"\n{CLUSTER}"), vec![], "listen", "bad-"),
-        ("bad log format", format!("log_format = \"xml\"\n{CLUSTER}"), vec![], "log_format", "bad-"),
-        ("bad log level", format!("log_level = \"loud[\"\n{CLUSTER}"), vec![], "log_level", "bad-"),
-        ("no clusters", "interval = \"15s\"\n".into(), vec![], "clusters", "bootstrap-servers"),
-        ("empty bootstrap list", "[[clusters]]\nname = \"a\"\nbootstrap_servers = \" , \"\n".into(), vec![], "clusters[0].bootstrap_servers", "bad-"),
-        ("bootstrap server without port", "[[clusters]]\nname = \"a\"\nbootstrap_servers = \"kafka\"\n".into(), vec![], "clusters[0].bootstrap_servers", "bad-"),
-        ("duplicate cluster names", format!("{CLUSTER}{CLUSTER}"), vec![], "clusters[1].name", "bad-"),
-        ("bad topic regex", format!("{CLUSTER}topics = {{ include = [\"(orders\"] }}\n"), vec![], "clusters[0].topics.include", "bad-"),
-        ("bad group regex", format!("{CLUSTER}groups = {{ exclude = [\"*\"] }}\n"), vec![], "clusters[0].groups.exclude", "bad-"),
-        ("reserved client property", format!("{CLUSTER}client = {{ \"isolation.level\" = \"read_committed\" }}\n"), vec![], "clusters[0].client.isolation.level", "bad-"),
-        ("topics of the wrong type", format!("{CLUSTER}topics = \"orders\"\n"), vec![], "clusters[0].topics", "bad-"),
+        (
+            "unknown top-level key",
+            format!("intervall = \"5s\"\n{CLUSTER}"),
+            vec![],
+            "intervall",
+            "bad-",
+        ),
+        (
+            "unknown cluster key",
+            format!("{CLUSTER}bootstrap = \"x:1\"\n"),
+            vec![],
+            "clusters[0]",
+            "bad-",
+        ),
+        (
+            "bad duration",
+            format!("interval = \"fast\"\n{CLUSTER}"),
+            vec![],
+            "interval",
+            "bad-",
+        ),
+        (
+            "duration out of range",
+            format!("interval = \"5ms\"\n{CLUSTER}"),
+            vec![],
+            "interval",
+            "bad-",
+        ),
+        (
+            "duration of the wrong type",
+            format!("interval = 15\n{CLUSTER}"),
+            vec![],
+            "interval",
+            "bad-",
+        ),
+        (
+            "timeout longer than interval",
+            format!("interval = \"5s\"\ntimeout = \"10s\"\n{CLUSTER}"),
+            vec![],
+            "timeout",
+            "bad-",
+        ),
+        (
+            "bad listen address",
+            format!("listen = \"everywhere\"\n{CLUSTER}"),
+            vec![],
+            "listen",
+            "bad-",
+        ),
+        (
+            "bad log format",
+            format!("log_format = \"xml\"\n{CLUSTER}"),
+            vec![],
+            "log_format",
+            "bad-",
+        ),
+        (
+            "bad log level",
+            format!("log_level = \"loud[\"\n{CLUSTER}"),
+            vec![],
+            "log_level",
+            "bad-",
+        ),
+        (
+            "no clusters",
+            "interval = \"15s\"\n".into(),
+            vec![],
+            "clusters",
+            "bootstrap-servers",
+        ),
+        (
+            "empty bootstrap list",
+            "[[clusters]]\nname = \"a\"\nbootstrap_servers = \" , \"\n".into(),
+            vec![],
+            "clusters[0].bootstrap_servers",
+            "bad-",
+        ),
+        (
+            "bootstrap server without port",
+            "[[clusters]]\nname = \"a\"\nbootstrap_servers = \"kafka\"\n".into(),
+            vec![],
+            "clusters[0].bootstrap_servers",
+            "bad-",
+        ),
+        (
+            "duplicate cluster names",
+            format!("{CLUSTER}{CLUSTER}"),
+            vec![],
+            "clusters[1].name",
+            "bad-",
+        ),
+        (
+            "bad topic regex",
+            format!("{CLUSTER}topics = {{ include = [\"(orders\"] }}\n"),
+            vec![],
+            "clusters[0].topics.include",
+            "bad-",
+        ),
+        (
+            "bad group regex",
+            format!("{CLUSTER}groups = {{ exclude = [\"*\"] }}\n"),
+            vec![],
+            "clusters[0].groups.exclude",
+            "bad-",
+        ),
+        (
+            "reserved client property",
+            format!("{CLUSTER}client = {{ \"isolation.level\" = \"read_committed\" }}\n"),
+            vec![],
+            "clusters[0].client.isolation.level",
+            "bad-",
+        ),
+        (
+            "topics of the wrong type",
+            format!("{CLUSTER}topics = \"orders\"\n"),
+            vec![],
+            "clusters[0].topics",
+            "bad-",
+        ),
         ("malformed TOML", "interval = \n".into(), vec![], "", "bad-"),
-        ("bad environment override", CLUSTER.into(), vec![("KAFKA_LSO_EXPORTER_INTERVAL", "soon")], "interval", "KAFKA_LSO_EXPORTER_INTERVAL"),
-        ("unknown environment key", CLUSTER.into(), vec![("KAFKA_LSO_EXPORTER_PORT", "9")], "port", "KAFKA_LSO_EXPORTER_PORT"),
-        ("bad env regex", CLUSTER.into(), vec![("KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE", "[\"[\"]")], "clusters[0].topics.include", "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE"),
+        (
+            "bad environment override",
+            CLUSTER.into(),
+            vec![("KAFKA_LSO_EXPORTER_INTERVAL", "soon")],
+            "interval",
+            "KAFKA_LSO_EXPORTER_INTERVAL",
+        ),
+        (
+            "unknown environment key",
+            CLUSTER.into(),
+            vec![("KAFKA_LSO_EXPORTER_PORT", "9")],
+            "port",
+            "KAFKA_LSO_EXPORTER_PORT",
+        ),
+        (
+            "bad env regex",
+            CLUSTER.into(),
+            vec![("KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE", "[\"[\"]")],
+            "clusters[0].topics.include",
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+        ),
     ]
 }
 
@@ -145,17 +300,30 @@ fn bad_configs_are_rejected_naming_the_key_and_source() {
             .err()
             .unwrap_or_else(|| panic!("{what}: accepted"))
             .to_string();
-        assert!(error.contains(key), "{what}: {error:?} does not name {key:?}");
-        assert!(error.contains(source), "{what}: {error:?} does not name the source {source:?}");
-        assert!(!error.contains('\n'), "{what}: message is not one line: {error:?}");
+        assert!(
+            error.contains(key),
+            "{what}: {error:?} does not name {key:?}"
+        );
+        assert!(
+            error.contains(source),
+            "{what}: {error:?} does not name the source {source:?}"
+        );
+        assert!(
+            !error.contains('\n'),
+            "{what}: message is not one line: {error:?}"
+        );
     }
 }
 
 #[test]
 fn a_missing_config_file_is_an_error() {
-    let error = Config::load(Some(&repo().join("no-such-file.toml")), env(&[]), &Overrides::default())
-        .unwrap_err()
-        .to_string();
+    let error = Config::load(
+        Some(&repo().join("no-such-file.toml")),
+        env(&[]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(error.contains("no-such-file.toml"), "{error}");
 }
 
@@ -173,7 +341,10 @@ fn the_binary_exits_2_on_bad_config_without_printing_secrets() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
-    assert!(stderr.contains("interval") && stderr.contains("secret.toml"), "{stderr}");
+    assert!(
+        stderr.contains("interval") && stderr.contains("secret.toml"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("hunter2"), "{stderr}");
 
     let secret_type_error = write_temp(

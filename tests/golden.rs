@@ -127,16 +127,27 @@ fn normalize(text: &str) -> String {
 
 fn check_golden(name: &str, actual: &str) {
     let actual = &normalize(actual);
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, actual).unwrap();
     }
     let expected = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}; create it with UPDATE_GOLDEN=1", path.display()));
     for (number, (a, e)) in actual.lines().zip(expected.lines()).enumerate() {
-        assert_eq!(a, e, "{name} line {} differs; if intended, refresh with UPDATE_GOLDEN=1", number + 1);
+        assert_eq!(
+            a,
+            e,
+            "{name} line {} differs; if intended, refresh with UPDATE_GOLDEN=1",
+            number + 1
+        );
     }
-    assert_eq!(actual.lines().count(), expected.lines().count(), "{name}: line count differs");
+    assert_eq!(
+        actual.lines().count(),
+        expected.lines().count(),
+        "{name}: line count differs"
+    );
 }
 
 fn promtool_check(text: &str) {
@@ -147,15 +158,26 @@ fn promtool_check(text: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("promtool is required (Debian package prometheus; scripts/test installs it)");
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     let output = child.wait_with_output().unwrap();
     let report = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(output.status.success(), "promtool check metrics failed:\n{report}");
-    assert!(report.trim().is_empty(), "promtool check metrics reported problems:\n{report}");
+    assert!(
+        output.status.success(),
+        "promtool check metrics failed:\n{report}"
+    );
+    assert!(
+        report.trim().is_empty(),
+        "promtool check metrics reported problems:\n{report}"
+    );
 }
 
 #[test]
@@ -201,6 +223,11 @@ fn every_catalog_metric_is_present_with_its_labels() {
     ];
     for (line, present) in catalog {
         let found = text.lines().any(|l| l.starts_with(line));
-        assert_eq!(found, present, "{line} should be {}", if present { "present" } else { "absent" });
+        assert_eq!(
+            found,
+            present,
+            "{line} should be {}",
+            if present { "present" } else { "absent" }
+        );
     }
 }

@@ -16,7 +16,13 @@ fn anchored(name: &str) -> String {
 
 fn regex_escape(name: &str) -> String {
     name.chars()
-        .flat_map(|c| if c.is_ascii_alphanumeric() || c == '_' { vec![c] } else { vec!['\\', c] })
+        .flat_map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                vec![c]
+            } else {
+                vec!['\\', c]
+            }
+        })
         .collect()
 }
 
@@ -47,28 +53,48 @@ async fn s1_worked_example() {
     wait_high_watermark(&topic, 0, 900);
 
     let committed = consume_all_and_commit(&group, &topic, 1, "read_committed");
-    assert_eq!(committed, vec![880], "a read_committed consumer stops at the LSO");
+    assert_eq!(
+        committed,
+        vec![880],
+        "a read_committed consumer stops at the LSO"
+    );
 
     let exporter = Exporter::start(&anchored(&topic), &anchored(&group), &[]).await;
     let p = partition_labels(&topic, "0");
     let g = group_labels(&group, &topic, "0");
     exporter
-        .wait_for("HW 900 and the group's offsets", Duration::from_secs(15), |s| {
-            (s.value("kafka_partition_high_watermark", &p) == Some(900.0)
-                && s.value("kafka_consumergroup_hw_lag", &g).is_some())
-            .then_some(())
-        })
+        .wait_for(
+            "HW 900 and the group's offsets",
+            Duration::from_secs(15),
+            |s| {
+                (s.value("kafka_partition_high_watermark", &p) == Some(900.0)
+                    && s.value("kafka_consumergroup_hw_lag", &g).is_some())
+                .then_some(())
+            },
+        )
         .await;
     let s = exporter.scrape().await;
     assert_eq!(s.value("kafka_partition_high_watermark", &p), Some(900.0));
-    assert_eq!(s.value("kafka_partition_last_stable_offset", &p), Some(880.0));
+    assert_eq!(
+        s.value("kafka_partition_last_stable_offset", &p),
+        Some(880.0)
+    );
     assert_eq!(s.value("kafka_partition_hw_minus_lso", &p), Some(20.0));
     assert_eq!(s.value("kafka_partition_log_start_offset", &p), Some(0.0));
-    assert_eq!(s.value("kafka_consumergroup_committed_offset", &g), Some(880.0));
+    assert_eq!(
+        s.value("kafka_consumergroup_committed_offset", &g),
+        Some(880.0)
+    );
     assert_eq!(s.value("kafka_consumergroup_lso_lag", &g), Some(0.0));
     assert_eq!(s.value("kafka_consumergroup_hw_lag", &g), Some(20.0));
-    assert_eq!(s.value("kafka_consumergroup_committed_beyond_lso", &g), Some(0.0));
-    assert_eq!(s.value("kafka_lso_exporter_up", &[("cluster", "test")]), Some(1.0));
+    assert_eq!(
+        s.value("kafka_consumergroup_committed_beyond_lso", &g),
+        Some(0.0)
+    );
+    assert_eq!(
+        s.value("kafka_lso_exporter_up", &[("cluster", "test")]),
+        Some(1.0)
+    );
 
     t1.commit_transaction(Duration::from_secs(30)).unwrap();
     wait_high_watermark(&topic, 0, 901);
@@ -83,7 +109,11 @@ async fn s1_worked_example() {
     assert_eq!(s.value("kafka_partition_high_watermark", &p), Some(901.0));
     assert_eq!(s.value("kafka_partition_hw_minus_lso", &p), Some(0.0));
     assert_eq!(s.value("kafka_partition_lso_stuck_seconds", &p), Some(0.0));
-    assert_eq!(s.value("kafka_consumergroup_lso_lag", &g), Some(21.0), "the whole backlog became visible at once");
+    assert_eq!(
+        s.value("kafka_consumergroup_lso_lag", &g),
+        Some(21.0),
+        "the whole backlog became visible at once"
+    );
     assert_eq!(s.value("kafka_consumergroup_hw_lag", &g), Some(21.0));
     exporter.stop().await;
 }
@@ -102,17 +132,20 @@ async fn s2_abort() {
     t.abort_transaction(Duration::from_secs(30)).unwrap();
     wait_high_watermark(&topic, 0, 3);
     let committed = consume_all_and_commit(&group, &topic, 1, "read_committed");
-    assert_eq!(committed, vec![3], "the consumer's position passes the aborted records and the marker");
+    assert_eq!(
+        committed,
+        vec![3],
+        "the consumer's position passes the aborted records and the marker"
+    );
 
     let exporter = Exporter::start(&anchored(&topic), &anchored(&group), &[]).await;
     let p = partition_labels(&topic, "0");
     let g = group_labels(&group, &topic, "0");
-    let s = exporter
+    exporter
         .wait_for("the group's lag", Duration::from_secs(15), |s| {
             s.value("kafka_consumergroup_lso_lag", &g).map(|_| ())
         })
         .await;
-    let _ = s;
     let s = exporter.scrape().await;
     assert_eq!(s.value("kafka_partition_high_watermark", &p), Some(3.0));
     assert_eq!(s.value("kafka_partition_last_stable_offset", &p), Some(3.0));
@@ -142,26 +175,50 @@ async fn s3_s4_per_partition_and_stuck_clock() {
     let exporter = Exporter::start(&anchored(&topic), "^$", &[]).await;
     let pinned = partition_labels(&topic, "7");
     let first = exporter
-        .wait_for("partition 7 pinned with a running clock", Duration::from_secs(15), |s| {
-            let stuck = s.value("kafka_partition_lso_stuck_seconds", &pinned)?;
-            (stuck > 0.0).then_some((Instant::now(), stuck))
-        })
+        .wait_for(
+            "partition 7 pinned with a running clock",
+            Duration::from_secs(15),
+            |s| {
+                let stuck = s.value("kafka_partition_lso_stuck_seconds", &pinned)?;
+                (stuck > 0.0).then_some((Instant::now(), stuck))
+            },
+        )
         .await;
     let s = exporter.scrape().await;
-    assert_eq!(s.value("kafka_partition_last_stable_offset", &pinned), Some(3.0));
-    assert_eq!(s.value("kafka_partition_high_watermark", &pinned), Some(10.0));
+    assert_eq!(
+        s.value("kafka_partition_last_stable_offset", &pinned),
+        Some(3.0)
+    );
+    assert_eq!(
+        s.value("kafka_partition_high_watermark", &pinned),
+        Some(10.0)
+    );
     assert_eq!(s.value("kafka_partition_hw_minus_lso", &pinned), Some(7.0));
     for partition in (0..24).filter(|p| *p != 7) {
         let partition = partition.to_string();
         let labels = partition_labels(&topic, &partition);
-        assert_eq!(s.value("kafka_partition_hw_minus_lso", &labels), Some(0.0), "partition {partition}");
-        assert_eq!(s.value("kafka_partition_lso_stuck_seconds", &labels), Some(0.0), "partition {partition}");
-        assert_eq!(s.value("kafka_partition_last_stable_offset", &labels), Some(3.0), "partition {partition}");
+        assert_eq!(
+            s.value("kafka_partition_hw_minus_lso", &labels),
+            Some(0.0),
+            "partition {partition}"
+        );
+        assert_eq!(
+            s.value("kafka_partition_lso_stuck_seconds", &labels),
+            Some(0.0),
+            "partition {partition}"
+        );
+        assert_eq!(
+            s.value("kafka_partition_last_stable_offset", &labels),
+            Some(3.0),
+            "partition {partition}"
+        );
     }
 
     tokio::time::sleep(Duration::from_secs(4)).await;
     let s = exporter.scrape().await;
-    let second = s.value("kafka_partition_lso_stuck_seconds", &pinned).unwrap();
+    let second = s
+        .value("kafka_partition_lso_stuck_seconds", &pinned)
+        .unwrap();
     let elapsed = first.0.elapsed().as_secs_f64();
     let grown = second - first.1;
     assert!(
@@ -198,8 +255,14 @@ async fn s5_mixed_isolation() {
     send(&plain, &topic, 0, 5);
     wait_high_watermark(&topic, 0, 20);
 
-    assert_eq!(consume_all_and_commit(&group_a, &topic, 1, "read_uncommitted"), vec![20]);
-    assert_eq!(consume_all_and_commit(&group_b, &topic, 1, "read_committed"), vec![10]);
+    assert_eq!(
+        consume_all_and_commit(&group_a, &topic, 1, "read_uncommitted"),
+        vec![20]
+    );
+    assert_eq!(
+        consume_all_and_commit(&group_b, &topic, 1, "read_committed"),
+        vec![10]
+    );
 
     let groups = format!("{}|{}", anchored(&group_a), anchored(&group_b));
     let exporter = Exporter::start(&anchored(&topic), &groups, &[]).await;
@@ -207,23 +270,35 @@ async fn s5_mixed_isolation() {
     let b = group_labels(&group_b, &topic, "0");
     exporter
         .wait_for("both groups", Duration::from_secs(15), |s| {
-            (s.value("kafka_consumergroup_committed_beyond_lso", &a).is_some()
-                && s.value("kafka_consumergroup_committed_beyond_lso", &b).is_some())
+            (s.value("kafka_consumergroup_committed_beyond_lso", &a)
+                .is_some()
+                && s.value("kafka_consumergroup_committed_beyond_lso", &b)
+                    .is_some())
             .then_some(())
         })
         .await;
     let s = exporter.scrape().await;
-    assert_eq!(s.value("kafka_consumergroup_committed_beyond_lso", &a), Some(10.0));
+    assert_eq!(
+        s.value("kafka_consumergroup_committed_beyond_lso", &a),
+        Some(10.0)
+    );
     assert_eq!(s.value("kafka_consumergroup_lso_lag", &a), Some(0.0));
     assert_eq!(s.value("kafka_consumergroup_hw_lag", &a), Some(0.0));
-    assert_eq!(s.value("kafka_consumergroup_committed_beyond_lso", &b), Some(0.0));
+    assert_eq!(
+        s.value("kafka_consumergroup_committed_beyond_lso", &b),
+        Some(0.0)
+    );
     assert_eq!(s.value("kafka_consumergroup_lso_lag", &b), Some(0.0));
     assert_eq!(s.value("kafka_consumergroup_hw_lag", &b), Some(10.0));
     // Both groups have no members and report the Empty state.
     for group in [&group_a, &group_b] {
         let labels = [("cluster", "test"), ("group", group.as_str())];
         assert_eq!(s.value("kafka_consumergroup_members", &labels), Some(0.0));
-        let state = [("cluster", "test"), ("group", group.as_str()), ("state", "Empty")];
+        let state = [
+            ("cluster", "test"),
+            ("group", group.as_str()),
+            ("state", "Empty"),
+        ];
         assert_eq!(s.value("kafka_consumergroup_state", &state), Some(1.0));
     }
     t.abort_transaction(Duration::from_secs(30)).unwrap();
@@ -268,25 +343,38 @@ async fn s6_timeout_abort() {
         .spawn()
         .expect("start the transactional producer");
     exporter
-        .wait_for("an open transaction pinning the LSO", Duration::from_secs(30), |s| {
-            (s.value("kafka_partition_hw_minus_lso", &p)? > 0.0).then_some(())
-        })
+        .wait_for(
+            "an open transaction pinning the LSO",
+            Duration::from_secs(30),
+            |s| (s.value("kafka_partition_hw_minus_lso", &p)? > 0.0).then_some(()),
+        )
         .await;
     // Kill the whole process group: the launcher script and the JVM.
     unsafe_kill_group(child.id());
     let _ = child.wait();
     let killed = Instant::now();
-    let withheld = exporter.scrape().await.value("kafka_partition_hw_minus_lso", &p).unwrap();
+    let withheld = exporter
+        .scrape()
+        .await
+        .value("kafka_partition_hw_minus_lso", &p)
+        .unwrap();
     assert!(withheld > 0.0);
 
     exporter
-        .wait_for("the LSO released after the broker aborts", Duration::from_secs(5) + CYCLE * 10, |s| {
-            (s.value("kafka_partition_hw_minus_lso", &p) == Some(0.0)
-                && s.value("kafka_partition_lso_stuck_seconds", &p) == Some(0.0))
-            .then_some(())
-        })
+        .wait_for(
+            "the LSO released after the broker aborts",
+            Duration::from_secs(5) + CYCLE * 10,
+            |s| {
+                (s.value("kafka_partition_hw_minus_lso", &p) == Some(0.0)
+                    && s.value("kafka_partition_lso_stuck_seconds", &p) == Some(0.0))
+                .then_some(())
+            },
+        )
         .await;
-    eprintln!("LSO released {:.1}s after the producer died", killed.elapsed().as_secs_f64());
+    eprintln!(
+        "LSO released {:.1}s after the producer died",
+        killed.elapsed().as_secs_f64()
+    );
     exporter.stop().await;
 }
 
@@ -316,7 +404,8 @@ async fn s7_churn() {
     let g = group_labels(&group, &topic, "1");
     exporter
         .wait_for("the group and topic series", Duration::from_secs(15), |s| {
-            s.value("kafka_consumergroup_committed_offset", &g).map(|_| ())
+            s.value("kafka_consumergroup_committed_offset", &g)
+                .map(|_| ())
         })
         .await;
 
@@ -329,7 +418,9 @@ async fn s7_churn() {
     let group_only = [("cluster", "test"), ("group", group.as_str())];
     exporter
         .wait_for("the deleted group's series gone", CYCLE * 3, |s| {
-            (s.series("kafka_consumergroup_committed_offset", &group_only).count() == 0
+            (s.series("kafka_consumergroup_committed_offset", &group_only)
+                .count()
+                == 0
                 && s.series("kafka_consumergroup_members", &group_only).count() == 0
                 && s.series("kafka_consumergroup_state", &group_only).count() == 0)
                 .then_some(())
@@ -343,12 +434,19 @@ async fn s7_churn() {
     let topic_only = [("cluster", "test"), ("topic", topic.as_str())];
     exporter
         .wait_for("the deleted topic's series gone", CYCLE * 3, |s| {
-            (s.series("kafka_partition_high_watermark", &topic_only).count() == 0
-                && s.series("kafka_partition_last_stable_offset", &topic_only).count() == 0)
+            (s.series("kafka_partition_high_watermark", &topic_only)
+                .count()
+                == 0
+                && s.series("kafka_partition_last_stable_offset", &topic_only)
+                    .count()
+                    == 0)
                 .then_some(())
         })
         .await;
     let s = exporter.scrape().await;
-    assert_eq!(s.value("kafka_lso_exporter_up", &[("cluster", "test")]), Some(1.0));
+    assert_eq!(
+        s.value("kafka_lso_exporter_up", &[("cluster", "test")]),
+        Some(1.0)
+    );
     exporter.stop().await;
 }

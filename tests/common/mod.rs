@@ -64,7 +64,10 @@ pub fn admin() -> AdminClient<DefaultClientContext> {
 pub async fn create_topic(name: &str, partitions: i32) {
     let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
     let results = admin()
-        .create_topics([&topic], &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))))
+        .create_topics(
+            [&topic],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
+        )
         .await
         .expect("create_topics");
     for r in results {
@@ -74,8 +77,14 @@ pub async fn create_topic(name: &str, partitions: i32) {
     let consumer = plain_consumer("read_uncommitted");
     let deadline = Instant::now() + Duration::from_secs(30);
     for p in 0..partitions {
-        while consumer.fetch_watermarks(name, p, Duration::from_secs(5)).is_err() {
-            assert!(Instant::now() < deadline, "topic {name} partition {p} never became available");
+        while consumer
+            .fetch_watermarks(name, p, Duration::from_secs(5))
+            .is_err()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "topic {name} partition {p} never became available"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -106,8 +115,14 @@ pub fn wait_high_watermark(topic: &str, partition: i32, expected: i64) {
         if hw == expected {
             return;
         }
-        assert!(hw < expected, "{topic}/{partition}: high watermark {hw} passed the expected {expected}");
-        assert!(Instant::now() < deadline, "{topic}/{partition}: high watermark stuck at {hw}, expected {expected}");
+        assert!(
+            hw < expected,
+            "{topic}/{partition}: high watermark {hw} passed the expected {expected}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "{topic}/{partition}: high watermark stuck at {hw}, expected {expected}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -131,7 +146,9 @@ pub fn transactional_producer(transactional_id: &str) -> Producer_ {
         .set("linger.ms", "0")
         .create()
         .expect("transactional producer");
-    producer.init_transactions(Duration::from_secs(30)).expect("init_transactions");
+    producer
+        .init_transactions(Duration::from_secs(30))
+        .expect("init_transactions");
     producer
 }
 
@@ -139,11 +156,16 @@ pub fn transactional_producer(transactional_id: &str) -> Producer_ {
 pub fn send(producer: &Producer_, topic: &str, partition: i32, count: usize) {
     for i in 0..count {
         let payload = format!("record-{i}");
-        let mut record = BaseRecord::<(), _>::to(topic).partition(partition).payload(&payload);
+        let mut record = BaseRecord::<(), _>::to(topic)
+            .partition(partition)
+            .payload(&payload);
         loop {
             match producer.send(record) {
                 Ok(()) => break,
-                Err((KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull), r)) => {
+                Err((
+                    KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull),
+                    r,
+                )) => {
                     record = r;
                     std::thread::sleep(Duration::from_millis(10));
                 }
@@ -157,7 +179,12 @@ pub fn send(producer: &Producer_, topic: &str, partition: i32, count: usize) {
 /// A consumer in `group` that reads every partition of `topic` from the beginning as far
 /// as its isolation level lets it, then commits its position. Returns the committed
 /// offset per partition.
-pub fn consume_all_and_commit(group: &str, topic: &str, partitions: i32, isolation: &str) -> Vec<i64> {
+pub fn consume_all_and_commit(
+    group: &str,
+    topic: &str,
+    partitions: i32,
+    isolation: &str,
+) -> Vec<i64> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap())
         .set("group.id", group)
@@ -168,13 +195,18 @@ pub fn consume_all_and_commit(group: &str, topic: &str, partitions: i32, isolati
         .expect("consumer");
     let mut assignment = TopicPartitionList::new();
     for p in 0..partitions {
-        assignment.add_partition_offset(topic, p, Offset::Beginning).unwrap();
+        assignment
+            .add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
     }
     consumer.assign(&assignment).expect("assign");
     let mut at_end = std::collections::HashSet::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     while at_end.len() < partitions as usize {
-        assert!(Instant::now() < deadline, "{group} did not reach the end of {topic}");
+        assert!(
+            Instant::now() < deadline,
+            "{group} did not reach the end of {topic}"
+        );
         match consumer.poll(Duration::from_millis(200)) {
             Some(Err(KafkaError::PartitionEOF(p))) => {
                 at_end.insert(p);
@@ -191,7 +223,9 @@ pub fn consume_all_and_commit(group: &str, topic: &str, partitions: i32, isolati
             Some(Offset::Offset(o)) => o,
             other => panic!("{group}: no position on {topic}/{p}: {other:?}"),
         };
-        commit.add_partition_offset(topic, p, Offset::Offset(offset)).unwrap();
+        commit
+            .add_partition_offset(topic, p, Offset::Offset(offset))
+            .unwrap();
         offsets.push(offset);
     }
     consumer.commit(&commit, CommitMode::Sync).expect("commit");
@@ -212,14 +246,27 @@ impl Exporter {
     pub async fn start(topics: &str, groups: &str, extra: &[(&str, &str)]) -> Exporter {
         let mut env: Vec<(String, String)> = vec![
             ("KAFKA_LSO_EXPORTER_CLUSTERS__0__NAME".into(), "test".into()),
-            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS".into(), bootstrap()),
-            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE".into(), format!("[{topics:?}]")),
-            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE".into(), format!("[{groups:?}]")),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS".into(),
+                bootstrap(),
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE".into(),
+                format!("[{topics:?}]"),
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE".into(),
+                format!("[{groups:?}]"),
+            ),
             ("KAFKA_LSO_EXPORTER_INTERVAL".into(), "1s".into()),
         ];
         env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let config = Config::load(Some(&repo_root().join("tests/empty.toml")), env, &Overrides::default())
-            .expect("test config");
+        let config = Config::load(
+            Some(&repo_root().join("tests/empty.toml")),
+            env,
+            &Overrides::default(),
+        )
+        .expect("test config");
         Self::start_with(config).await
     }
 
@@ -257,7 +304,12 @@ impl Exporter {
 
     /// Scrapes until `check` returns Some, or fails the test after `timeout` with the
     /// last scrape's relevant lines.
-    pub async fn wait_for<T>(&self, what: &str, timeout: Duration, check: impl Fn(&Scrape) -> Option<T>) -> T {
+    pub async fn wait_for<T>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        check: impl Fn(&Scrape) -> Option<T>,
+    ) -> T {
         let deadline = Instant::now() + timeout;
         loop {
             let scrape = self.scrape().await;
@@ -265,7 +317,10 @@ impl Exporter {
                 return value;
             }
             if Instant::now() > deadline {
-                panic!("timed out after {timeout:?} waiting for {what}; last scrape:\n{}", scrape.text);
+                panic!(
+                    "timed out after {timeout:?} waiting for {what}; last scrape:\n{}",
+                    scrape.text
+                );
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -298,20 +353,32 @@ impl Scrape {
                 continue;
             }
             let (series, value) = line.rsplit_once(' ').expect("sample line");
-            let value: f64 = value.parse().unwrap_or_else(|_| panic!("bad value in {line}"));
+            let value: f64 = value
+                .parse()
+                .unwrap_or_else(|_| panic!("bad value in {line}"));
             let (name, labels) = match series.split_once('{') {
-                Some((name, rest)) => (name, parse_labels(rest.strip_suffix('}').expect("closing brace"))),
+                Some((name, rest)) => (
+                    name,
+                    parse_labels(rest.strip_suffix('}').expect("closing brace")),
+                ),
                 None => (series, BTreeMap::new()),
             };
             samples.push((name.to_string(), labels, value));
         }
-        Scrape { text: text.to_string(), samples }
+        Scrape {
+            text: text.to_string(),
+            samples,
+        }
     }
 
     /// The value of the one series of `name` whose labels include all of `labels`.
     pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         let matching: Vec<f64> = self.series(name, labels).map(|(_, v)| v).collect();
-        assert!(matching.len() <= 1, "{name} {labels:?} matches {} series", matching.len());
+        assert!(
+            matching.len() <= 1,
+            "{name} {labels:?} matches {} series",
+            matching.len()
+        );
         matching.first().copied()
     }
 
@@ -322,7 +389,12 @@ impl Scrape {
     ) -> impl Iterator<Item = (&'a BTreeMap<String, String>, f64)> + 'a {
         self.samples
             .iter()
-            .filter(move |(n, l, _)| n == name && labels.iter().all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v)))
+            .filter(move |(n, l, _)| {
+                n == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+            })
             .map(|(_, l, v)| (l, *v))
     }
 }
@@ -355,10 +427,23 @@ fn parse_labels(text: &str) -> BTreeMap<String, String> {
 
 /// Labels of a partition series of the test cluster.
 pub fn partition_labels<'a>(topic: &'a str, partition: &'a str) -> [(&'a str, &'a str); 3] {
-    [("cluster", "test"), ("topic", topic), ("partition", partition)]
+    [
+        ("cluster", "test"),
+        ("topic", topic),
+        ("partition", partition),
+    ]
 }
 
 /// Labels of a group-partition series of the test cluster.
-pub fn group_labels<'a>(group: &'a str, topic: &'a str, partition: &'a str) -> [(&'a str, &'a str); 4] {
-    [("cluster", "test"), ("group", group), ("topic", topic), ("partition", partition)]
+pub fn group_labels<'a>(
+    group: &'a str,
+    topic: &'a str,
+    partition: &'a str,
+) -> [(&'a str, &'a str); 4] {
+    [
+        ("cluster", "test"),
+        ("group", group),
+        ("topic", topic),
+        ("partition", partition),
+    ]
 }
