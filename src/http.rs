@@ -208,3 +208,58 @@ pub fn escape(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{PartitionState, Visibility};
+
+    fn partition(topic: &str, partition: i32, hw: i64, lso: i64, stuck: f64) -> PartitionState {
+        PartitionState {
+            topic: Arc::from(topic),
+            partition,
+            log_start_offset: Some(0),
+            high_watermark: Some(hw),
+            last_stable_offset: Some(lso),
+            visibility: Some(Visibility {
+                hw_minus_lso: hw - lso,
+                lso_stuck_seconds: stuck,
+            }),
+        }
+    }
+
+    #[test]
+    fn index_lists_pinned_partitions_longest_stuck_first_and_escapes() {
+        let now = SystemTime::now();
+        let hostile = "<script>alert('x')</script>&\"";
+        let snapshot = ClusterSnapshot {
+            cluster: hostile.into(),
+            up: true,
+            taken_at: now,
+            last_success: Some(now),
+            partitions: vec![
+                partition("orders", 0, 900, 880, 184.0),
+                partition("orders", 1, 50, 50, 0.0),
+                partition("payments", 3, 120, 100, 4000.0),
+            ],
+            groups: vec![],
+        };
+        let page = render_index(&[(hostile.to_string(), Some(Arc::new(snapshot)))], now);
+        assert!(!page.contains("<script>"), "unescaped: {page}");
+        assert!(page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"));
+        let payments = page.find("<td class=\"l\">payments</td><td>3</td><td>120</td><td>100</td><td>20</td><td>1h 06m</td>").expect("payments row");
+        let orders = page.find("<td class=\"l\">orders</td><td>0</td><td>900</td><td>880</td><td>20</td><td>3m 04s</td>").expect("orders row");
+        assert!(payments < orders, "longest stuck first");
+        assert!(
+            !page.contains("<td class=\"l\">orders</td><td>1</td>"),
+            "HW == LSO is not listed"
+        );
+    }
+
+    #[test]
+    fn index_before_the_first_cycle() {
+        let page = render_index(&[("prod".to_string(), None)], SystemTime::now());
+        assert!(page.contains("<td class=\"l\">prod</td><td>starting</td>"));
+        assert!(page.contains("None: every partition"));
+    }
+}

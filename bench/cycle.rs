@@ -1,0 +1,302 @@
+//! Sampling benchmark against the local broker (`bench/run` starts it).
+//!
+//! Workload: 20 topics x 100 partitions (2,000 partitions), 500 consumer groups each with
+//! committed offsets on 40 partitions (20,000 group-partition series), one transaction
+//! held open across 5 partitions. The release binary runs as a child process, sampling
+//! every 2 s; the harness reports, for two sizes (200 and 2,000 partitions sampled):
+//! cycle time (median, max over 20 cycles), Kafka requests per cycle by API (counted from
+//! librdkafka's protocol debug log in a separate run), exporter RSS, and /metrics latency.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::producer::Producer;
+use rdkafka::{Offset, TopicPartitionList};
+
+const TOPICS: usize = 20;
+const PARTITIONS: i32 = 100;
+const GROUPS: usize = 500;
+const GROUP_PARTITIONS: i32 = 40;
+const CYCLES: usize = 20;
+const INTERVAL: &str = "2s";
+
+fn topic(i: usize) -> String {
+    format!("bench-t{i:02}")
+}
+
+async fn setup() {
+    let marker = topic(TOPICS - 1);
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .create()
+        .unwrap();
+    let metadata = consumer
+        .fetch_metadata(None, Duration::from_secs(10))
+        .unwrap();
+    if metadata.topics().iter().any(|t| t.name() == marker) {
+        println!(
+            "workload present (topics bench-t00..bench-t{:02})",
+            TOPICS - 1
+        );
+        return;
+    }
+    let started = Instant::now();
+    for i in 0..TOPICS {
+        create_topic(&topic(i), PARTITIONS).await;
+    }
+    let producer = plain_producer();
+    for i in 0..TOPICS {
+        for p in 0..PARTITIONS {
+            send_no_flush(&producer, &topic(i), p, 5);
+        }
+    }
+    producer.flush(Duration::from_secs(60)).unwrap();
+    for g in 0..GROUPS {
+        let group: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap())
+            .set("group.id", format!("bench-g{g:03}"))
+            .create()
+            .unwrap();
+        let mut offsets = TopicPartitionList::new();
+        for p in 0..GROUP_PARTITIONS {
+            offsets
+                .add_partition_offset(&topic(g % TOPICS), p, Offset::Offset(3))
+                .unwrap();
+        }
+        group.commit(&offsets, CommitMode::Sync).unwrap();
+    }
+    println!(
+        "workload created in {:.0}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+fn send_no_flush(producer: &Producer_, topic: &str, partition: i32, count: usize) {
+    use rdkafka::producer::BaseRecord;
+    for _ in 0..count {
+        let mut record = BaseRecord::<(), _>::to(topic)
+            .partition(partition)
+            .payload("x");
+        while let Err((_, r)) = producer.send(record) {
+            record = r;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+struct Run {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    port: u16,
+}
+
+fn start_exporter(topics: &str, port: u16, protocol_debug: bool) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"));
+    command
+        .args([
+            "--bootstrap-servers",
+            &bootstrap(),
+            "--cluster-name",
+            "bench",
+        ])
+        .args([
+            "--interval",
+            INTERVAL,
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .env(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+            format!("[{topics:?}]"),
+        )
+        .env(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
+            r#"["^bench-g"]"#,
+        )
+        .env("RUST_LOG", "kafka_lso_exporter=debug,librdkafka=debug")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if protocol_debug {
+        command.env("KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__debug", "protocol");
+    }
+    let mut child = command.spawn().expect("start the exporter");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Run { child, lines, port }
+}
+
+/// Waits for `n` "cycle done" lines; returns the per-cycle durations and the requests
+/// logged between consecutive cycle ends, by API.
+fn observe_cycles(run: &Run, n: usize) -> (Vec<f64>, Vec<BTreeMap<String, u32>>) {
+    let sent = regex::Regex::new(r"Sent (\w+)Request").unwrap();
+    let seconds = regex::Regex::new(r"seconds=([0-9.]+)").unwrap();
+    let mut durations = Vec::new();
+    let mut requests = Vec::new();
+    let mut current: BTreeMap<String, u32> = BTreeMap::new();
+    let mut first = true;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while durations.len() < n {
+        let line = run
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("exporter log ended before enough cycles");
+        if let Some(c) = sent.captures(&line) {
+            *current.entry(c[1].to_string()).or_default() += 1;
+        } else if line.contains("cycle done") {
+            // The first cycle also connects and negotiates: measure steady state.
+            if !first {
+                let s: f64 = seconds
+                    .captures(&line)
+                    .map(|c| c[1].parse().unwrap())
+                    .unwrap_or(f64::NAN);
+                durations.push(s);
+                requests.push(std::mem::take(&mut current));
+            }
+            current.clear();
+            first = false;
+        } else if line.contains("WARN") {
+            eprintln!("exporter: {line}");
+        }
+    }
+    (durations, requests)
+}
+
+fn rss_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
+async fn scrape_latency(port: u16) -> (Vec<f64>, usize, usize) {
+    let client = reqwest::Client::new();
+    let mut times = Vec::new();
+    let mut bytes = 0;
+    let mut series = 0;
+    for _ in 0..50 {
+        let started = Instant::now();
+        let body = client
+            .get(format!("http://127.0.0.1:{port}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        bytes = body.len();
+        series = body.lines().filter(|l| !l.starts_with('#')).count();
+    }
+    times.sort_by(f64::total_cmp);
+    (times, bytes, series)
+}
+
+fn median_requests(requests: &[BTreeMap<String, u32>]) -> BTreeMap<String, u32> {
+    let mut apis: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for cycle in requests {
+        for (api, count) in cycle {
+            apis.entry(api.clone()).or_default().push(*count);
+        }
+    }
+    apis.into_iter()
+        .map(|(api, mut counts)| {
+            counts.resize(requests.len(), 0);
+            counts.sort_unstable();
+            (api, counts[counts.len() / 2])
+        })
+        .collect()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    require_kafka();
+    setup().await;
+    // One transaction held open across 5 partitions for the whole run.
+    let held = transactional_producer("bench-held-transaction");
+    held.begin_transaction().unwrap();
+    for p in 0..5 {
+        send(&held, &topic(0), p, 1);
+    }
+
+    println!("\nworkload: {TOPICS} topics x {PARTITIONS} partitions, {GROUPS} groups x {GROUP_PARTITIONS} committed partitions, interval {INTERVAL}, 1 broker");
+    for (label, topics, port) in [
+        ("200 partitions", "^bench-t0[01]$", 19745u16),
+        ("2000 partitions", "^bench-t", 19746u16),
+    ] {
+        // Requests per cycle, counted from librdkafka's protocol log.
+        let run = start_exporter(topics, port, true);
+        let (_, requests) = observe_cycles(&run, 5);
+        let mut child = run.child;
+        let _ = child.kill();
+        let _ = child.wait();
+        let per_api = median_requests(&requests);
+        let total: u32 = per_api.values().sum();
+
+        // Timing, memory and /metrics latency without protocol logging.
+        let run = start_exporter(topics, port, false);
+        let (mut durations, _) = observe_cycles(&run, CYCLES);
+        durations.sort_by(f64::total_cmp);
+        let (latency, bytes, series) = scrape_latency(run.port).await;
+        let (rss, hwm) = rss_kib(run.child.id());
+        let mut child = run.child;
+        let _ = child.kill();
+        let _ = child.wait();
+
+        println!(
+            "\n## {label} sampled ({series} series on /metrics, {} KiB)",
+            bytes / 1024
+        );
+        println!(
+            "cycle time over {CYCLES} cycles: median {:.3}s, max {:.3}s",
+            percentile(&durations, 0.5),
+            durations.last().unwrap()
+        );
+        println!(
+            "Kafka requests per cycle (median of 5 cycles): {total} in all: {}",
+            per_api
+                .iter()
+                .map(|(api, n)| format!("{api} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        println!(
+            "exporter RSS: {:.1} MiB now, {:.1} MiB peak",
+            rss as f64 / 1024.0,
+            hwm as f64 / 1024.0
+        );
+        println!(
+            "/metrics latency over 50 scrapes: median {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            percentile(&latency, 0.5),
+            percentile(&latency, 0.99),
+            latency.last().unwrap()
+        );
+    }
+    held.abort_transaction(Duration::from_secs(30)).unwrap();
+}
