@@ -7,9 +7,11 @@
 //! the Prometheus text format 0.0.4, derived by [`to_prometheus_text`].
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::UNIX_EPOCH;
 
+use axum::body::Bytes;
 use prometheus_client::encoding::{
     DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, GaugeValueEncoder,
 };
@@ -70,12 +72,26 @@ struct BuildLabels {
 }
 
 /// The exporter's own telemetry and the registry that renders everything.
+///
+/// Every value on `/metrics` changes only when a cycle ends, so a rendered body is kept
+/// until the next cycle ([`Metrics::cycle_finished`]) and shared by all scrapes meanwhile:
+/// a scrape after the first one in a cycle costs only the transfer.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
     errors: Family<StageLabels, Counter>,
     anomalies: Family<AnomalyLabels, Counter>,
     cycle_duration: Family<ClusterLabels, Histogram>,
+    generation: AtomicU64,
+    rendered: Mutex<Rendered>,
+}
+
+/// Bodies rendered for one generation, per format.
+#[derive(Debug, Default)]
+struct Rendered {
+    generation: u64,
+    openmetrics: Option<Bytes>,
+    prometheus: Option<Bytes>,
 }
 
 impl Metrics {
@@ -121,6 +137,8 @@ impl Metrics {
             errors,
             anomalies,
             cycle_duration,
+            generation: AtomicU64::new(1),
+            rendered: Mutex::new(Rendered::default()),
         }
     }
 
@@ -186,13 +204,37 @@ impl Metrics {
         out
     }
 
-    /// Renders in the format the `Accept` header asks for; returns (content type, body).
-    pub fn encode_for(&self, accept: Option<&str>) -> (&'static str, String) {
-        let openmetrics = self.encode_openmetrics();
-        if accept.is_some_and(|a| a.contains("application/openmetrics-text")) {
-            (OPENMETRICS_TEXT, openmetrics)
+    /// Marks everything rendered so far as outdated; called when a cycle has published
+    /// its snapshot and counted its errors.
+    pub fn cycle_finished(&self) {
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// The body in the format the `Accept` header asks for: (content type, body).
+    /// Rendered at most once per cycle and format; concurrent scrapes wait for one render.
+    pub fn encode_for(&self, accept: Option<&str>) -> (&'static str, Bytes) {
+        let openmetrics = accept.is_some_and(|a| a.contains("application/openmetrics-text"));
+        let generation = self.generation.load(Ordering::Acquire);
+        let mut rendered = self
+            .rendered
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if rendered.generation != generation {
+            *rendered = Rendered {
+                generation,
+                ..Rendered::default()
+            };
+        }
+        if openmetrics {
+            let body = rendered
+                .openmetrics
+                .get_or_insert_with(|| Bytes::from(self.encode_openmetrics()));
+            (OPENMETRICS_TEXT, body.clone())
         } else {
-            (PROMETHEUS_TEXT, to_prometheus_text(&openmetrics))
+            let body = rendered
+                .prometheus
+                .get_or_insert_with(|| Bytes::from(to_prometheus_text(&self.encode_openmetrics())));
+            (PROMETHEUS_TEXT, body.clone())
         }
     }
 }

@@ -128,6 +128,7 @@ impl ClusterLoop {
                 partitions: derived.partitions,
                 groups: derived.groups,
             })));
+            self.metrics.cycle_finished();
         }
         tracing::debug!(cluster = %self.cluster, "sampling stopped");
     }

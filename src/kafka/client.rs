@@ -78,7 +78,13 @@ impl KafkaSampler {
                 // librdkafka's default is read_committed: always say which one is meant.
                 .set("isolation.level", isolation_level)
                 .set("enable.auto.commit", "false")
-                .set_log_level(RDKafkaLogLevel::Info);
+                // librdkafka drops debug-level lines unless the log level allows them;
+                // a `debug` property in `client` asks for exactly those.
+                .set_log_level(if config.client.contains_key("debug") {
+                    RDKafkaLogLevel::Debug
+                } else {
+                    RDKafkaLogLevel::Info
+                });
             client.create_with_context(ClusterContext {
                 cluster: config.name.clone(),
             })
