@@ -22,7 +22,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::native::list_consumer_group_offsets;
+use super::native::{list_consumer_group_offsets, queued_events};
 use super::{RawGroup, RawPartition, RawSample, Sampler, Stage};
 use crate::config::{ClusterConfig, NameFilter};
 
@@ -97,14 +97,16 @@ impl KafkaSampler {
         })
     }
 
-    /// Serves librdkafka's event queues so that error events do not pile up; these
-    /// consumers have no subscription, so no message is ever returned.
+    /// Serves librdkafka's event queues (log lines, errors) so that nothing piles up
+    /// between cycles; these consumers have no subscription, so no message is returned.
     fn drain_events(&self) {
         for consumer in [&self.read_uncommitted, &self.read_committed] {
-            for _ in 0..10_000 {
-                if consumer.poll(Duration::ZERO).is_none() {
+            // Bounded, in case events arrive faster than they are served.
+            for _ in 0..100_000 {
+                if queued_events(consumer.client()) == 0 {
                     break;
                 }
+                let _ = consumer.poll(Duration::ZERO);
             }
         }
     }

@@ -1,5 +1,5 @@
 //! The one place with unsafe code: librdkafka's admin ListConsumerGroupOffsets, which the
-//! rdkafka crate does not wrap.
+//! rdkafka crate does not wrap, and the length of a consumer's event queue.
 //!
 //! librdkafka accepts one group per ListConsumerGroupOffsets request, so every group gets
 //! its own request; all are issued at once on a private result queue and collected on the
@@ -166,6 +166,27 @@ unsafe fn read_result(
             offset: e.offset,
         })
         .collect())
+}
+
+/// How many events (log lines, errors) wait on a consumer's queue. rdkafka's `poll`
+/// serves one such event per call and then reports "no message", so draining needs this.
+pub fn queued_events<C: ClientContext>(client: &Client<C>) -> usize {
+    // SAFETY: both getters return a new reference (or null) that is released right after
+    // reading its length. Without a group.id there is no consumer queue and rdkafka polls
+    // the main queue, where librdkafka also delivers log lines.
+    unsafe {
+        let rk = client.native_ptr();
+        let mut queue = rdsys::rd_kafka_queue_get_consumer(rk);
+        if queue.is_null() {
+            queue = rdsys::rd_kafka_queue_get_main(rk);
+        }
+        if queue.is_null() {
+            return 0;
+        }
+        let length = rdsys::rd_kafka_queue_length(queue);
+        rdsys::rd_kafka_queue_destroy(queue);
+        length
+    }
 }
 
 /// A private result queue, destroyed on drop.
