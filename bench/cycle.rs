@@ -132,10 +132,17 @@ fn start_exporter(topics: &str, port: u16, protocol_debug: bool) -> Run {
     let stderr = child.stderr.take().unwrap();
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
+        // Not `lines()`: a librdkafka debug line may carry bytes that are not UTF-8.
+        let mut reader = BufReader::new(stderr);
+        let mut line = Vec::new();
+        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            if tx
+                .send(String::from_utf8_lossy(&line).into_owned())
+                .is_err()
+            {
                 break;
             }
+            line.clear();
         }
     });
     Run { child, lines, port }

@@ -1,0 +1,466 @@
+//! End to end with the real monitoring stack: Kafka, the exporter (1 s interval), a real
+//! Prometheus (Debian package; 1 s scrapes; the alert rules with test-sized thresholds)
+//! and a real Alertmanager whose webhook receiver is a listener in this test.
+//!
+//! Scenario: a transaction held open, a read_committed group caught up behind it, a
+//! read_uncommitted group past the LSO. Asserts: every dashboard panel query returns data;
+//! KafkaLsoStuck and KafkaConsumerGroupBlockedByTransaction fire; the webhook receives
+//! KafkaLsoStuck with topic and partition; after the commit the alerts resolve.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use rdkafka::producer::Producer;
+use serde_json::Value;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed when the test ends, whatever happens.
+struct Service {
+    name: &'static str,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Service {
+    fn start(name: &'static str, dir: &Path, program: &str, args: &[String]) -> Service {
+        let log = dir.join(format!("{name}.log"));
+        let child = Command::new(program)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {program} ({e}): install Debian's prometheus and prometheus-alertmanager (scripts/test does)"));
+        Service { name, child, log }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        format!(
+            "--- {} log ---\n{}",
+            self.name,
+            lines[lines.len().saturating_sub(20)..].join("\n")
+        )
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The alert rules with thresholds and `for` durations sized for a test that runs in
+/// seconds. Each replacement must apply exactly as often as expected, so a change of the
+/// source rules cannot silently bypass it.
+fn test_sized_rules(source: &str) -> String {
+    let replacements = [
+        (
+            "kafka_partition_lso_stuck_seconds > 180",
+            "kafka_partition_lso_stuck_seconds > 3",
+            1,
+        ),
+        (
+            "(kafka_partition_lso_stuck_seconds > 120)",
+            "(kafka_partition_lso_stuck_seconds > 2)",
+            1,
+        ),
+        (
+            "kafka_partition_hw_minus_lso > 5000",
+            "kafka_partition_hw_minus_lso > 3",
+            1,
+        ),
+        ("for: 5m", "for: 2s", 2),
+    ];
+    let mut rules = source.to_string();
+    for (from, to, count) in replacements {
+        assert_eq!(
+            rules.matches(from).count(),
+            count,
+            "rules no longer contain {from:?} {count} time(s)"
+        );
+        rules = rules.replace(from, to);
+    }
+    rules
+}
+
+/// Every PromQL query of every dashboard panel, with the dashboard's variables filled in.
+fn dashboard_queries(topic: &str) -> Vec<(String, String)> {
+    let dir = repo_root().join("dashboards");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 3,
+        "expected the three dashboards in {}",
+        dir.display()
+    );
+    let mut queries = Vec::new();
+    for file in files {
+        let dashboard: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let mut panels = Vec::new();
+        collect_panels(&dashboard["panels"], &mut panels);
+        for panel in panels {
+            for target in panel["targets"].as_array().into_iter().flatten() {
+                let Some(expr) = target["expr"].as_str() else {
+                    continue;
+                };
+                let filled = expr
+                    .replace("${cluster}", "test")
+                    .replace("$cluster", "test")
+                    .replace("${topic}", topic)
+                    .replace("$topic", topic)
+                    .replace("${group}", ".+")
+                    .replace("$group", ".+")
+                    .replace("${partition}", "0")
+                    .replace("$partition", "0")
+                    .replace("$__rate_interval", "1m")
+                    .replace("$__range", "5m")
+                    .replace("$__interval", "15s");
+                assert!(
+                    !filled.contains('$'),
+                    "unfilled variable in {}: {filled}",
+                    file.display()
+                );
+                let name = format!(
+                    "{} / {}",
+                    file.file_name().unwrap().to_string_lossy(),
+                    panel["title"].as_str().unwrap_or("?")
+                );
+                queries.push((name, filled));
+            }
+        }
+    }
+    assert!(
+        queries.len() >= 15,
+        "only {} panel queries found",
+        queries.len()
+    );
+    queries
+}
+
+fn collect_panels<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
+    for panel in panels.as_array().into_iter().flatten() {
+        out.push(panel);
+        collect_panels(&panel["panels"], out);
+    }
+}
+
+struct Prometheus {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Prometheus {
+    async fn query(&self, expr: &str) -> Result<Vec<Value>, String> {
+        let response: Value = self
+            .http
+            .get(format!("{}/api/v1/query", self.base))
+            .query(&[("query", expr)])
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        if response["status"] != "success" {
+            return Err(format!("{response}"));
+        }
+        Ok(response["data"]["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    /// (alertname, state, labels) of every active alert.
+    async fn alerts(&self) -> Vec<(String, String, Value)> {
+        let response: Value = self
+            .http
+            .get(format!("{}/api/v1/alerts", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        response["data"]["alerts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|a| {
+                (
+                    a["labels"]["alertname"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    a["state"].as_str().unwrap_or_default().to_string(),
+                    a["labels"].clone(),
+                )
+            })
+            .collect()
+    }
+}
+
+async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        match check().await {
+            Ok(value) => return value,
+            Err(why) if Instant::now() > deadline => panic!("timed out waiting for {what}: {why}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanager() {
+    require_kafka();
+    let dir = std::env::temp_dir().join(unique("kle-e2e"));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // The scenario.
+    let topic = unique("e2e");
+    let committed_group = unique("e2e-billing");
+    let uncommitted_group = unique("e2e-audit");
+    create_topic(&topic, 2).await;
+    let plain = plain_producer();
+    send(&plain, &topic, 0, 10);
+    send(&plain, &topic, 1, 10);
+    let transaction = transactional_producer(&unique("e2e-t"));
+    transaction.begin_transaction().unwrap();
+    send(&transaction, &topic, 0, 5);
+    send(&plain, &topic, 0, 5);
+    wait_high_watermark(&topic, 0, 20);
+    assert_eq!(
+        consume_all_and_commit(&committed_group, &topic, 2, "read_committed"),
+        vec![10, 10]
+    );
+    assert_eq!(
+        consume_all_and_commit(&uncommitted_group, &topic, 2, "read_uncommitted"),
+        vec![20, 10]
+    );
+
+    let groups = format!("^({committed_group}|{uncommitted_group})$");
+    let exporter = Exporter::start(&format!("^{topic}$"), &groups, &[]).await;
+
+    // Alertmanager with a webhook receiver in this process.
+    let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let hook_port = free_port();
+    let sink = received.clone();
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |body: String| {
+            let sink = sink.clone();
+            async move {
+                sink.lock()
+                    .unwrap()
+                    .push(serde_json::from_str(&body).unwrap());
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", hook_port))
+        .await
+        .unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let am_port = free_port();
+    std::fs::write(
+        dir.join("alertmanager.yml"),
+        format!(
+            "route:\n  receiver: hook\n  group_by: [alertname, cluster, topic, partition, group]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: hook\n    webhook_configs:\n      - url: http://127.0.0.1:{hook_port}/\n        send_resolved: true\n"
+        ),
+    )
+    .unwrap();
+    let alertmanager = Service::start(
+        "alertmanager",
+        &dir,
+        "prometheus-alertmanager",
+        &[
+            format!("--config.file={}", dir.join("alertmanager.yml").display()),
+            format!("--storage.path={}", dir.join("am-data").display()),
+            format!("--web.listen-address=127.0.0.1:{am_port}"),
+            "--cluster.listen-address=".into(),
+        ],
+    );
+
+    let rules = test_sized_rules(
+        &std::fs::read_to_string(repo_root().join("alerts/kafka-lso-exporter.rules.yml")).unwrap(),
+    );
+    std::fs::write(dir.join("rules.yml"), rules).unwrap();
+    let prom_port = free_port();
+    std::fs::write(
+        dir.join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [{rules}]\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\nscrape_configs:\n  - job_name: kafka-lso-exporter\n    static_configs:\n      - targets: ['{exporter}']\n",
+            rules = dir.join("rules.yml").display(),
+            exporter = exporter.addr,
+        ),
+    )
+    .unwrap();
+    let prometheus_service = Service::start(
+        "prometheus",
+        &dir,
+        "prometheus",
+        &[
+            format!("--config.file={}", dir.join("prometheus.yml").display()),
+            format!("--storage.tsdb.path={}", dir.join("prom-data").display()),
+            format!("--web.listen-address=127.0.0.1:{prom_port}"),
+        ],
+    );
+    let prometheus = Prometheus {
+        base: format!("http://127.0.0.1:{prom_port}"),
+        http: reqwest::Client::new(),
+    };
+    let context = || {
+        format!(
+            "{}\n{}",
+            prometheus_service.log_tail(),
+            alertmanager.log_tail()
+        )
+    };
+
+    // (1) Every dashboard query returns at least one series.
+    let queries = dashboard_queries(&topic);
+    let pending = eventually(
+        "every dashboard query to return data",
+        Duration::from_secs(60),
+        || async {
+            let mut empty = Vec::new();
+            for (panel, expr) in &queries {
+                match prometheus.query(expr).await {
+                    Ok(result) if !result.is_empty() => {}
+                    Ok(_) => empty.push(format!("{panel}: {expr} (no series)")),
+                    Err(e) => empty.push(format!("{panel}: {expr} ({e})")),
+                }
+            }
+            if empty.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} of {} queries without data:\n{}\n{}",
+                    empty.len(),
+                    queries.len(),
+                    empty.join("\n"),
+                    context()
+                ))
+            }
+        },
+    )
+    .await;
+    let () = pending;
+
+    // (2) The two alerts fire.
+    eventually(
+        "KafkaLsoStuck and KafkaConsumerGroupBlockedByTransaction firing",
+        Duration::from_secs(60),
+        || async {
+            let alerts = prometheus.alerts().await;
+            let firing: BTreeSet<String> = alerts
+                .iter()
+                .filter(|(_, state, _)| state == "firing")
+                .map(|(name, _, _)| name.clone())
+                .collect();
+            let blocked_group_ok = alerts.iter().any(|(name, state, labels)| {
+                name == "KafkaConsumerGroupBlockedByTransaction"
+                    && state == "firing"
+                    && labels["group"] == committed_group.as_str()
+            });
+            if firing.contains("KafkaLsoStuck") && blocked_group_ok {
+                Ok(())
+            } else {
+                Err(format!("firing: {firing:?}\n{}", context()))
+            }
+        },
+    )
+    .await;
+    let alerts = prometheus.alerts().await;
+    assert!(
+        !alerts.iter().any(
+            |(name, _, labels)| name == "KafkaConsumerGroupBlockedByTransaction"
+                && labels["group"] == uncommitted_group.as_str()
+        ),
+        "the read_uncommitted group is not blocked"
+    );
+
+    // (3) The webhook receives KafkaLsoStuck with the topic and partition.
+    let is_stuck_notification = |status: &str| {
+        let received = received.lock().unwrap();
+        received.iter().any(|n| {
+            n["status"] == status
+                && n["alerts"].as_array().into_iter().flatten().any(|a| {
+                    a["labels"]["alertname"] == "KafkaLsoStuck"
+                        && a["labels"]["topic"] == topic.as_str()
+                        && a["labels"]["partition"] == "0"
+                        && a["status"] == status
+                })
+        })
+    };
+    eventually(
+        "the KafkaLsoStuck notification at the webhook",
+        Duration::from_secs(60),
+        || async {
+            if is_stuck_notification("firing") {
+                Ok(())
+            } else {
+                Err(format!(
+                    "received {} notifications\n{}",
+                    received.lock().unwrap().len(),
+                    context()
+                ))
+            }
+        },
+    )
+    .await;
+
+    // (4) After the commit, the alerts resolve.
+    transaction
+        .commit_transaction(Duration::from_secs(30))
+        .unwrap();
+    eventually("the alerts to resolve", Duration::from_secs(60), || async {
+        let alerts = prometheus.alerts().await;
+        let left: Vec<String> = alerts
+            .iter()
+            .filter(|(name, _, _)| {
+                name == "KafkaLsoStuck" || name == "KafkaConsumerGroupBlockedByTransaction"
+            })
+            .map(|(name, state, labels)| format!("{name} {state} {labels}"))
+            .collect();
+        if left.is_empty() && is_stuck_notification("resolved") {
+            Ok(())
+        } else {
+            Err(format!(
+                "still active: {left:?}; resolved notification received: {}",
+                is_stuck_notification("resolved")
+            ))
+        }
+    })
+    .await;
+
+    drop(prometheus_service);
+    drop(alertmanager);
+    exporter.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
