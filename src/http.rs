@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use axum::extract::State;
-use axum::http::header::{ACCEPT, CONTENT_TYPE};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -37,17 +37,40 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         .get(ACCEPT)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let gzip = headers
+        .get(ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(accepts_gzip);
     // Encoding a large snapshot takes milliseconds of CPU: keep it off the I/O threads.
     let encoded =
-        tokio::task::spawn_blocking(move || state.metrics.encode_for(accept.as_deref())).await;
+        tokio::task::spawn_blocking(move || state.metrics.encode_for(accept.as_deref(), gzip))
+            .await;
     match encoded {
-        Ok((content_type, body)) => ([(CONTENT_TYPE, content_type)], body).into_response(),
+        Ok((content_type, gzipped, body)) => {
+            let mut response = ([(CONTENT_TYPE, content_type)], body).into_response();
+            if gzipped {
+                response
+                    .headers_mut()
+                    .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            }
+            response
+        }
         Err(error) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("encoding failed: {error}\n"),
         )
             .into_response(),
     }
+}
+
+/// `Accept-Encoding` lists gzip without refusing it (`gzip;q=0`).
+fn accepts_gzip(header: &str) -> bool {
+    header.split(',').any(|coding| {
+        let mut parts = coding.split(';').map(str::trim);
+        let name = parts.next().unwrap_or_default();
+        let refused = parts.any(|p| p.replace(' ', "") == "q=0" || p.replace(' ', "") == "q=0.0");
+        (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+    })
 }
 
 /// Ready once every cluster had a cycle that reached it within the last 3 intervals.
@@ -254,6 +277,16 @@ mod tests {
             !page.contains("<td class=\"l\">orders</td><td>1</td>"),
             "HW == LSO is not listed"
         );
+    }
+
+    #[test]
+    fn gzip_negotiation() {
+        assert!(accepts_gzip("gzip"));
+        assert!(accepts_gzip("deflate, gzip;q=1.0, *;q=0.5"));
+        assert!(accepts_gzip("*"));
+        assert!(!accepts_gzip("identity"));
+        assert!(!accepts_gzip("gzip;q=0"));
+        assert!(!accepts_gzip("br"));
     }
 
     #[test]

@@ -86,12 +86,27 @@ pub struct Metrics {
     rendered: Mutex<Rendered>,
 }
 
-/// Bodies rendered for one generation, per format.
+/// Bodies rendered for one generation, per format and encoding.
 #[derive(Debug, Default)]
 struct Rendered {
     generation: u64,
     openmetrics: Option<Bytes>,
     prometheus: Option<Bytes>,
+    openmetrics_gzip: Option<Bytes>,
+    prometheus_gzip: Option<Bytes>,
+}
+
+fn gzip(body: &[u8]) -> Bytes {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 8),
+        flate2::Compression::fast(),
+    );
+    encoder
+        .write_all(body)
+        .and_then(|()| encoder.finish())
+        .map(Bytes::from)
+        .expect("compressing into memory cannot fail")
 }
 
 impl Metrics {
@@ -210,9 +225,14 @@ impl Metrics {
         self.generation.fetch_add(1, Ordering::Release);
     }
 
-    /// The body in the format the `Accept` header asks for: (content type, body).
-    /// Rendered at most once per cycle and format; concurrent scrapes wait for one render.
-    pub fn encode_for(&self, accept: Option<&str>) -> (&'static str, Bytes) {
+    /// The body in the format the `Accept` header asks for, gzip-compressed when the
+    /// scraper accepts it (Prometheus does): (content type, gzipped, body). Each variant is
+    /// rendered at most once per cycle; concurrent scrapes wait for one render.
+    pub fn encode_for(
+        &self,
+        accept: Option<&str>,
+        accept_gzip: bool,
+    ) -> (&'static str, bool, Bytes) {
         let openmetrics = accept.is_some_and(|a| a.contains("application/openmetrics-text"));
         let generation = self.generation.load(Ordering::Acquire);
         let mut rendered = self
@@ -225,17 +245,36 @@ impl Metrics {
                 ..Rendered::default()
             };
         }
-        if openmetrics {
-            let body = rendered
-                .openmetrics
-                .get_or_insert_with(|| Bytes::from(self.encode_openmetrics()));
-            (OPENMETRICS_TEXT, body.clone())
+        let plain = if openmetrics {
+            &mut rendered.openmetrics
         } else {
-            let body = rendered
-                .prometheus
-                .get_or_insert_with(|| Bytes::from(to_prometheus_text(&self.encode_openmetrics())));
-            (PROMETHEUS_TEXT, body.clone())
+            &mut rendered.prometheus
+        };
+        let plain = plain
+            .get_or_insert_with(|| {
+                let text = self.encode_openmetrics();
+                Bytes::from(if openmetrics {
+                    text
+                } else {
+                    to_prometheus_text(&text)
+                })
+            })
+            .clone();
+        let content_type = if openmetrics {
+            OPENMETRICS_TEXT
+        } else {
+            PROMETHEUS_TEXT
+        };
+        if !accept_gzip {
+            return (content_type, false, plain);
         }
+        let gzipped = if openmetrics {
+            &mut rendered.openmetrics_gzip
+        } else {
+            &mut rendered.prometheus_gzip
+        };
+        let gzipped = gzipped.get_or_insert_with(|| gzip(&plain)).clone();
+        (content_type, true, gzipped)
     }
 }
 
