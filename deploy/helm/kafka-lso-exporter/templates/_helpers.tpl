@@ -1,0 +1,199 @@
+{{/* Chart name, truncated to the 63 characters of a label value. */}}
+{{- define "kafka-lso-exporter.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fully qualified app name: the release name, unless it already contains the chart name. */}}
+{{- define "kafka-lso-exporter.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "kafka-lso-exporter.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kafka-lso-exporter.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kafka-lso-exporter.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "kafka-lso-exporter.labels" -}}
+helm.sh/chart: {{ include "kafka-lso-exporter.chart" . }}
+{{ include "kafka-lso-exporter.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "kafka-lso-exporter.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) }}
+{{- end }}
+{{- end }}
+
+{{/* The port of `listen` ("0.0.0.0:9745", "[::]:9745"). */}}
+{{- define "kafka-lso-exporter.port" -}}
+{{- $port := regexFind "[0-9]+$" (toString .Values.listen) }}
+{{- if not $port }}
+{{- fail (printf "listen %q: expected host:port" .Values.listen) }}
+{{- end }}
+{{- $port }}
+{{- end }}
+
+{{/* Where the TLS Secret of cluster <index> is mounted. Call with (list $cluster $index). */}}
+{{- define "kafka-lso-exporter.tlsMountPath" -}}
+{{- $c := index . 0 }}
+{{- $i := index . 1 }}
+{{- $c.tls.mountPath | default (printf "/etc/kafka-lso-exporter/tls/%d" (int $i)) | trimSuffix "/" }}
+{{- end }}
+
+{{/*
+A duration of the exporter's config ("15s", "500ms", "1m30s", "1h") in seconds, as a
+number: an integer when whole. Call with the duration string.
+*/}}
+{{- define "kafka-lso-exporter.durationSeconds" -}}
+{{- $d := toString . | trim }}
+{{- $parts := regexFindAll "[0-9]+(\\.[0-9]+)?(ms|s|m|h)" $d -1 }}
+{{- if or (not $parts) (ne (join "" $parts) $d) }}
+{{- fail (printf "duration %q: write it as e.g. \"15s\", \"500ms\", \"1m\" or \"1m30s\"" $d) }}
+{{- end }}
+{{- $seconds := 0.0 }}
+{{- range $parts }}
+{{- $unit := regexFind "(ms|s|m|h)$" . }}
+{{- $n := float64 (trimSuffix $unit .) }}
+{{- $factor := get (dict "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0) $unit }}
+{{- $seconds = addf $seconds (mulf $n $factor) }}
+{{- end }}
+{{- include "kafka-lso-exporter.number" $seconds }}
+{{- end }}
+
+{{/* A number as PromQL reads it: 5000, not 5e+03; 0.5 stays 0.5. */}}
+{{- define "kafka-lso-exporter.number" -}}
+{{- $f := float64 . }}
+{{- if eq $f (floor $f) }}
+{{- printf "%d" (int64 $f) }}
+{{- else }}
+{{- printf "%v" $f }}
+{{- end }}
+{{- end }}
+
+{{/*
+The alert rules: files/kafka-lso-exporter.rules.yml (a copy of alerts/, kept in sync by
+scripts/sync-chart) with .Values.prometheusRule applied. Renders {groups: [...]} as YAML.
+
+Overrides are keyed by alert name. For each rule, the fields of the alert's entry
+(threshold, for, severity, labels, annotations, enabled) apply, and an entry's section
+named after the rule's source severity (warning:, critical:) wins over them; that is how
+the two KafkaLsoStuck rules are told apart.
+
+threshold replaces the number of the last comparison of expr ("... > 5000",
+"... > 120)"); a rule whose expr does not end in a comparison fails the render instead of
+ignoring the override. Unknown alert names and sections fail the render too.
+*/}}
+{{- define "kafka-lso-exporter.alertRules" -}}
+{{- $values := .Values.prometheusRule }}
+{{- $raw := .Files.Get "files/kafka-lso-exporter.rules.yml" }}
+{{- if not $raw }}
+{{- fail "files/kafka-lso-exporter.rules.yml is missing from the chart: run scripts/sync-chart" }}
+{{- end }}
+{{- $source := fromYaml $raw }}
+{{- if hasKey $source "Error" }}
+{{- fail (printf "files/kafka-lso-exporter.rules.yml: %s" $source.Error) }}
+{{- end }}
+{{- $sourceRunbooks := "https://github.com/kafka-lso-exporter/kafka-lso-exporter/blob/main/docs/runbooks/" }}
+{{- $overrides := $values.rules | default dict }}
+{{- $fields := list "threshold" "for" "severity" "labels" "annotations" "enabled" }}
+{{- $comparison := "(>=|<=|==|!=|>|<)(\\s*)[-+]?(?:[0-9]*\\.)?[0-9]+(?:[eE][-+]?[0-9]+)?(\\s*\\)*\\s*)$" }}
+{{- $seen := dict }}
+{{- $groups := list }}
+{{- range $group := $source.groups }}
+{{- $rules := list }}
+{{- range $sourceRule := $group.rules }}
+{{- $rule := deepCopy $sourceRule }}
+{{- $name := $rule.alert }}
+{{- $severity := dig "labels" "severity" "" $rule }}
+{{- $entry := get $overrides $name | default dict }}
+{{- $section := dict }}
+{{- if and $severity (hasKey $entry $severity) }}
+{{- $section = get $entry $severity | default dict }}
+{{- end }}
+{{- $_ := set $seen $name (append (get $seen $name | default list) $severity) }}
+{{- $o := pick $entry "threshold" "for" "severity" "labels" "annotations" "enabled" }}
+{{- range $key, $value := $section }}
+{{- $_ := set $o $key $value }}
+{{- end }}
+{{- if not (eq (toString (get $o "enabled")) "false") }}
+{{- /* threshold; KafkaLsoExporterStale defaults to 3 sampling intervals */}}
+{{- $threshold := index $o "threshold" }}
+{{- if and (kindIs "invalid" $threshold) (eq $name "KafkaLsoExporterStale") }}
+{{- $threshold = mulf 3 (include "kafka-lso-exporter.durationSeconds" $.Values.interval | float64) }}
+{{- end }}
+{{- if not (kindIs "invalid" $threshold) }}
+{{- if not (regexMatch $comparison $rule.expr) }}
+{{- fail (printf "prometheusRule.rules.%s.threshold: the expr of %s (%s) does not end in a comparison with a number" $name $name $severity) }}
+{{- end }}
+{{- $number := include "kafka-lso-exporter.number" $threshold }}
+{{- $_ := set $rule "expr" (regexReplaceAll $comparison $rule.expr (printf "${1}${2}%s${3}" $number)) }}
+{{- end }}
+{{- with get $o "for" }}
+{{- $_ := set $rule "for" (toString .) }}
+{{- end }}
+{{- /* labels: the override's win over the rule's, which win over ruleLabels */}}
+{{- $labels := dict }}
+{{- range $layer := list ($values.ruleLabels | default dict) ($rule.labels | default dict) (get $o "labels" | default dict) }}
+{{- range $key, $value := $layer }}
+{{- $_ := set $labels $key (toString $value) }}
+{{- end }}
+{{- end }}
+{{- with get $o "severity" }}
+{{- $_ := set $labels "severity" (toString .) }}
+{{- end }}
+{{- if $labels }}
+{{- $_ := set $rule "labels" $labels }}
+{{- end }}
+{{- $annotations := dict }}
+{{- range $layer := list ($rule.annotations | default dict) (get $o "annotations" | default dict) }}
+{{- range $key, $value := $layer }}
+{{- $_ := set $annotations $key (toString $value) }}
+{{- end }}
+{{- end }}
+{{- if and $values.runbookBaseUrl (hasPrefix $sourceRunbooks (get $annotations "runbook_url" | default "")) }}
+{{- $page := trimPrefix $sourceRunbooks (get $annotations "runbook_url") }}
+{{- $_ := set $annotations "runbook_url" (printf "%s/%s" (trimSuffix "/" $values.runbookBaseUrl) $page) }}
+{{- end }}
+{{- if $annotations }}
+{{- $_ := set $rule "annotations" $annotations }}
+{{- end }}
+{{- $rules = append $rules $rule }}
+{{- end }}
+{{- end }}
+{{- if $rules }}
+{{- $groups = append $groups (merge (dict "rules" $rules) (omit $group "rules")) }}
+{{- end }}
+{{- end }}
+{{- /* typos in prometheusRule.rules */}}
+{{- range $name, $entry := $overrides }}
+{{- if not (hasKey $seen $name) }}
+{{- fail (printf "prometheusRule.rules.%s: no such alert in files/kafka-lso-exporter.rules.yml (alerts: %s)" $name (keys $seen | sortAlpha | join ", ")) }}
+{{- end }}
+{{- if and (gt (len (get $seen $name)) 1) (not (kindIs "invalid" (index ($entry | default dict) "threshold"))) }}
+{{- fail (printf "prometheusRule.rules.%s.threshold: %s has one rule per severity; set the threshold per severity (%s)" $name $name (get $seen $name | join ", ")) }}
+{{- end }}
+{{- range $key, $_ := $entry | default dict }}
+{{- if not (or (has $key $fields) (has $key (get $seen $name))) }}
+{{- fail (printf "prometheusRule.rules.%s.%s: not one of %s, nor a severity of this alert (%s)" $name $key (join ", " $fields) (get $seen $name | join ", ")) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- dict "groups" $groups | toYaml }}
+{{- end }}
