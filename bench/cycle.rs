@@ -202,12 +202,13 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[index]
 }
 
+/// 50 scrapes, 100 ms apart, so that they span several cycles: the first scrape after a
+/// cycle renders the new snapshot, the others are served from the rendered body. The time
+/// is until the last byte arrives, as a scraper sees it; the body is not decompressed or
+/// decoded on this side (that is the scraper's own CPU).
 async fn scrape_latency(port: u16, gzip: bool) -> (Vec<f64>, usize, usize) {
-    let client = if gzip {
-        reqwest::Client::new()
-    } else {
-        reqwest::Client::builder().no_gzip().build().unwrap()
-    };
+    let client = reqwest::Client::builder().no_gzip().build().unwrap();
+    let encoding = if gzip { "gzip" } else { "identity" };
     let mut times = Vec::new();
     let mut bytes = 0;
     let mut series = 0;
@@ -215,15 +216,22 @@ async fn scrape_latency(port: u16, gzip: bool) -> (Vec<f64>, usize, usize) {
         let started = Instant::now();
         let body = client
             .get(format!("http://127.0.0.1:{port}/metrics"))
+            .header("Accept-Encoding", encoding)
             .send()
             .await
             .unwrap()
-            .text()
+            .bytes()
             .await
             .unwrap();
         times.push(started.elapsed().as_secs_f64() * 1000.0);
         bytes = body.len();
-        series = body.lines().filter(|l| !l.starts_with('#')).count();
+        if !gzip {
+            series = body
+                .split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty() && l[0] != b'#')
+                .count();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     times.sort_by(f64::total_cmp);
     (times, bytes, series)
@@ -275,7 +283,7 @@ async fn main() {
         let (mut durations, _) = observe_cycles(&run, CYCLES);
         durations.sort_by(f64::total_cmp);
         let (latency, bytes, series) = scrape_latency(run.port, false).await;
-        let (latency_gzip, _, _) = scrape_latency(run.port, true).await;
+        let (latency_gzip, gzip_bytes, _) = scrape_latency(run.port, true).await;
         let (rss, hwm) = rss_kib(run.child.id());
         let mut child = run.child;
         let _ = child.kill();
