@@ -290,8 +290,9 @@ async fn main() {
         let _ = child.wait();
 
         println!(
-            "\n## {label} sampled ({series} series on /metrics, {} KiB)",
-            bytes / 1024
+            "\n## {label} sampled ({series} series on /metrics, {} KiB, {} KiB gzipped)",
+            bytes / 1024,
+            gzip_bytes / 1024
         );
         println!(
             "cycle time over {CYCLES} cycles: median {:.3}s, max {:.3}s",
