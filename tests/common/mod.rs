@@ -3,6 +3,8 @@
 //! running in-process on port 0 whose `/metrics` is parsed back into numbers.
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
