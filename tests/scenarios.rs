@@ -450,3 +450,60 @@ async fn s7_churn() {
     );
     exporter.stop().await;
 }
+
+/// Group ids may be any string: quotes, backslashes, newlines, markup and non-ASCII are
+/// exported with correct escaping (promtool accepts the live output, and the values parse
+/// back to the original names).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hostile_group_names() {
+    require_kafka();
+    let topic = unique("hostile");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 4);
+    let suffix = unique("");
+    let names = [
+        format!("quote\"d{suffix}"),
+        format!("back\\slash\\{suffix}"),
+        format!("new\nline{suffix}"),
+        format!("<script>alert('x')</script>{suffix}"),
+        format!("ünïcødé-グループ{suffix}"),
+    ];
+    for name in &names {
+        consume_all_and_commit(name, &topic, 1, "read_uncommitted");
+    }
+    let exporter = Exporter::start(&anchored(&topic), &regex_escape(&suffix), &[]).await;
+    let s = exporter
+        .wait_for("every hostile group", Duration::from_secs(15), |s| {
+            let found = names
+                .iter()
+                .filter(|name| {
+                    s.value(
+                        "kafka_consumergroup_committed_offset",
+                        &group_labels(name, &topic, "0"),
+                    ) == Some(4.0)
+                })
+                .count();
+            (found == names.len()).then_some(s.text.clone())
+        })
+        .await;
+
+    let mut promtool = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus)");
+    std::io::Write::write_all(&mut promtool.stdin.take().unwrap(), s.as_bytes()).unwrap();
+    let output = promtool.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check metrics rejects the live output: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(s.contains("new\\nline"), "newline escaped as \\n");
+    assert!(s.contains("quote\\\"d"), "quote escaped");
+    assert!(s.contains("back\\\\slash\\\\"), "backslash escaped");
+    exporter.stop().await;
+}
