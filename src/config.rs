@@ -52,6 +52,10 @@ pub struct ClusterConfig {
     pub groups: NameFilter,
     /// librdkafka properties passed through as-is (security.protocol, sasl.*, ssl.*).
     pub client: BTreeMap<String, String>,
+    /// Cardinality guard: at most this many sampled series for the cluster.
+    pub max_series: Option<usize>,
+    /// Groups whose series the guard never drops.
+    pub priority_groups: NameFilter,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -169,6 +173,10 @@ struct RawCluster {
     groups: RawFilter,
     #[serde(default)]
     client: BTreeMap<String, ClientValue>,
+    #[serde(default)]
+    max_series: Option<i64>,
+    #[serde(default)]
+    priority_groups: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -626,6 +634,20 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             let k = ["clusters", &idx, "groups", field];
             invalid(figment, &k, e)
         })?;
+        let max_series = match cluster.max_series {
+            None => None,
+            Some(n) if n >= 100 => Some(n as usize),
+            Some(n) => {
+                return Err(at("max_series")(format!(
+                    "{n} is too small; the limit counts every series of the cluster (at least 100)"
+                )))
+            }
+        };
+        let priority_groups = filter(&RawFilter {
+            include: cluster.priority_groups,
+            exclude: Vec::new(),
+        })
+        .map_err(|(_, e)| at("priority_groups")(e))?;
         let mut client = BTreeMap::new();
         for (property, value) in cluster.client {
             if RESERVED_CLIENT_KEYS.contains(&property.as_str()) {
@@ -644,6 +666,8 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             topics,
             groups,
             client,
+            max_series,
+            priority_groups,
         });
     }
 

@@ -266,6 +266,7 @@ mod tests {
                 partition("payments", 3, 120, 100, 4000.0),
             ],
             groups: vec![],
+            series_dropped: 0,
         };
         let page = render_index(&[(hostile.to_string(), Some(Arc::new(snapshot)))], now);
         assert!(!page.contains("<script>"), "unescaped: {page}");

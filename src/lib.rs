@@ -71,7 +71,9 @@ pub async fn run(
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut loops = Vec::new();
-    for ((name, sampler), snapshots) in samplers.into_iter().zip(senders) {
+    for (((name, sampler), snapshots), cluster) in
+        samplers.into_iter().zip(senders).zip(&config.clusters)
+    {
         let cluster_loop = ClusterLoop {
             cluster: name,
             sampler,
@@ -79,6 +81,9 @@ pub async fn run(
             timeout: config.timeout,
             snapshots,
             metrics: metrics.clone(),
+            max_series: cluster
+                .max_series
+                .map(|max| (max, cluster.priority_groups.clone())),
         };
         loops.push(tokio::spawn(cluster_loop.run(stop_rx.clone())));
     }

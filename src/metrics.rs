@@ -443,6 +443,17 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
         }
 
         let mut family = encoder.encode_descriptor(
+            "kafka_lso_exporter_series_dropped",
+            "Series left out in the last cycle because the cluster exceeded max_series",
+            None,
+            MetricType::Gauge,
+        )?;
+        for snapshot in &snapshots {
+            let labels: &Labels = &[("cluster", &snapshot.cluster)];
+            gauge(&mut family, &labels, snapshot.series_dropped as i64)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
             "kafka_lso_exporter_last_success_timestamp_seconds",
             "Unix time at which the last cycle that reached the cluster ended",
             None,

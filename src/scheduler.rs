@@ -8,9 +8,10 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
+use crate::config::NameFilter;
 use crate::kafka::Sampler;
 use crate::metrics::Metrics;
-use crate::snapshot::{derive, ClusterSnapshot, StuckClock};
+use crate::snapshot::{derive, enforce_series_limit, ClusterSnapshot, StuckClock};
 
 /// Everything one cluster's loop needs.
 pub struct ClusterLoop {
@@ -20,6 +21,8 @@ pub struct ClusterLoop {
     pub timeout: Duration,
     pub snapshots: watch::Sender<Option<Arc<ClusterSnapshot>>>,
     pub metrics: Arc<Metrics>,
+    /// The cardinality guard: a series limit and the groups it never drops.
+    pub max_series: Option<(usize, NameFilter)>,
 }
 
 impl ClusterLoop {
@@ -28,6 +31,7 @@ impl ClusterLoop {
         let mut clock = StuckClock::default();
         let mut last_success: Option<SystemTime> = None;
         let mut was_up: Option<bool> = None;
+        let mut was_limited = false;
         let mut ticker = tokio::time::interval(self.interval);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         self.metrics.init_cluster(&self.cluster);
@@ -53,7 +57,28 @@ impl ClusterLoop {
             };
 
             let up = raw.reached;
-            let derived = derive(raw, &mut clock, Instant::now());
+            let mut derived = derive(raw, &mut clock, Instant::now());
+            let series_dropped = match &self.max_series {
+                Some((max, priority)) => {
+                    enforce_series_limit(&derived.partitions, &mut derived.groups, *max, |g| {
+                        priority.accepts(g)
+                    })
+                }
+                None => 0,
+            };
+            if (series_dropped > 0) != was_limited {
+                was_limited = series_dropped > 0;
+                if was_limited {
+                    tracing::warn!(
+                        cluster = %self.cluster,
+                        series_dropped,
+                        "over max_series: group-partition series of groups outside priority_groups are left out \
+                         (kafka_lso_exporter_series_dropped); raise max_series or narrow the group regexes"
+                    );
+                } else {
+                    tracing::info!(cluster = %self.cluster, "back under max_series: every series is exported again");
+                }
+            }
             let taken_at = SystemTime::now();
             if up {
                 last_success = Some(taken_at);
@@ -127,6 +152,7 @@ impl ClusterLoop {
                 last_success,
                 partitions: derived.partitions,
                 groups: derived.groups,
+                series_dropped,
             })));
             self.metrics.cycle_finished();
         }

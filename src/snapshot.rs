@@ -20,6 +20,8 @@ pub struct ClusterSnapshot {
     pub last_success: Option<SystemTime>,
     pub partitions: Vec<PartitionState>,
     pub groups: Vec<GroupState>,
+    /// Series left out by the cardinality guard in this cycle.
+    pub series_dropped: usize,
 }
 
 /// One partition's offsets and what they imply.
@@ -172,6 +174,69 @@ impl StuckClock {
     pub fn is_empty(&self) -> bool {
         self.pinned.is_empty()
     }
+}
+
+/// Series a group state renders: one per state (the known ones, plus its own if unknown).
+fn state_series(group: &GroupState) -> usize {
+    crate::metrics::GROUP_STATES.len()
+        + usize::from(!crate::metrics::GROUP_STATES.contains(&group.state.as_str()))
+}
+
+/// How many series `/metrics` renders for these partitions and groups.
+pub fn series_count(partitions: &[PartitionState], groups: &[GroupState]) -> usize {
+    let partition_series: usize = partitions
+        .iter()
+        .map(|p| {
+            usize::from(p.log_start_offset.is_some())
+                + usize::from(p.high_watermark.is_some())
+                + usize::from(p.last_stable_offset.is_some())
+                + 2 * usize::from(p.visibility.is_some())
+        })
+        .sum();
+    let group_series: usize = groups
+        .iter()
+        .map(|g| {
+            1 + state_series(g)
+                + g.offsets
+                    .iter()
+                    .flatten()
+                    .map(|o| 1 + 3 * usize::from(o.lag.is_some()))
+                    .sum::<usize>()
+        })
+        .sum();
+    partition_series + group_series
+}
+
+/// The cardinality guard: while the cluster renders more than `max_series` series, drops
+/// the group-partition series of groups that `is_priority` does not keep, one whole group
+/// at a time in reverse name order (so the same groups go every cycle). Partition series,
+/// group state and members are always kept. Returns how many series were dropped.
+pub fn enforce_series_limit(
+    partitions: &[PartitionState],
+    groups: &mut [GroupState],
+    max_series: usize,
+    is_priority: impl Fn(&str) -> bool,
+) -> usize {
+    let mut total = series_count(partitions, groups);
+    let mut dropped = 0;
+    for group in groups.iter_mut().rev() {
+        if total <= max_series {
+            break;
+        }
+        if is_priority(&group.name) {
+            continue;
+        }
+        if let Some(offsets) = group.offsets.as_mut() {
+            let series: usize = offsets
+                .iter()
+                .map(|o| 1 + 3 * usize::from(o.lag.is_some()))
+                .sum();
+            offsets.clear();
+            total -= series;
+            dropped += series;
+        }
+    }
+    dropped
 }
 
 /// The result of deriving one cycle.
@@ -473,6 +538,66 @@ mod tests {
             (lag.hw_lag, lag.lso_lag, lag.committed_beyond_lso),
             (0, 0, 3)
         );
+    }
+
+    fn group(name: &str, partitions: i32) -> GroupState {
+        GroupState {
+            name: name.into(),
+            state: "Stable".into(),
+            members: 1,
+            offsets: Some(
+                (0..partitions)
+                    .map(|p| GroupPartitionState {
+                        topic: Arc::from("t"),
+                        partition: p,
+                        committed_offset: 1,
+                        lag: Some(Lag {
+                            hw_lag: 0,
+                            lso_lag: 0,
+                            committed_beyond_lso: 0,
+                        }),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn series_limit_drops_group_partition_series_outside_the_priority_list() {
+        let partitions: Vec<PartitionState> = (0..10)
+            .map(|p| PartitionState {
+                topic: Arc::from("t"),
+                partition: p,
+                log_start_offset: Some(0),
+                high_watermark: Some(5),
+                last_stable_offset: Some(5),
+                visibility: Some(Visibility {
+                    hw_minus_lso: 0,
+                    lso_stuck_seconds: 0.0,
+                }),
+            })
+            .collect();
+        let mut groups = vec![group("a-critical", 10), group("b", 10), group("c", 10)];
+        // 10 partitions x 5 + 3 groups x (1 member + 6 states + 10 x 4) = 50 + 141 = 191.
+        assert_eq!(series_count(&partitions, &groups), 191);
+
+        let dropped = enforce_series_limit(&partitions, &mut groups, 1000, |_| false);
+        assert_eq!(dropped, 0, "under the limit nothing is dropped");
+
+        let dropped =
+            enforce_series_limit(&partitions, &mut groups, 151, |g| g.ends_with("critical"));
+        assert_eq!(dropped, 40, "one group (the last by name) is enough");
+        assert!(groups[2].offsets.as_ref().unwrap().is_empty());
+        assert_eq!(groups[1].offsets.as_ref().unwrap().len(), 10);
+
+        let dropped =
+            enforce_series_limit(&partitions, &mut groups, 60, |g| g.ends_with("critical"));
+        assert_eq!(
+            dropped, 40,
+            "the priority group is kept even over the limit"
+        );
+        assert_eq!(groups[0].offsets.as_ref().unwrap().len(), 10);
+        assert_eq!(series_count(&partitions, &groups), 50 + 3 * 7 + 40);
     }
 
     #[test]

@@ -267,6 +267,20 @@ fn bad_configs() -> Vec<BadConfig> {
         ),
         ("malformed TOML", "interval = \n".into(), vec![], "", "bad-"),
         (
+            "max_series too small",
+            format!("{CLUSTER}max_series = 10\n"),
+            vec![],
+            "clusters[0].max_series",
+            "bad-",
+        ),
+        (
+            "bad priority_groups regex",
+            format!("{CLUSTER}priority_groups = [\"(\"]\n"),
+            vec![],
+            "clusters[0].priority_groups",
+            "bad-",
+        ),
+        (
             "bad environment override",
             CLUSTER.into(),
             vec![("KAFKA_LSO_EXPORTER_INTERVAL", "soon")],

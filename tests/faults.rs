@@ -13,7 +13,11 @@ use common::*;
 use kafka_lso_exporter::config::{Config, Overrides};
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// The exporter binary as a child process, killed on drop.
@@ -43,7 +47,12 @@ impl Binary {
     }
 
     async fn get(&self, path: &str) -> Option<(u16, String)> {
-        let response = self.http.get(format!("http://127.0.0.1:{}{path}", self.port)).send().await.ok()?;
+        let response = self
+            .http
+            .get(format!("http://127.0.0.1:{}{path}", self.port))
+            .send()
+            .await
+            .ok()?;
         Some((response.status().as_u16(), response.text().await.ok()?))
     }
 
@@ -53,19 +62,31 @@ impl Binary {
             if let Some((200, body)) = self.get("/metrics").await {
                 return Scrape::parse(&body);
             }
-            assert!(Instant::now() < deadline, "the exporter does not answer /metrics");
+            assert!(
+                Instant::now() < deadline,
+                "the exporter does not answer /metrics"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
-    async fn wait_for<T>(&self, what: &str, timeout: Duration, check: impl Fn(&Scrape) -> Option<T>) -> T {
+    async fn wait_for<T>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        check: impl Fn(&Scrape) -> Option<T>,
+    ) -> T {
         let deadline = Instant::now() + timeout;
         loop {
             let scrape = self.scrape().await;
             if let Some(value) = check(&scrape) {
                 return value;
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}:\n{}", scrape.text);
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}:\n{}",
+                scrape.text
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -86,10 +107,17 @@ impl Binary {
 
     /// Stops the process and returns what it logged.
     fn stop(mut self) -> String {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
         let _ = self.child.wait();
         let mut log = String::new();
-        self.child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut log)
+            .unwrap();
         log
     }
 }
@@ -102,7 +130,11 @@ impl Drop for Binary {
 }
 
 fn cycles(s: &Scrape, cluster: &str) -> f64 {
-    s.value("kafka_lso_exporter_cycle_duration_seconds_count", &[("cluster", cluster)]).unwrap_or(0.0)
+    s.value(
+        "kafka_lso_exporter_cycle_duration_seconds_count",
+        &[("cluster", cluster)],
+    )
+    .unwrap_or(0.0)
 }
 
 fn addr(text: &str) -> SocketAddr {
@@ -124,15 +156,31 @@ async fn cut_and_blackholed_broker() {
 
     let interval = "250ms";
     let mut exporter = Binary::start(
-        &["--bootstrap-servers", "127.0.0.1:19097", "--cluster-name", "proxied", "--interval", interval],
-        &[("KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE", &format!("[\"^{topic}$\"]"))],
+        &[
+            "--bootstrap-servers",
+            "127.0.0.1:19097",
+            "--cluster-name",
+            "proxied",
+            "--interval",
+            interval,
+        ],
+        &[(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+            &format!("[\"^{topic}$\"]"),
+        )],
     );
     let cluster = [("cluster", "proxied")];
-    let p1 = [("cluster", "proxied"), ("topic", topic.as_str()), ("partition", "1")];
+    let p1 = [
+        ("cluster", "proxied"),
+        ("topic", topic.as_str()),
+        ("partition", "1"),
+    ];
     exporter
-        .wait_for("first samples through the proxy", Duration::from_secs(20), |s| {
-            (s.value("kafka_partition_high_watermark", &p1) == Some(7.0)).then_some(())
-        })
+        .wait_for(
+            "first samples through the proxy",
+            Duration::from_secs(20),
+            |s| (s.value("kafka_partition_high_watermark", &p1) == Some(7.0)).then_some(()),
+        )
         .await;
 
     // Connections cut again and again, mid-request.
@@ -142,7 +190,10 @@ async fn cut_and_blackholed_broker() {
         tokio::time::sleep(Duration::from_millis(150)).await;
         let s = exporter.scrape().await;
         if let Some(hw) = s.value("kafka_partition_high_watermark", &p1) {
-            assert_eq!(hw, 7.0, "a value on /metrics is current or absent, never wrong");
+            assert_eq!(
+                hw, 7.0,
+                "a value on /metrics is current or absent, never wrong"
+            );
         }
     }
     assert!(exporter.alive(), "the exporter survives cut connections");
@@ -154,18 +205,27 @@ async fn cut_and_blackholed_broker() {
             .then_some(())
         })
         .await;
-    eprintln!("recovered {:.2}s after the last cut", recovered.elapsed().as_secs_f64());
+    eprintln!(
+        "recovered {:.2}s after the last cut",
+        recovered.elapsed().as_secs_f64()
+    );
 
     // Blackhole: connections accepted, nothing answered.
     proxy.set_mode(Mode::Blackhole);
     proxy.cut_all();
     let topic_only = [("cluster", "proxied"), ("topic", topic.as_str())];
     let s = exporter
-        .wait_for("up 0 and no partition series", Duration::from_secs(10), |s| {
-            (s.value("kafka_lso_exporter_up", &cluster) == Some(0.0)
-                && s.series("kafka_partition_high_watermark", &topic_only).count() == 0)
-                .then_some(s.text.clone())
-        })
+        .wait_for(
+            "up 0 and no partition series",
+            Duration::from_secs(10),
+            |s| {
+                (s.value("kafka_lso_exporter_up", &cluster) == Some(0.0)
+                    && s.series("kafka_partition_high_watermark", &topic_only)
+                        .count()
+                        == 0)
+                    .then_some(s.text.clone())
+            },
+        )
         .await;
     let start_cycles = cycles(&Scrape::parse(&s), "proxied");
     let started = Instant::now();
@@ -184,28 +244,48 @@ async fn cut_and_blackholed_broker() {
     // Each cycle ends by its deadline (the 250 ms interval) plus scheduling slack.
     let total = cycles(&s, "proxied");
     let within_a_second = s
-        .value("kafka_lso_exporter_cycle_duration_seconds_bucket", &[("cluster", "proxied"), ("le", "1.0")])
+        .value(
+            "kafka_lso_exporter_cycle_duration_seconds_bucket",
+            &[("cluster", "proxied"), ("le", "1.0")],
+        )
         .unwrap();
     assert_eq!(within_a_second, total, "a cycle overran its deadline");
     // Cycles never overlap or pile up: no more cycles than intervals elapsed.
-    assert!(done <= elapsed / 0.25 + 2.0, "{done} cycles in {elapsed:.1}s at a 250 ms interval");
+    assert!(
+        done <= elapsed / 0.25 + 2.0,
+        "{done} cycles in {elapsed:.1}s at a 250 ms interval"
+    );
     assert!(
         rss_after <= rss_before + 8 * 1024,
         "memory grew from {rss_before} KiB to {rss_after} KiB over 200 blackholed cycles"
     );
-    assert!(s.value("kafka_lso_exporter_errors_total", &[("cluster", "proxied"), ("stage", "metadata")]).unwrap() >= 200.0);
+    assert!(
+        s.value(
+            "kafka_lso_exporter_errors_total",
+            &[("cluster", "proxied"), ("stage", "metadata")]
+        )
+        .unwrap()
+            >= 200.0
+    );
 
     proxy.set_mode(Mode::Forward);
     proxy.cut_all();
     let back = Instant::now();
     exporter
-        .wait_for("recovery after the blackhole", Duration::from_secs(15), |s| {
-            (s.value("kafka_lso_exporter_up", &cluster) == Some(1.0)
-                && s.value("kafka_partition_high_watermark", &p1) == Some(7.0))
-            .then_some(())
-        })
+        .wait_for(
+            "recovery after the blackhole",
+            Duration::from_secs(15),
+            |s| {
+                (s.value("kafka_lso_exporter_up", &cluster) == Some(1.0)
+                    && s.value("kafka_partition_high_watermark", &p1) == Some(7.0))
+                .then_some(())
+            },
+        )
         .await;
-    eprintln!("recovered {:.2}s after the blackhole ended", back.elapsed().as_secs_f64());
+    eprintln!(
+        "recovered {:.2}s after the blackhole ended",
+        back.elapsed().as_secs_f64()
+    );
     let log = exporter.stop();
     assert!(!log.contains("panicked"), "{log}");
 }
@@ -214,7 +294,17 @@ async fn cut_and_blackholed_broker() {
 /// answers 503, and the log says so once per interval, not in a flood.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_at_start() {
-    let exporter = Binary::start(&["--bootstrap-servers", "127.0.0.1:1", "--interval", "1s", "--cluster-name", "gone"], &[]);
+    let exporter = Binary::start(
+        &[
+            "--bootstrap-servers",
+            "127.0.0.1:1",
+            "--interval",
+            "1s",
+            "--cluster-name",
+            "gone",
+        ],
+        &[],
+    );
     exporter
         .wait_for("up 0", Duration::from_secs(10), |s| {
             (s.value("kafka_lso_exporter_up", &[("cluster", "gone")]) == Some(0.0)).then_some(())
@@ -226,16 +316,31 @@ async fn unreachable_at_start() {
     assert_eq!(exporter.get("/healthz").await.unwrap().0, 200);
     let (status, page) = exporter.get("/").await.unwrap();
     assert_eq!(status, 200);
-    assert!(page.contains("<td class=\"l\">gone</td><td>no</td>"), "{page}");
+    assert!(
+        page.contains("<td class=\"l\">gone</td><td>no</td>"),
+        "{page}"
+    );
     tokio::time::sleep(Duration::from_secs(5)).await;
     let log = exporter.stop();
-    let reports = log.lines().filter(|l| l.contains("cannot reach the cluster")).count();
-    assert!((4..=8).contains(&reports), "{reports} reports in about 6 intervals:\n{log}");
+    let reports = log
+        .lines()
+        .filter(|l| l.contains("cannot reach the cluster"))
+        .count();
+    assert!(
+        (4..=8).contains(&reports),
+        "{reports} reports in about 6 intervals:\n{log}"
+    );
     let other_warnings: Vec<&str> = log
         .lines()
-        .filter(|l| (l.contains("WARN") || l.contains("ERROR")) && !l.contains("cannot reach the cluster"))
+        .filter(|l| {
+            (l.contains("WARN") || l.contains("ERROR")) && !l.contains("cannot reach the cluster")
+        })
         .collect();
-    assert!(other_warnings.is_empty(), "unexpected warnings:\n{}", other_warnings.join("\n"));
+    assert!(
+        other_warnings.is_empty(),
+        "unexpected warnings:\n{}",
+        other_warnings.join("\n")
+    );
 }
 
 /// Two clusters, one down: the other's series and cycle time are unaffected.
@@ -248,10 +353,19 @@ async fn two_clusters_one_down() {
     let vars = [
         ("KAFKA_LSO_EXPORTER_INTERVAL", "1s".to_string()),
         ("KAFKA_LSO_EXPORTER_CLUSTERS__0__NAME", "good".into()),
-        ("KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS", bootstrap()),
-        ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE", format!("[\"^{topic}$\"]")),
+        (
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS",
+            bootstrap(),
+        ),
+        (
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+            format!("[\"^{topic}$\"]"),
+        ),
         ("KAFKA_LSO_EXPORTER_CLUSTERS__1__NAME", "down".into()),
-        ("KAFKA_LSO_EXPORTER_CLUSTERS__1__BOOTSTRAP_SERVERS", "127.0.0.1:1".into()),
+        (
+            "KAFKA_LSO_EXPORTER_CLUSTERS__1__BOOTSTRAP_SERVERS",
+            "127.0.0.1:1".into(),
+        ),
     ];
     let config = Config::load(
         Some(&repo_root().join("tests/empty.toml")),
@@ -260,21 +374,51 @@ async fn two_clusters_one_down() {
     )
     .unwrap();
     let exporter = Exporter::start_with(config).await;
-    let p = [("cluster", "good"), ("topic", topic.as_str()), ("partition", "0")];
+    let p = [
+        ("cluster", "good"),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
     exporter
-        .wait_for("five cycles of both clusters", Duration::from_secs(20), |s| {
-            (cycles(s, "good") >= 5.0 && cycles(s, "down") >= 5.0).then_some(())
-        })
+        .wait_for(
+            "five cycles of both clusters",
+            Duration::from_secs(20),
+            |s| (cycles(s, "good") >= 5.0 && cycles(s, "down") >= 5.0).then_some(()),
+        )
         .await;
     let s = exporter.scrape().await;
-    assert_eq!(s.value("kafka_lso_exporter_up", &[("cluster", "good")]), Some(1.0));
-    assert_eq!(s.value("kafka_lso_exporter_up", &[("cluster", "down")]), Some(0.0));
+    assert_eq!(
+        s.value("kafka_lso_exporter_up", &[("cluster", "good")]),
+        Some(1.0)
+    );
+    assert_eq!(
+        s.value("kafka_lso_exporter_up", &[("cluster", "down")]),
+        Some(0.0)
+    );
     assert_eq!(s.value("kafka_partition_high_watermark", &p), Some(3.0));
-    let good_mean = s.value("kafka_lso_exporter_cycle_duration_seconds_sum", &[("cluster", "good")]).unwrap() / cycles(&s, "good");
-    let down_mean = s.value("kafka_lso_exporter_cycle_duration_seconds_sum", &[("cluster", "down")]).unwrap() / cycles(&s, "down");
+    let good_mean = s
+        .value(
+            "kafka_lso_exporter_cycle_duration_seconds_sum",
+            &[("cluster", "good")],
+        )
+        .unwrap()
+        / cycles(&s, "good");
+    let down_mean = s
+        .value(
+            "kafka_lso_exporter_cycle_duration_seconds_sum",
+            &[("cluster", "down")],
+        )
+        .unwrap()
+        / cycles(&s, "down");
     eprintln!("mean cycle: good {good_mean:.3}s, down {down_mean:.3}s");
-    assert!(good_mean < 0.3, "the good cluster's cycles slowed to {good_mean:.3}s");
+    assert!(
+        good_mean < 0.3,
+        "the good cluster's cycles slowed to {good_mean:.3}s"
+    );
     let (status, body) = exporter.get("/readyz").await;
-    assert_eq!(status, 503, "not ready while a cluster has never been sampled: {body}");
+    assert_eq!(
+        status, 503,
+        "not ready while a cluster has never been sampled: {body}"
+    );
     exporter.stop().await;
 }

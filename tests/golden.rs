@@ -88,6 +88,7 @@ fn fixed_snapshot() -> ClusterSnapshot {
                 }]),
             },
         ],
+        series_dropped: 0,
     }
 }
 

@@ -66,7 +66,12 @@ impl Drop for Proxy {
     }
 }
 
-async fn serve(client: TcpStream, upstream: SocketAddr, mode: Arc<Mutex<Mode>>, mut cut: watch::Receiver<u64>) {
+async fn serve(
+    client: TcpStream,
+    upstream: SocketAddr,
+    mode: Arc<Mutex<Mode>>,
+    mut cut: watch::Receiver<u64>,
+) {
     let (mut client_read, mut client_write) = client.into_split();
     let upstream = match TcpStream::connect(upstream).await {
         Ok(stream) => stream,
