@@ -1,14 +1,15 @@
 //! Sampling benchmark against the local broker (`bench/run` starts it).
 //!
-//! Workload: 20 topics x 100 partitions (2,000 partitions), 500 consumer groups each with
-//! committed offsets on 40 partitions (20,000 group-partition series), one transaction
-//! held open across 5 partitions. The release binary runs as a child process, sampling
+//! Workload (bench/workload.rs): 20 topics x 100 partitions (2,000 partitions), 540 consumer
+//! groups each with committed offsets on 40 partitions (21,600 group-partition series), one
+//! transaction held open across 5 partitions. The release binary runs as a child process, sampling
 //! every 2 s; the harness reports, for two sizes (200 and 2,000 partitions sampled):
 //! cycle time (median, max over 20 cycles), Kafka requests per cycle by API (counted from
 //! librdkafka's protocol debug log in a separate run), exporter RSS, and /metrics latency.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod workload;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -17,81 +18,11 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use workload::{setup, topic, GROUPS, GROUP_PARTITIONS, PARTITIONS, TOPICS};
 use rdkafka::producer::Producer;
-use rdkafka::{Offset, TopicPartitionList};
 
-const TOPICS: usize = 20;
-const PARTITIONS: i32 = 100;
-const GROUPS: usize = 500;
-const GROUP_PARTITIONS: i32 = 40;
 const CYCLES: usize = 20;
 const INTERVAL: &str = "2s";
-
-fn topic(i: usize) -> String {
-    format!("bench-t{i:02}")
-}
-
-async fn setup() {
-    let marker = topic(TOPICS - 1);
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap())
-        .create()
-        .unwrap();
-    let metadata = consumer
-        .fetch_metadata(None, Duration::from_secs(10))
-        .unwrap();
-    if metadata.topics().iter().any(|t| t.name() == marker) {
-        println!(
-            "workload present (topics bench-t00..bench-t{:02})",
-            TOPICS - 1
-        );
-        return;
-    }
-    let started = Instant::now();
-    for i in 0..TOPICS {
-        create_topic(&topic(i), PARTITIONS).await;
-    }
-    let producer = plain_producer();
-    for i in 0..TOPICS {
-        for p in 0..PARTITIONS {
-            send_no_flush(&producer, &topic(i), p, 5);
-        }
-    }
-    producer.flush(Duration::from_secs(60)).unwrap();
-    for g in 0..GROUPS {
-        let group: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", bootstrap())
-            .set("group.id", format!("bench-g{g:03}"))
-            .create()
-            .unwrap();
-        let mut offsets = TopicPartitionList::new();
-        for p in 0..GROUP_PARTITIONS {
-            offsets
-                .add_partition_offset(&topic(g % TOPICS), p, Offset::Offset(3))
-                .unwrap();
-        }
-        group.commit(&offsets, CommitMode::Sync).unwrap();
-    }
-    println!(
-        "workload created in {:.0}s",
-        started.elapsed().as_secs_f64()
-    );
-}
-
-fn send_no_flush(producer: &Producer_, topic: &str, partition: i32, count: usize) {
-    use rdkafka::producer::BaseRecord;
-    for _ in 0..count {
-        let mut record = BaseRecord::<(), _>::to(topic)
-            .partition(partition)
-            .payload("x");
-        while let Err((_, r)) = producer.send(record) {
-            record = r;
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
 
 struct Run {
     child: Child,
