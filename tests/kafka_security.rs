@@ -1,0 +1,574 @@
+//! The exporter against secured listeners of the local broker (`scripts/kafka-local`):
+//! SASL_PLAINTEXT with SCRAM on port+2 and SSL on port+3 of the PLAINTEXT bootstrap
+//! port. Sampling works through both; a wrong password makes the cluster `up 0` with
+//! errors counted while the process keeps serving; and no password ever shows in
+//! `/metrics`, `/`, `/readyz` or the logs, even at debug level with librdkafka's own
+//! `debug=all` output.
+//!
+//! A broker without these listeners fails these tests (restart it with
+//! `scripts/kafka-local stop && scripts/kafka-local start`); they never skip.
+
+mod common;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use kafka_lso_exporter::config::{Config, Overrides};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
+/// The SCRAM user `scripts/kafka-local` creates (SCRAM-SHA-512 and SCRAM-SHA-256).
+const USER: &str = "exporter";
+const PASSWORD: &str = "exporter-secret";
+
+/// The line of librdkafka's configuration dump (`debug=all`) that names the password.
+const CONFIG_DUMP: &str = "sasl.password = [redacted]";
+
+/// How long a cluster may take to show its first values.
+const FIRST_SAMPLE: Duration = Duration::from_secs(30);
+
+/// The listener `offset` ports above the PLAINTEXT bootstrap, as `scripts/kafka-local`
+/// lays them out.
+fn listener(offset: u16) -> String {
+    let plain = bootstrap();
+    let first = plain.split(',').next().unwrap_or_default();
+    let (host, port) = first
+        .rsplit_once(':')
+        .unwrap_or_else(|| panic!("bootstrap {plain:?} is not host:port"));
+    let port: u16 = port
+        .parse()
+        .unwrap_or_else(|_| panic!("bootstrap {plain:?} has no port"));
+    format!("{host}:{}", port + offset)
+}
+
+fn sasl_bootstrap() -> String {
+    listener(2)
+}
+
+fn ssl_bootstrap() -> String {
+    listener(3)
+}
+
+/// The CA certificate of the SSL listener (`scripts/kafka-local tls-ca`).
+fn ca_pem() -> PathBuf {
+    let home = std::env::var_os("KAFKA_LOCAL_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".cache/kafka"));
+    let path = home.join("tls/ca.pem");
+    assert!(
+        path.is_file(),
+        "no CA certificate at {}: the broker has no SSL listener yet. Restart it with \
+         `scripts/kafka-local stop && scripts/kafka-local start`.",
+        path.display()
+    );
+    path
+}
+
+fn scram_client(mechanism: &str, password: &str) -> Vec<(String, String)> {
+    [
+        ("security.protocol", "SASL_PLAINTEXT"),
+        ("sasl.mechanisms", mechanism),
+        ("sasl.username", USER),
+        ("sasl.password", password),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Adds librdkafka's own debug output (`debug=all`) to the exporter's debug level, so the
+/// log under test holds everything the client can log, its configuration dump included.
+fn with_librdkafka_debug(mut client: Vec<(String, String)>) -> Vec<(String, String)> {
+    client.push(("debug".into(), "all".into()));
+    client
+}
+
+fn ssl_client(ca: &Path) -> Vec<(String, String)> {
+    vec![
+        ("security.protocol".into(), "SSL".into()),
+        ("ssl.ca.location".into(), ca.display().to_string()),
+    ]
+}
+
+/// Fails the test unless a client with `client` settings reads metadata through
+/// `bootstrap`: the listener exists and accepts these settings. Keeps the negative tests
+/// honest: their `up 0` must come from the wrong setting, not from a missing listener.
+fn require_listener(what: &str, bootstrap: &str, client: &[(String, String)]) {
+    require_kafka();
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", bootstrap);
+    for (k, v) in client {
+        config.set(k, v);
+    }
+    let consumer: BaseConsumer = config.create().expect("client");
+    if let Err(e) = consumer.fetch_metadata(None, Duration::from_secs(15)) {
+        panic!(
+            "the {what} listener at {bootstrap} does not answer: {e}. Restart the broker with \
+             `scripts/kafka-local stop && scripts/kafka-local start` to get every listener."
+        );
+    }
+}
+
+/// Environment-style settings of cluster `index`: name, bootstrap, one topic, no groups,
+/// and librdkafka properties.
+fn cluster_env(
+    index: usize,
+    name: &str,
+    bootstrap: &str,
+    topic: &str,
+    client: &[(String, String)],
+) -> Vec<(String, String)> {
+    let prefix = format!("KAFKA_LSO_EXPORTER_CLUSTERS__{index}__");
+    let mut env = vec![
+        (format!("{prefix}NAME"), name.to_string()),
+        (format!("{prefix}BOOTSTRAP_SERVERS"), bootstrap.to_string()),
+        (
+            format!("{prefix}TOPICS__INCLUDE"),
+            format!("[{:?}]", format!("^{topic}$")),
+        ),
+        (format!("{prefix}GROUPS__INCLUDE"), "[\"^$\"]".to_string()),
+    ];
+    for (property, value) in client {
+        env.push((format!("{prefix}CLIENT__{property}"), value.clone()));
+    }
+    env
+}
+
+fn load(mut env: Vec<(String, String)>) -> Config {
+    env.push(("KAFKA_LSO_EXPORTER_INTERVAL".into(), "1s".into()));
+    Config::load(
+        Some(&repo_root().join("tests/empty.toml")),
+        env,
+        &Overrides::default(),
+    )
+    .expect("test config")
+}
+
+/// A topic with one partition holding `records` plain records.
+async fn topic_with(prefix: &str, records: usize) -> String {
+    let topic = unique(prefix);
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, records);
+    topic
+}
+
+/// Waits until `cluster` is up with the topic's high watermark at `hw`.
+async fn wait_sampled(exporter: &Exporter, cluster: &str, topic: &str, hw: f64) {
+    let p = [("cluster", cluster), ("topic", topic), ("partition", "0")];
+    exporter
+        .wait_for(
+            &format!("cluster {cluster} up with {topic}/0 at HW {hw}"),
+            FIRST_SAMPLE,
+            |s| {
+                (s.value("kafka_lso_exporter_up", &[("cluster", cluster)]) == Some(1.0)
+                    && s.value("kafka_partition_high_watermark", &p) == Some(hw)
+                    && s.value("kafka_partition_last_stable_offset", &p) == Some(hw))
+                .then_some(())
+            },
+        )
+        .await;
+}
+
+async fn sampled_through_scram(mechanism: &str) {
+    require_listener(
+        "SASL_PLAINTEXT",
+        &sasl_bootstrap(),
+        &scram_client(mechanism, PASSWORD),
+    );
+    let topic = topic_with("sec-scram", 5).await;
+    let exporter = Exporter::start_with(load(cluster_env(
+        0,
+        "scram",
+        &sasl_bootstrap(),
+        &topic,
+        &scram_client(mechanism, PASSWORD),
+    )))
+    .await;
+    wait_sampled(&exporter, "scram", &topic, 5.0).await;
+    assert_eq!(exporter.get("/readyz").await.0, 200);
+    exporter.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn samples_through_sasl_scram_sha_512() {
+    sampled_through_scram("SCRAM-SHA-512").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn samples_through_sasl_scram_sha_256() {
+    sampled_through_scram("SCRAM-SHA-256").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn samples_through_ssl_with_the_ca() {
+    let ca = ca_pem();
+    require_listener("SSL", &ssl_bootstrap(), &ssl_client(&ca));
+    let topic = topic_with("sec-ssl", 5).await;
+    let exporter = Exporter::start_with(load(cluster_env(
+        0,
+        "tls",
+        &ssl_bootstrap(),
+        &topic,
+        &ssl_client(&ca),
+    )))
+    .await;
+    wait_sampled(&exporter, "tls", &topic, 5.0).await;
+    assert_eq!(exporter.get("/readyz").await.0, 200);
+    exporter.stop().await;
+}
+
+/// The broker's certificate is verified: without the local CA the handshake fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssl_without_the_ca_is_refused() {
+    let ca = ca_pem();
+    require_listener("SSL", &ssl_bootstrap(), &ssl_client(&ca));
+    let topic = topic_with("sec-ssl-noca", 5).await;
+    let exporter = Exporter::start_with(load(cluster_env(
+        0,
+        "tls",
+        &ssl_bootstrap(),
+        &topic,
+        &[("security.protocol".into(), "SSL".into())],
+    )))
+    .await;
+    let cluster = [("cluster", "tls")];
+    let metadata = [("cluster", "tls"), ("stage", "metadata")];
+    exporter
+        .wait_for("up 0 with metadata errors", FIRST_SAMPLE, |s| {
+            (s.value("kafka_lso_exporter_up", &cluster) == Some(0.0)
+                && s.value("kafka_lso_exporter_errors_total", &metadata)
+                    .is_some_and(|n| n >= 2.0))
+            .then_some(())
+        })
+        .await;
+    let scrape = exporter.scrape().await;
+    assert_eq!(
+        scrape
+            .series("kafka_partition_high_watermark", &cluster)
+            .count(),
+        0,
+        "{}",
+        scrape.text
+    );
+    exporter.stop().await;
+}
+
+/// Two clusters in one exporter: a cluster that refuses the credentials does not hold
+/// back the other one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_with_a_wrong_password_does_not_affect_the_other() {
+    require_listener(
+        "SASL_PLAINTEXT",
+        &sasl_bootstrap(),
+        &scram_client("SCRAM-SHA-512", PASSWORD),
+    );
+    let topic = topic_with("sec-two", 5).await;
+    let wrong = unique("wrong-password");
+    let mut env = cluster_env(0, "plain", &bootstrap(), &topic, &[]);
+    env.extend(cluster_env(
+        1,
+        "scram",
+        &sasl_bootstrap(),
+        &topic,
+        &scram_client("SCRAM-SHA-512", &wrong),
+    ));
+    let exporter = Exporter::start_with(load(env)).await;
+
+    let plain = [
+        ("cluster", "plain"),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    let scram = [("cluster", "scram")];
+    let scram_metadata = [("cluster", "scram"), ("stage", "metadata")];
+    // Several failed cycles of "scram", with "plain" sampled all along.
+    exporter
+        .wait_for(
+            "plain up with its series, scram up 0 after 3 failed cycles",
+            FIRST_SAMPLE,
+            |s| {
+                (s.value("kafka_lso_exporter_up", &[("cluster", "plain")]) == Some(1.0)
+                    && s.value("kafka_partition_high_watermark", &plain) == Some(5.0)
+                    && s.value("kafka_lso_exporter_up", &scram) == Some(0.0)
+                    && s.value("kafka_lso_exporter_errors_total", &scram_metadata)
+                        .is_some_and(|n| n >= 3.0))
+                .then_some(())
+            },
+        )
+        .await;
+    let scrape = exporter.scrape().await;
+    assert_eq!(
+        scrape.value("kafka_lso_exporter_up", &[("cluster", "plain")]),
+        Some(1.0)
+    );
+    assert_eq!(
+        scrape
+            .series("kafka_partition_high_watermark", &scram)
+            .count(),
+        0,
+        "a cluster that was never reached has no partition series:\n{}",
+        scrape.text
+    );
+    assert!(scrape
+        .value(
+            "kafka_lso_exporter_last_success_timestamp_seconds",
+            &[("cluster", "plain")]
+        )
+        .is_some_and(|t| t > 0.0));
+    assert!(!scrape.text.contains(&wrong), "{}", scrape.text);
+    let (status, page) = exporter.get("/").await;
+    assert_eq!(status, 200);
+    assert!(!page.contains(&wrong), "{page}");
+    // Not ready: one cluster has never had a successful cycle.
+    let (status, body) = exporter.get("/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(!body.contains(&wrong), "{body}");
+    exporter.stop().await;
+}
+
+// ---- the binary, with its logs ---------------------------------------------------------
+
+/// The exporter binary running as a child process, its standard error in a file. Killed
+/// when dropped, so a failing test leaves no process behind.
+struct Binary {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+    client: reqwest::Client,
+}
+
+impl Binary {
+    /// Starts the binary at `--log-level debug` with `env` (and no other
+    /// `KAFKA_LSO_EXPORTER_*` variable, nor `RUST_LOG`) and an empty config file.
+    fn start(env: &[(String, String)]) -> Binary {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = std::env::temp_dir().join(format!("{}.log", unique("kafka-security")));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"));
+        command
+            .arg("--config")
+            .arg(repo_root().join("tests/empty.toml"))
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args([
+                "--interval",
+                "1s",
+                "--log-level",
+                "debug",
+                "--log-format",
+                "text",
+            ])
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(&log).expect("log file"));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("KAFKA_LSO_EXPORTER_") {
+                command.env_remove(key);
+            }
+        }
+        command.envs(env.iter().map(|(k, v)| (k, v)));
+        let child = command.spawn().expect("start the exporter binary");
+        Binary {
+            child,
+            port,
+            log,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    async fn get(&self, path: &str) -> Option<(u16, String)> {
+        let response = self
+            .client
+            .get(format!("http://127.0.0.1:{}{path}", self.port))
+            .send()
+            .await
+            .ok()?;
+        let status = response.status().as_u16();
+        Some((status, response.text().await.ok()?))
+    }
+
+    /// Scrapes until `check` holds; fails with the last scrape and the log so far.
+    async fn wait_for(&mut self, what: &str, check: impl Fn(&Scrape) -> bool) -> Scrape {
+        let deadline = Instant::now() + FIRST_SAMPLE;
+        let mut last = String::new();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("the exporter exited ({status}):\n{}", self.log_text());
+            }
+            if let Some((200, body)) = self.get("/metrics").await {
+                let scrape = Scrape::parse(&body);
+                if check(&scrape) {
+                    return scrape;
+                }
+                last = body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; last scrape:\n{last}\nlog:\n{}",
+                self.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills the process and returns everything it logged.
+    fn kill(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.log_text()
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// The binary with a wrong password: `up 0`, metadata errors counted, every endpoint
+/// served, and the password in none of them nor in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_is_counted_and_never_shown() {
+    require_listener(
+        "SASL_PLAINTEXT",
+        &sasl_bootstrap(),
+        &scram_client("SCRAM-SHA-512", PASSWORD),
+    );
+    let topic = topic_with("sec-wrong", 5).await;
+    let wrong = unique("wrong-password");
+    let mut binary = Binary::start(&cluster_env(
+        0,
+        "scram",
+        &sasl_bootstrap(),
+        &topic,
+        &with_librdkafka_debug(scram_client("SCRAM-SHA-512", &wrong)),
+    ));
+    let cluster = [("cluster", "scram")];
+    let metadata = [("cluster", "scram"), ("stage", "metadata")];
+    let scrape = binary
+        .wait_for("up 0 after 3 failed cycles", |s| {
+            s.value("kafka_lso_exporter_up", &cluster) == Some(0.0)
+                && s.value("kafka_lso_exporter_errors_total", &metadata)
+                    .is_some_and(|n| n >= 3.0)
+        })
+        .await;
+    assert_eq!(
+        scrape
+            .series("kafka_partition_high_watermark", &cluster)
+            .count(),
+        0,
+        "{}",
+        scrape.text
+    );
+    assert!(!scrape.text.contains(&wrong), "{}", scrape.text);
+
+    // Still serving everything, and showing the password nowhere.
+    for path in ["/metrics", "/", "/readyz", "/healthz"] {
+        let (status, body) = binary
+            .get(path)
+            .await
+            .unwrap_or_else(|| panic!("GET {path} failed"));
+        let expected = if path == "/readyz" { 503 } else { 200 };
+        assert_eq!(status, expected, "GET {path}: {body}");
+        assert!(
+            !body.contains(&wrong),
+            "GET {path} shows the password:\n{body}"
+        );
+    }
+    let (_, page) = binary.get("/").await.unwrap();
+    assert!(
+        page.contains("scram"),
+        "the status page lists the cluster:\n{page}"
+    );
+
+    let log = binary.kill();
+    // The log is the real one: the failure is there, at debug level, and it is the
+    // broker refusing the credentials.
+    assert!(
+        log.contains("cannot reach the cluster"),
+        "no failed cycle logged:\n{log}"
+    );
+    assert!(log.contains("DEBUG"), "no debug lines in the log:\n{log}");
+    assert!(
+        log.to_ascii_lowercase().contains("authentication"),
+        "the log never says that authentication failed:\n{log}"
+    );
+    assert!(
+        log.contains(CONFIG_DUMP),
+        "librdkafka's configuration dump is missing from the log:\n{log}"
+    );
+    assert!(!log.contains(&wrong), "the log shows the password:\n{log}");
+}
+
+/// The binary with the right password, sampling successfully: the password is in no
+/// endpoint and not in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_right_password_is_not_logged_at_debug_level() {
+    require_listener(
+        "SASL_PLAINTEXT",
+        &sasl_bootstrap(),
+        &scram_client("SCRAM-SHA-512", PASSWORD),
+    );
+    let topic = topic_with("sec-right", 5).await;
+    let mut binary = Binary::start(&cluster_env(
+        0,
+        "scram",
+        &sasl_bootstrap(),
+        &topic,
+        &with_librdkafka_debug(scram_client("SCRAM-SHA-512", PASSWORD)),
+    ));
+    let p = [
+        ("cluster", "scram"),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    binary
+        .wait_for("up 1 with HW 5", |s| {
+            s.value("kafka_lso_exporter_up", &[("cluster", "scram")]) == Some(1.0)
+                && s.value("kafka_partition_high_watermark", &p) == Some(5.0)
+        })
+        .await;
+    // A few more cycles, so that debug lines of steady sampling are in the log too.
+    let deadline = Instant::now() + FIRST_SAMPLE;
+    while !binary.log_text().contains("cycle done") {
+        assert!(
+            Instant::now() < deadline,
+            "no debug line of a finished cycle:\n{}",
+            binary.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for path in ["/metrics", "/", "/readyz"] {
+        let (status, body) = binary
+            .get(path)
+            .await
+            .unwrap_or_else(|| panic!("GET {path} failed"));
+        assert_eq!(status, 200, "GET {path}: {body}");
+        assert!(
+            !body.contains(PASSWORD),
+            "GET {path} shows the password:\n{body}"
+        );
+    }
+    let log = binary.kill();
+    assert!(log.contains("first cycle done"), "{log}");
+    assert!(
+        log.contains(CONFIG_DUMP),
+        "librdkafka's configuration dump is missing from the log:\n{log}"
+    );
+    assert!(
+        !log.contains(PASSWORD),
+        "the log shows the password:\n{log}"
+    );
+}
