@@ -18,8 +18,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use workload::{setup, topic, GROUPS, GROUP_PARTITIONS, PARTITIONS, TOPICS};
 use rdkafka::producer::Producer;
+use workload::{setup, topic, GROUPS, GROUP_PARTITIONS, PARTITIONS, TOPICS};
 
 const CYCLES: usize = 20;
 const INTERVAL: &str = "2s";

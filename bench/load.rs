@@ -21,7 +21,12 @@ const INTERVAL_SECONDS: f64 = 5.0;
 fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     // Fields after the command name (which may contain spaces) start after ") ".
-    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split_whitespace().collect();
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
     let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
     ticks / 100.0 // USER_HZ is 100 on Linux
 }
@@ -52,12 +57,29 @@ fn value(text: &str, prefix: &str) -> f64 {
 async fn main() {
     require_kafka();
     workload::setup().await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"))
-        .args(["--bootstrap-servers", &bootstrap(), "--cluster-name", "bench", "--interval", "5s"])
+        .args([
+            "--bootstrap-servers",
+            &bootstrap(),
+            "--cluster-name",
+            "bench",
+            "--interval",
+            "5s",
+        ])
         .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env("KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE", r#"["^bench-t"]"#)
-        .env("KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE", r#"["^bench-g"]"#)
+        .env(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+            r#"["^bench-t"]"#,
+        )
+        .env(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
+            r#"["^bench-g"]"#,
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -88,12 +110,22 @@ async fn main() {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..SCRAPERS {
-        let (url, latencies, errors, bytes) = (url.clone(), latencies.clone(), errors.clone(), bytes.clone());
+        let (url, latencies, errors, bytes) = (
+            url.clone(),
+            latencies.clone(),
+            errors.clone(),
+            bytes.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             let client = reqwest::Client::builder().no_gzip().build().unwrap();
             while started.elapsed() < DURATION {
                 let t = Instant::now();
-                let ok = match client.get(&url).header("Accept-Encoding", "gzip").send().await {
+                let ok = match client
+                    .get(&url)
+                    .header("Accept-Encoding", "gzip")
+                    .send()
+                    .await
+                {
                     Ok(r) if r.status().is_success() => match r.bytes().await {
                         Ok(body) => {
                             bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
@@ -104,7 +136,10 @@ async fn main() {
                     _ => false,
                 };
                 if ok {
-                    latencies.lock().unwrap().push(t.elapsed().as_secs_f64() * 1000.0);
+                    latencies
+                        .lock()
+                        .unwrap()
+                        .push(t.elapsed().as_secs_f64() * 1000.0);
                 } else {
                     errors.fetch_add(1, Ordering::Relaxed);
                 }
@@ -136,8 +171,16 @@ async fn main() {
         latencies.len() as f64 / elapsed,
         bytes.load(Ordering::Relaxed) as f64 / 1024.0 / 1024.0
     );
-    println!("latency: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms", pct(0.5), pct(0.99), pct(1.0));
-    println!("exporter CPU: {:.0}% of one core on average; RSS {rss:.1} MiB now, {hwm:.1} MiB peak", cpu / elapsed * 100.0);
+    println!(
+        "latency: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        pct(0.5),
+        pct(0.99),
+        pct(1.0)
+    );
+    println!(
+        "exporter CPU: {:.0}% of one core on average; RSS {rss:.1} MiB now, {hwm:.1} MiB peak",
+        cpu / elapsed * 100.0
+    );
     println!(
         "sampling meanwhile: {cycles:.0} cycles in {elapsed:.0}s at a {INTERVAL_SECONDS}s interval (expected about {:.0}), mean cycle {cycle_mean:.3}s",
         elapsed / INTERVAL_SECONDS

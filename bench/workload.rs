@@ -32,8 +32,14 @@ pub async fn setup() {
         .create()
         .unwrap();
     let started = Instant::now();
-    let metadata = consumer.fetch_metadata(None, Duration::from_secs(10)).unwrap();
-    if !metadata.topics().iter().any(|t| t.name() == topic(TOPICS - 1)) {
+    let metadata = consumer
+        .fetch_metadata(None, Duration::from_secs(10))
+        .unwrap();
+    if !metadata
+        .topics()
+        .iter()
+        .any(|t| t.name() == topic(TOPICS - 1))
+    {
         for i in 0..TOPICS {
             create_topic(&topic(i), PARTITIONS).await;
         }
@@ -45,8 +51,11 @@ pub async fn setup() {
         }
         producer.flush(Duration::from_secs(60)).unwrap();
     }
-    let groups = consumer.fetch_group_list(None, Duration::from_secs(10)).unwrap();
-    let existing: std::collections::HashSet<&str> = groups.groups().iter().map(|g| g.name()).collect();
+    let groups = consumer
+        .fetch_group_list(None, Duration::from_secs(10))
+        .unwrap();
+    let existing: std::collections::HashSet<&str> =
+        groups.groups().iter().map(|g| g.name()).collect();
     for g in 0..GROUPS {
         if existing.contains(group(g).as_str()) {
             continue;
@@ -58,7 +67,9 @@ pub async fn setup() {
             .unwrap();
         let mut offsets = TopicPartitionList::new();
         for p in 0..GROUP_PARTITIONS {
-            offsets.add_partition_offset(&topic(g % TOPICS), p, Offset::Offset(3)).unwrap();
+            offsets
+                .add_partition_offset(&topic(g % TOPICS), p, Offset::Offset(3))
+                .unwrap();
         }
         member.commit(&offsets, CommitMode::Sync).unwrap();
     }
@@ -71,7 +82,9 @@ pub async fn setup() {
 fn send_no_flush(producer: &Producer_, topic: &str, partition: i32, count: usize) {
     use rdkafka::producer::BaseRecord;
     for _ in 0..count {
-        let mut record = BaseRecord::<(), _>::to(topic).partition(partition).payload("x");
+        let mut record = BaseRecord::<(), _>::to(topic)
+            .partition(partition)
+            .payload("x");
         while let Err((_, r)) = producer.send(record) {
             record = r;
             std::thread::sleep(Duration::from_millis(5));

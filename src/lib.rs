@@ -4,7 +4,8 @@
 //!
 //! Layout: [`config`] loads and validates settings; [`kafka`] samples clusters;
 //! [`snapshot`] derives metric values (pure code); [`scheduler`] runs one sampling loop
-//! per cluster; [`metrics`] renders snapshots; [`http`] serves them. [`run`] wires it up.
+//! per cluster; [`metrics`] renders snapshots; [`http`] serves them, behind [`web`] (TLS
+//! and basic auth) when a web config is given. [`run`] and [`run_with`] wire it up.
 
 pub mod config;
 pub mod http;
@@ -12,6 +13,7 @@ pub mod kafka;
 pub mod metrics;
 pub mod scheduler;
 pub mod snapshot;
+pub mod web;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use crate::config::Config;
 use crate::kafka::{KafkaSampler, Sampler};
 use crate::metrics::Metrics;
 use crate::scheduler::ClusterLoop;
+use crate::web::WebConfig;
 
 /// The exporter's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -47,6 +50,17 @@ pub enum RunError {
 pub async fn run(
     config: Config,
     listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    run_with(config, listener, None, shutdown).await
+}
+
+/// [`run`], with the web config (`--web.config.file`) applied to every path when given:
+/// HTTPS instead of HTTP when it sets a certificate, basic auth when it lists users.
+pub async fn run_with(
+    config: Config,
+    listener: TcpListener,
+    web: Option<WebConfig>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
     let mut samplers: Vec<(String, Arc<dyn Sampler>)> = Vec::new();
@@ -93,19 +107,42 @@ pub async fn run(
         clusters: Arc::new(receivers),
         interval: config.interval,
     });
+    if let Some(web) = &web {
+        for warning in web.warnings() {
+            tracing::warn!(file = %web.path().display(), "{warning}");
+        }
+    }
     tracing::info!(
         listen = %listener.local_addr()?,
         clusters = config.clusters.len(),
         interval = ?config.interval,
+        tls = web.as_ref().is_some_and(WebConfig::tls_enabled),
+        basic_auth = web.as_ref().is_some_and(|w| w.basic_auth_users() > 0),
         "kafka-lso-exporter {VERSION} serving /metrics"
     );
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down");
-            let _ = stop_tx.send(true);
-        })
-        .await;
+    let shutdown = async move {
+        shutdown.await;
+        tracing::info!("shutting down");
+        let _ = stop_tx.send(true);
+    };
+    let served = match web.map(WebConfig::into_live) {
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        Some(live) if live.tls() => {
+            let app = web::protect(app, live.clone());
+            axum::serve(web::TlsListener::new(listener, live), app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        Some(live) => {
+            axum::serve(listener, web::protect(app, live))
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+    };
     for handle in loops {
         let _ = handle.await;
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use kafka_lso_exporter::config::{Config, LogFormat, Overrides};
+use kafka_lso_exporter::web::WebConfig;
 
 /// Prometheus exporter for Kafka transactional visibility.
 ///
@@ -52,6 +53,11 @@ struct Cli {
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
 
+    /// Web config file (Prometheus exporter-toolkit format): TLS, basic auth and
+    /// response headers for every path [default: plain HTTP, no auth]
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    web_config_file: Option<PathBuf>,
+
     /// Validate the configuration, print a summary and exit
     #[arg(long)]
     check_config: bool,
@@ -82,6 +88,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let web = match cli
+        .web_config_file
+        .as_deref()
+        .map(WebConfig::load)
+        .transpose()
+    {
+        Ok(web) => web,
+        Err(error) => {
+            eprintln!("kafka-lso-exporter: invalid configuration: {error}");
+            return ExitCode::from(2);
+        }
+    };
     if cli.check_config {
         println!(
             "configuration ok: listen {}, interval {:?}, timeout {:?}, {} cluster(s): {}",
@@ -96,6 +114,20 @@ fn main() -> ExitCode {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        if let Some(web) = &web {
+            println!(
+                "web config ok: {}, TLS {}, basic auth {}",
+                web.path().display(),
+                if web.tls_enabled() { "on" } else { "off" },
+                match web.basic_auth_users() {
+                    0 => "off".to_string(),
+                    n => format!("for {n} user(s)"),
+                }
+            );
+            for warning in web.warnings() {
+                println!("web config warning: {warning}");
+            }
+        }
         return ExitCode::SUCCESS;
     }
     init_logging(&config);
@@ -114,7 +146,7 @@ fn main() -> ExitCode {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-        kafka_lso_exporter::run(config, listener, shutdown_signal())
+        kafka_lso_exporter::run_with(config, listener, web, shutdown_signal())
             .await
             .map_err(|e| e.to_string())
     });

@@ -40,6 +40,9 @@ pub struct KafkaSampler {
 /// scheduler logs one line per failed cycle instead.
 pub struct ClusterContext {
     cluster: String,
+    /// The latest error librdkafka reported on its own (authentication, TLS, DNS), which
+    /// says more than the request's timeout; added to the cycle's failure message.
+    last_error: std::sync::Mutex<Option<(Instant, String)>>,
 }
 
 impl ClientContext for ClusterContext {
@@ -56,6 +59,11 @@ impl ClientContext for ClusterContext {
 
     fn error(&self, error: KafkaError, reason: &str) {
         tracing::debug!(target: "librdkafka", cluster = %self.cluster, "{error}: {reason}");
+        // "N/N brokers are down" follows every connection failure and hides its cause.
+        if error.rdkafka_error_code() != Some(rdkafka::types::RDKafkaErrorCode::AllBrokersDown) {
+            *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((Instant::now(), reason.to_string()));
+        }
     }
 }
 
@@ -87,6 +95,7 @@ impl KafkaSampler {
                 });
             client.create_with_context(ClusterContext {
                 cluster: config.name.clone(),
+                last_error: Default::default(),
             })
         };
         Ok(Self {
@@ -95,6 +104,22 @@ impl KafkaSampler {
             topics: config.topics.clone(),
             groups: config.groups.clone(),
         })
+    }
+
+    /// The latest error either client reported by itself in the last half minute
+    /// (reconnect attempts run between cycles, so it need not be from this cycle).
+    fn recent_client_error(&self) -> Option<String> {
+        [&self.read_uncommitted, &self.read_committed]
+            .iter()
+            .find_map(|c| {
+                let (at, reason) = c
+                    .context()
+                    .last_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone()?;
+                (at.elapsed() < Duration::from_secs(30)).then_some(reason)
+            })
     }
 
     /// Serves librdkafka's event queues (log lines, errors) so that nothing piles up
@@ -130,7 +155,11 @@ impl Sampler for KafkaSampler {
         {
             Ok(metadata) => metadata,
             Err(error) => {
-                sample.fail(Stage::Metadata, 1, error);
+                self.drain_events();
+                match self.recent_client_error() {
+                    Some(cause) => sample.fail(Stage::Metadata, 1, format!("{error} ({cause})")),
+                    None => sample.fail(Stage::Metadata, 1, error),
+                }
                 return sample;
             }
         };
