@@ -173,6 +173,9 @@ struct RawCluster {
     groups: RawFilter,
     #[serde(default)]
     client: BTreeMap<String, ClientValue>,
+    /// Client properties read from files (secrets mounted by Kubernetes or Docker).
+    #[serde(default)]
+    client_files: BTreeMap<String, PathBuf>,
     #[serde(default)]
     max_series: Option<i64>,
     #[serde(default)]
@@ -659,6 +662,21 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
                 ));
             }
             client.insert(property, value.to_string());
+        }
+        for (property, path) in cluster.client_files {
+            let k = ["clusters", &idx, "client_files", &property];
+            if RESERVED_CLIENT_KEYS.contains(&property.as_str()) {
+                return Err(invalid(
+                    figment,
+                    &k,
+                    "is set by the exporter and cannot be overridden".to_string(),
+                ));
+            }
+            // The content is a secret: the error names the file, never what is in it.
+            let value = std::fs::read_to_string(&path).map_err(|e| {
+                invalid(figment, &k, format!("cannot read {}: {e}", path.display()))
+            })?;
+            client.insert(property, value.trim_end_matches(['\n', '\r']).to_string());
         }
         clusters.push(ClusterConfig {
             name: cluster.name,

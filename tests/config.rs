@@ -330,6 +330,39 @@ fn bad_configs_are_rejected_naming_the_key_and_source() {
 }
 
 #[test]
+fn client_properties_from_files() {
+    let secret = write_temp("kafka-password", "s3cr3t-from-file\n");
+    let file = write_temp(
+        "client-files.toml",
+        &format!(
+            "{CLUSTER}client_files = {{ \"sasl.password\" = {:?} }}\n",
+            secret.display().to_string()
+        ),
+    );
+    let config = Config::load(Some(&file), env(&[]), &Overrides::default()).unwrap();
+    assert_eq!(
+        config.clusters[0]
+            .client
+            .get("sasl.password")
+            .map(String::as_str),
+        Some("s3cr3t-from-file"),
+        "read, with the trailing newline removed"
+    );
+    let missing = write_temp(
+        "client-files-missing.toml",
+        &format!("{CLUSTER}client_files = {{ \"sasl.password\" = \"/nonexistent/password\" }}\n"),
+    );
+    let error = Config::load(Some(&missing), env(&[]), &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("clusters[0].client_files.sasl.password")
+            && error.contains("/nonexistent/password"),
+        "{error}"
+    );
+}
+
+#[test]
 fn a_missing_config_file_is_an_error() {
     let error = Config::load(
         Some(&repo().join("no-such-file.toml")),
