@@ -7,14 +7,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quick_start_flags_serve_metrics_and_sigterm_stops_gracefully() {
     require_kafka();

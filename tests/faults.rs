@@ -12,14 +12,6 @@ use common::proxy::{Mode, Proxy};
 use common::*;
 use kafka_lso_exporter::config::{Config, Overrides};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The exporter binary as a child process, killed on drop.
 struct Binary {
     child: Child,

@@ -19,14 +19,6 @@ use common::*;
 use rdkafka::producer::Producer;
 use serde_json::Value;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A child process killed when the test ends, whatever happens.
 struct Service {
     name: &'static str,
