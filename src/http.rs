@@ -41,10 +41,15 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         .get(ACCEPT_ENCODING)
         .and_then(|v| v.to_str().ok())
         .is_some_and(accepts_gzip);
-    // Encoding a large snapshot takes milliseconds of CPU: keep it off the I/O threads.
-    let encoded =
-        tokio::task::spawn_blocking(move || state.metrics.encode_for(accept.as_deref(), gzip))
-            .await;
+    // Served from the body rendered for this cycle when there is one; rendering a large
+    // snapshot takes milliseconds of CPU, so it runs off the I/O threads.
+    let encoded = match state.metrics.cached(accept.as_deref(), gzip) {
+        Some(encoded) => Ok(encoded),
+        None => {
+            tokio::task::spawn_blocking(move || state.metrics.encode_for(accept.as_deref(), gzip))
+                .await
+        }
+    };
     match encoded {
         Ok((content_type, gzipped, body)) => {
             let mut response = ([(CONTENT_TYPE, content_type)], body).into_response();

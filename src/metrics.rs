@@ -225,6 +225,33 @@ impl Metrics {
         self.generation.fetch_add(1, Ordering::Release);
     }
 
+    /// The body already rendered for this cycle, if any; never renders and never waits for
+    /// a render in progress, so it may run on an async worker thread.
+    pub fn cached(
+        &self,
+        accept: Option<&str>,
+        accept_gzip: bool,
+    ) -> Option<(&'static str, bool, Bytes)> {
+        let openmetrics = accept.is_some_and(|a| a.contains("application/openmetrics-text"));
+        let generation = self.generation.load(Ordering::Acquire);
+        let rendered = self.rendered.try_lock().ok()?;
+        if rendered.generation != generation {
+            return None;
+        }
+        let body = match (openmetrics, accept_gzip) {
+            (true, false) => rendered.openmetrics.clone(),
+            (false, false) => rendered.prometheus.clone(),
+            (true, true) => rendered.openmetrics_gzip.clone(),
+            (false, true) => rendered.prometheus_gzip.clone(),
+        }?;
+        let content_type = if openmetrics {
+            OPENMETRICS_TEXT
+        } else {
+            PROMETHEUS_TEXT
+        };
+        Some((content_type, accept_gzip, body))
+    }
+
     /// The body in the format the `Accept` header asks for, gzip-compressed when the
     /// scraper accepts it (Prometheus does): (content type, gzipped, body). Each variant is
     /// rendered at most once per cycle; concurrent scrapes wait for one render.

@@ -232,3 +232,29 @@ fn every_catalog_metric_is_present_with_its_labels() {
         );
     }
 }
+
+#[test]
+fn a_rendered_body_is_served_until_the_next_cycle() {
+    let (_tx, rx) = watch::channel(Some(Arc::new(fixed_snapshot())));
+    let metrics = Metrics::new(vec![rx]);
+    assert!(metrics.cached(None, true).is_none(), "nothing rendered yet");
+    let (content_type, gzipped, body) = metrics.encode_for(None, true);
+    assert!(content_type.starts_with("text/plain") && gzipped);
+    let (_, _, cached) = metrics.cached(None, true).expect("rendered body");
+    assert_eq!(cached, body);
+    assert!(
+        metrics
+            .cached(Some("application/openmetrics-text"), false)
+            .is_none(),
+        "each format is rendered on demand"
+    );
+    metrics.count_errors("prod", Stage::Metadata, 1);
+    metrics.cycle_finished();
+    assert!(
+        metrics.cached(None, true).is_none(),
+        "a finished cycle outdates the body"
+    );
+    let (_, _, fresh) = metrics.encode_for(None, false);
+    assert!(String::from_utf8_lossy(&fresh)
+        .contains("kafka_lso_exporter_errors_total{cluster=\"prod\",stage=\"metadata\"} 1"));
+}
