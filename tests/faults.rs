@@ -414,3 +414,125 @@ async fn two_clusters_one_down() {
     );
     exporter.stop().await;
 }
+
+/// A coordinator that is loading (COORDINATOR_LOAD_IN_PROGRESS on OffsetFetch, injected by
+/// the proxy in the real wire format): a few such answers are retried within the cycle and
+/// cost nothing; a coordinator that keeps loading leaves only that group's series absent,
+/// counted as group_offsets errors, while partition series stay correct.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn coordinator_loading_is_retried_then_counted() {
+    require_kafka();
+    let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
+    let topic = unique("loading");
+    let steady = unique("loading-steady");
+    let flaky = unique("loading-flaky");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 6);
+    consume_all_and_commit(&steady, &topic, 1, "read_uncommitted");
+    consume_all_and_commit(&flaky, &topic, 1, "read_uncommitted");
+
+    let vars = [
+        ("KAFKA_LSO_EXPORTER_INTERVAL", "2s".to_string()),
+        ("KAFKA_LSO_EXPORTER_CLUSTERS__0__NAME", "test".into()),
+        (
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS",
+            "127.0.0.1:19097".into(),
+        ),
+        (
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+            format!("[\"^{topic}$\"]"),
+        ),
+        (
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
+            format!("[\"^({steady}|{flaky})$\"]"),
+        ),
+    ];
+    let config = Config::load(
+        Some(&repo_root().join("tests/empty.toml")),
+        vars.iter().map(|(k, v)| (k.to_string(), v.clone())),
+        &Overrides::default(),
+    )
+    .unwrap();
+    let exporter = Exporter::start_with(config).await;
+    let flaky_offset = group_labels(&flaky, &topic, "0");
+    let steady_offset = group_labels(&steady, &topic, "0");
+    let errors = [("cluster", "test"), ("stage", "group_offsets")];
+    exporter
+        .wait_for("both groups", Duration::from_secs(20), |s| {
+            (s.value("kafka_consumergroup_committed_offset", &flaky_offset) == Some(6.0)
+                && s.value("kafka_consumergroup_committed_offset", &steady_offset) == Some(6.0))
+            .then_some(())
+        })
+        .await;
+    let errors_before = exporter
+        .scrape()
+        .await
+        .value("kafka_lso_exporter_errors_total", &errors)
+        .unwrap();
+
+    // Three loading answers in a row: retried within the cycles, never counted.
+    proxy.fail_offset_fetch(&flaky, 3);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while proxy.remaining_failures(&flaky) > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the exporter stopped asking for {flaky}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let s = exporter
+        .wait_for("two more cycles", Duration::from_secs(10), |s| {
+            let cycles = s.value(
+                "kafka_lso_exporter_cycle_duration_seconds_count",
+                &[("cluster", "test")],
+            )?;
+            (cycles >= 2.0).then(|| s.text.clone())
+        })
+        .await;
+    let s = Scrape::parse(&s);
+    assert_eq!(proxy.injected(), 3);
+    assert_eq!(
+        s.value("kafka_lso_exporter_errors_total", &errors).unwrap(),
+        errors_before,
+        "retried, not counted"
+    );
+    assert_eq!(
+        s.value("kafka_consumergroup_committed_offset", &flaky_offset),
+        Some(6.0)
+    );
+
+    // A coordinator that stays loading: only that group's series go, and it is counted.
+    proxy.fail_offset_fetch(&flaky, u32::MAX);
+    let s = exporter
+        .wait_for(
+            "the flaky group absent and counted",
+            Duration::from_secs(15),
+            |s| {
+                (s.value("kafka_consumergroup_committed_offset", &flaky_offset)
+                    .is_none()
+                    && s.value("kafka_lso_exporter_errors_total", &errors)? > errors_before)
+                    .then(|| s.text.clone())
+            },
+        )
+        .await;
+    let s = Scrape::parse(&s);
+    assert_eq!(
+        s.value("kafka_consumergroup_committed_offset", &steady_offset),
+        Some(6.0)
+    );
+    let p = partition_labels(&topic, "0");
+    assert_eq!(s.value("kafka_partition_high_watermark", &p), Some(6.0));
+    assert_eq!(
+        s.value("kafka_lso_exporter_up", &[("cluster", "test")]),
+        Some(1.0)
+    );
+
+    proxy.fail_offset_fetch(&flaky, 0);
+    exporter
+        .wait_for("the flaky group back", Duration::from_secs(15), |s| {
+            (s.value("kafka_consumergroup_committed_offset", &flaky_offset) == Some(6.0))
+                .then_some(())
+        })
+        .await;
+    exporter.stop().await;
+}

@@ -24,19 +24,66 @@ pub struct CommittedOffset {
 
 /// Why a group's committed offsets could not be fetched.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct GroupOffsetsError(pub String);
+#[error("{message}")]
+pub struct GroupOffsetsError {
+    pub message: String,
+    /// The coordinator is loading, moving or unknown: asking again may succeed.
+    pub retriable: bool,
+}
+
+impl GroupOffsetsError {
+    fn fatal(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            retriable: false,
+        }
+    }
+}
+
+type GroupResult = Result<Vec<CommittedOffset>, GroupOffsetsError>;
 
 /// Fetches the committed offsets of every group in `groups`, all requests in flight at
-/// once. Returns one result per group, in the order of `groups`; a group still unanswered
-/// at `deadline` gets a timeout error. Blocks the calling thread.
+/// once. A group whose coordinator is loading or has moved is asked again, with a short
+/// pause, for as long as `deadline` allows. Returns one result per group, in the order of
+/// `groups`; a group still unanswered at `deadline` gets a timeout error. Blocks the
+/// calling thread.
 pub fn list_consumer_group_offsets<C: ClientContext>(
     client: &Client<C>,
     groups: &[String],
     deadline: Instant,
-) -> Vec<Result<Vec<CommittedOffset>, GroupOffsetsError>> {
-    let mut results: Vec<Option<Result<Vec<CommittedOffset>, GroupOffsetsError>>> =
-        (0..groups.len()).map(|_| None).collect();
+) -> Vec<GroupResult> {
+    let mut results: Vec<GroupResult> = (0..groups.len())
+        .map(|_| Err(GroupOffsetsError::fatal("not asked")))
+        .collect();
+    let mut todo: Vec<usize> = (0..groups.len()).collect();
+    let mut pause = std::time::Duration::from_millis(50);
+    loop {
+        let asked: Vec<&str> = todo.iter().map(|&i| groups[i].as_str()).collect();
+        let answers = fetch_round(client, &asked, deadline);
+        let mut retry = Vec::new();
+        for (&index, answer) in todo.iter().zip(answers) {
+            if answer.as_ref().is_err_and(|e| e.retriable) {
+                retry.push(index);
+            }
+            results[index] = answer;
+        }
+        // Ask again only if a pause and a full round trip still fit before the deadline.
+        if retry.is_empty() || Instant::now() + pause * 3 >= deadline {
+            return results;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(500));
+        todo = retry;
+    }
+}
+
+/// One round: one request per group, all in flight at once, answers in `groups` order.
+fn fetch_round<C: ClientContext>(
+    client: &Client<C>,
+    groups: &[&str],
+    deadline: Instant,
+) -> Vec<GroupResult> {
+    let mut results: Vec<Option<GroupResult>> = (0..groups.len()).map(|_| None).collect();
     if groups.is_empty() {
         return Vec::new();
     }
@@ -46,9 +93,9 @@ pub fn list_consumer_group_offsets<C: ClientContext>(
     let mut pending = 0usize;
 
     for (index, group) in groups.iter().enumerate() {
-        let Ok(name) = CString::new(group.as_str()) else {
-            results[index] = Some(Err(GroupOffsetsError(
-                "group name contains a NUL byte".into(),
+        let Ok(name) = CString::new(*group) else {
+            results[index] = Some(Err(GroupOffsetsError::fatal(
+                "group name contains a NUL byte",
             )));
             continue;
         };
@@ -109,8 +156,8 @@ pub fn list_consumer_group_offsets<C: ClientContext>(
         .into_iter()
         .map(|result| {
             result.unwrap_or_else(|| {
-                Err(GroupOffsetsError(
-                    "no answer before the cycle deadline".into(),
+                Err(GroupOffsetsError::fatal(
+                    "no answer before the cycle deadline",
                 ))
             })
         })
@@ -124,30 +171,34 @@ pub fn list_consumer_group_offsets<C: ClientContext>(
 unsafe fn read_result(
     event: *mut rdsys::rd_kafka_event_t,
 ) -> Result<Vec<CommittedOffset>, GroupOffsetsError> {
-    if rdsys::rd_kafka_event_error(event) != RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR {
-        return Err(GroupOffsetsError(c_string(
-            rdsys::rd_kafka_event_error_string(event),
-        )));
+    let code = rdsys::rd_kafka_event_error(event);
+    if code != RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR {
+        return Err(GroupOffsetsError {
+            message: c_string(rdsys::rd_kafka_event_error_string(event)),
+            retriable: coordinator_error(code),
+        });
     }
     let result = rdsys::rd_kafka_event_ListConsumerGroupOffsets_result(event);
     if result.is_null() {
-        return Err(GroupOffsetsError(
-            "empty ListConsumerGroupOffsets result".into(),
+        return Err(GroupOffsetsError::fatal(
+            "empty ListConsumerGroupOffsets result",
         ));
     }
     let mut count = 0usize;
     let groups = rdsys::rd_kafka_ListConsumerGroupOffsets_result_groups(result, &mut count);
     if groups.is_null() || count == 0 {
-        return Err(GroupOffsetsError(
-            "empty ListConsumerGroupOffsets result".into(),
+        return Err(GroupOffsetsError::fatal(
+            "empty ListConsumerGroupOffsets result",
         ));
     }
     let group = *groups;
     let error = rdsys::rd_kafka_group_result_error(group);
     if !error.is_null() {
-        return Err(GroupOffsetsError(c_string(rdsys::rd_kafka_error_string(
-            error,
-        ))));
+        return Err(GroupOffsetsError {
+            message: c_string(rdsys::rd_kafka_error_string(error)),
+            retriable: coordinator_error(rdsys::rd_kafka_error_code(error))
+                || rdsys::rd_kafka_error_is_retriable(error) != 0,
+        });
     }
     let list = rdsys::rd_kafka_group_result_partitions(group);
     if list.is_null() {
@@ -166,6 +217,16 @@ unsafe fn read_result(
             offset: e.offset,
         })
         .collect())
+}
+
+/// Errors of a coordinator that is loading its state, has moved, or is not known yet.
+fn coordinator_error(code: RDKafkaRespErr) -> bool {
+    matches!(
+        code,
+        RDKafkaRespErr::RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS
+            | RDKafkaRespErr::RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE
+            | RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_COORDINATOR
+    )
 }
 
 /// How many events (log lines, errors) wait on a consumer's queue. rdkafka's `poll`

@@ -1,61 +1,118 @@
 //! A loopback TCP proxy of the test suite's own, for faults a real broker cannot produce
-//! on demand: it forwards, delays, blackholes (accepts and reads, never answers) or cuts
-//! every open connection. The local broker advertises a listener at the proxy's address
+//! on demand: it forwards Kafka frames, delays them, blackholes them (accepts and reads,
+//! never answers), cuts every open connection, or answers chosen groups' OffsetFetch
+//! requests with COORDINATOR_LOAD_IN_PROGRESS in the real wire format (kafka-protocol).
+//! The local broker advertises a listener at the proxy's address
 //! (`scripts/kafka-local bootstrap proxied`), so every connection of a client bootstrapped
-//! there passes through it.
+//! there passes through it. One proxy at a time: `start` waits for the previous one.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
+use kafka_protocol::messages::{
+    OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+
+const OFFSET_FETCH: i16 = 9;
+const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Forward,
-    /// Forward after a pause per chunk.
+    /// Forward after a pause per frame.
     Delay(Duration),
     /// Accept connections and read requests, never answer.
     Blackhole,
 }
 
+#[derive(Default)]
+struct State {
+    mode: Option<Mode>,
+    /// Group id -> how many more OffsetFetch answers to replace with a loading error.
+    failing_groups: HashMap<String, u32>,
+    /// Errors injected so far.
+    injected: u32,
+}
+
 pub struct Proxy {
-    mode: Arc<Mutex<Mode>>,
+    state: Arc<Mutex<State>>,
     cut: watch::Sender<u64>,
     task: tokio::task::JoinHandle<()>,
+    _exclusive: tokio::sync::OwnedMutexGuard<()>,
+}
+
+fn exclusive() -> Arc<tokio::sync::Mutex<()>> {
+    static LOCK: std::sync::OnceLock<Arc<tokio::sync::Mutex<()>>> = std::sync::OnceLock::new();
+    LOCK.get_or_init(Default::default).clone()
 }
 
 impl Proxy {
     pub async fn start(listen: SocketAddr, upstream: SocketAddr) -> Proxy {
+        let guard = exclusive().lock_owned().await;
         let listener = TcpListener::bind(listen)
             .await
             .unwrap_or_else(|e| panic!("proxy cannot listen on {listen}: {e}"));
-        let mode = Arc::new(Mutex::new(Mode::Forward));
+        let state = Arc::new(Mutex::new(State::default()));
         let (cut, _) = watch::channel(0u64);
         let task = {
-            let mode = mode.clone();
+            let state = state.clone();
             let cut = cut.clone();
             tokio::spawn(async move {
                 while let Ok((client, _)) = listener.accept().await {
-                    let mode = mode.clone();
-                    let cut_rx = cut.subscribe();
-                    tokio::spawn(serve(client, upstream, mode, cut_rx));
+                    tokio::spawn(serve(client, upstream, state.clone(), cut.subscribe()));
                 }
             })
         };
-        Proxy { mode, cut, task }
+        Proxy {
+            state,
+            cut,
+            task,
+            _exclusive: guard,
+        }
     }
 
     pub fn set_mode(&self, mode: Mode) {
-        *self.mode.lock().unwrap() = mode;
+        self.state.lock().unwrap().mode = Some(mode);
     }
 
     /// Closes every open connection (the broker "dies" mid-request).
     pub fn cut_all(&self) {
         self.cut.send_modify(|generation| *generation += 1);
+    }
+
+    /// Answers the next `times` OffsetFetch requests for `group` with
+    /// COORDINATOR_LOAD_IN_PROGRESS (`u32::MAX`: until told otherwise; 0: stop).
+    pub fn fail_offset_fetch(&self, group: &str, times: u32) {
+        self.state
+            .lock()
+            .unwrap()
+            .failing_groups
+            .insert(group.to_string(), times);
+    }
+
+    /// How many OffsetFetch answers were replaced so far.
+    pub fn injected(&self) -> u32 {
+        self.state.lock().unwrap().injected
+    }
+
+    pub fn remaining_failures(&self, group: &str) -> u32 {
+        self.state
+            .lock()
+            .unwrap()
+            .failing_groups
+            .get(group)
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -66,52 +123,78 @@ impl Drop for Proxy {
     }
 }
 
+async fn read_frame(stream: &mut OwnedReadHalf) -> Option<Bytes> {
+    let length = stream.read_i32().await.ok()?;
+    let mut frame = vec![0u8; usize::try_from(length).ok()?];
+    stream.read_exact(&mut frame).await.ok()?;
+    Some(Bytes::from(frame))
+}
+
+async fn write_frame(stream: &mut OwnedWriteHalf, frame: &[u8]) -> bool {
+    stream.write_i32(frame.len() as i32).await.is_ok() && stream.write_all(frame).await.is_ok()
+}
+
+/// Waits as the mode says; false when the frame must be swallowed.
+async fn pass(state: &Arc<Mutex<State>>) -> bool {
+    let mode = state.lock().unwrap().mode.unwrap_or(Mode::Forward);
+    match mode {
+        Mode::Forward => true,
+        Mode::Delay(pause) => {
+            tokio::time::sleep(pause).await;
+            true
+        }
+        Mode::Blackhole => false,
+    }
+}
+
+/// OffsetFetch requests in flight on one connection: correlation id -> (version, groups).
+type InFlight = Arc<Mutex<HashMap<i32, (i16, Vec<String>)>>>;
+
 async fn serve(
     client: TcpStream,
     upstream: SocketAddr,
-    mode: Arc<Mutex<Mode>>,
+    state: Arc<Mutex<State>>,
     mut cut: watch::Receiver<u64>,
 ) {
-    let (mut client_read, mut client_write) = client.into_split();
-    let upstream = match TcpStream::connect(upstream).await {
-        Ok(stream) => stream,
-        Err(_) => return,
+    let Ok(upstream) = TcpStream::connect(upstream).await else {
+        return;
     };
+    let (mut client_read, mut client_write) = client.into_split();
     let (mut upstream_read, mut upstream_write) = upstream.into_split();
-    let current = move || *mode.lock().unwrap();
+    let in_flight: InFlight = Arc::default();
+
     let to_broker = {
-        let current = current.clone();
+        let (state, in_flight) = (state.clone(), in_flight.clone());
         async move {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let n = match client_read.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                match current() {
-                    Mode::Forward => {}
-                    Mode::Delay(pause) => tokio::time::sleep(pause).await,
-                    Mode::Blackhole => continue,
+            while let Some(frame) = read_frame(&mut client_read).await {
+                if let Some((correlation_id, version, groups)) = offset_fetch_request(&frame) {
+                    in_flight
+                        .lock()
+                        .unwrap()
+                        .insert(correlation_id, (version, groups));
                 }
-                if upstream_write.write_all(&buf[..n]).await.is_err() {
+                if pass(&state).await && !write_frame(&mut upstream_write, &frame).await {
                     break;
                 }
             }
         }
     };
     let to_client = async move {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = match upstream_read.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
+        while let Some(frame) = read_frame(&mut upstream_read).await {
+            let frame = match frame.get(..4) {
+                Some(id) => {
+                    let correlation_id = i32::from_be_bytes(id.try_into().unwrap());
+                    let request = in_flight.lock().unwrap().remove(&correlation_id);
+                    match request.and_then(|(version, groups)| {
+                        inject(&state, correlation_id, version, &groups)
+                    }) {
+                        Some(replaced) => replaced,
+                        None => frame,
+                    }
+                }
+                None => frame,
             };
-            match current() {
-                Mode::Forward => {}
-                Mode::Delay(pause) => tokio::time::sleep(pause).await,
-                Mode::Blackhole => continue,
-            }
-            if client_write.write_all(&buf[..n]).await.is_err() {
+            if pass(&state).await && !write_frame(&mut client_write, &frame).await {
                 break;
             }
         }
@@ -121,4 +204,67 @@ async fn serve(
         _ = to_client => {}
         _ = cut.changed() => {}
     }
+}
+
+/// (correlation id, version, group ids) of an OffsetFetch request frame.
+fn offset_fetch_request(frame: &Bytes) -> Option<(i32, i16, Vec<String>)> {
+    let api_key = i16::from_be_bytes(frame.get(0..2)?.try_into().ok()?);
+    if api_key != OFFSET_FETCH {
+        return None;
+    }
+    let version = i16::from_be_bytes(frame.get(2..4)?.try_into().ok()?);
+    let mut buf = frame.clone();
+    let header =
+        RequestHeader::decode(&mut buf, OffsetFetchRequest::header_version(version)).ok()?;
+    let request = OffsetFetchRequest::decode(&mut buf, version).ok()?;
+    let mut groups: Vec<String> = request
+        .groups
+        .iter()
+        .map(|g| g.group_id.to_string())
+        .collect();
+    if version < 8 {
+        groups.push(request.group_id.to_string());
+    }
+    Some((header.correlation_id, version, groups))
+}
+
+/// A COORDINATOR_LOAD_IN_PROGRESS answer in place of the broker's, if one is due.
+fn inject(
+    state: &Arc<Mutex<State>>,
+    correlation_id: i32,
+    version: i16,
+    groups: &[String],
+) -> Option<Bytes> {
+    let mut state = state.lock().unwrap();
+    let group = groups
+        .iter()
+        .find(|g| state.failing_groups.get(*g).is_some_and(|n| *n > 0))?
+        .clone();
+    let remaining = state.failing_groups.get_mut(&group).unwrap();
+    if *remaining != u32::MAX {
+        *remaining -= 1;
+    }
+    state.injected += 1;
+    let mut response = OffsetFetchResponse::default();
+    if version >= 8 {
+        response.groups = groups
+            .iter()
+            .map(|g| {
+                let mut answer = OffsetFetchResponseGroup::default();
+                answer.group_id = kafka_protocol::protocol::StrBytes::from_string(g.clone()).into();
+                answer.error_code = COORDINATOR_LOAD_IN_PROGRESS;
+                answer
+            })
+            .collect();
+    } else {
+        response.error_code = COORDINATOR_LOAD_IN_PROGRESS;
+    }
+    let mut buf = BytesMut::new();
+    let mut header = ResponseHeader::default();
+    header.correlation_id = correlation_id;
+    header
+        .encode(&mut buf, OffsetFetchResponse::header_version(version))
+        .ok()?;
+    response.encode(&mut buf, version).ok()?;
+    Some(buf.freeze())
 }
