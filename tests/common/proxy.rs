@@ -130,8 +130,13 @@ async fn read_frame(stream: &mut OwnedReadHalf) -> Option<Bytes> {
     Some(Bytes::from(frame))
 }
 
+/// One write per frame: a separate length prefix would meet Nagle's algorithm and
+/// delayed acknowledgements and add tens of milliseconds to every request.
 async fn write_frame(stream: &mut OwnedWriteHalf, frame: &[u8]) -> bool {
-    stream.write_i32(frame.len() as i32).await.is_ok() && stream.write_all(frame).await.is_ok()
+    let mut framed = Vec::with_capacity(frame.len() + 4);
+    framed.extend_from_slice(&(frame.len() as i32).to_be_bytes());
+    framed.extend_from_slice(frame);
+    stream.write_all(&framed).await.is_ok()
 }
 
 /// Waits as the mode says; false when the frame must be swallowed.

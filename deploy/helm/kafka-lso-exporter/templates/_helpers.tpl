@@ -197,3 +197,25 @@ ignoring the override. Unknown alert names and sections fail the render too.
 {{- end }}
 {{- dict "groups" $groups | toYaml }}
 {{- end }}
+
+{{/*
+A probe as configured, adapted to the web config. Call with (list $probe .Values.web).
+web.basicAuth: an httpGet probe becomes a tcpSocket probe of the same port (probes cannot
+send credentials); web.tls: an httpGet probe gets scheme HTTPS. Empty probe: nothing.
+*/}}
+{{- define "kafka-lso-exporter.probe" -}}
+{{- $probe := deepCopy (index . 0 | default dict) }}
+{{- $web := index . 1 }}
+{{- if and $probe (hasKey $probe "httpGet") }}
+{{- $httpGet := get $probe "httpGet" }}
+{{- if $web.basicAuth }}
+{{- $_ := unset $probe "httpGet" }}
+{{- $_ := set $probe "tcpSocket" (dict "port" ($httpGet.port | default "metrics")) }}
+{{- else if $web.tls }}
+{{- $_ := set $httpGet "scheme" "HTTPS" }}
+{{- end }}
+{{- end }}
+{{- with $probe }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
