@@ -59,9 +59,21 @@ fn exclusive() -> Arc<tokio::sync::Mutex<()>> {
 impl Proxy {
     pub async fn start(listen: SocketAddr, upstream: SocketAddr) -> Proxy {
         let guard = exclusive().lock_owned().await;
-        let listener = TcpListener::bind(listen)
-            .await
-            .unwrap_or_else(|e| panic!("proxy cannot listen on {listen}: {e}"));
+        // The previous proxy's listener closes when its aborted task is dropped, which
+        // can be a moment after the proxy itself.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let listener = loop {
+            match TcpListener::bind(listen).await {
+                Ok(listener) => break listener,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::AddrInUse
+                        && std::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("proxy cannot listen on {listen}: {e}"),
+            }
+        };
         let state = Arc::new(Mutex::new(State::default()));
         let (cut, _) = watch::channel(0u64);
         let task = {
