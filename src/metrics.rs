@@ -86,14 +86,39 @@ pub struct Metrics {
     rendered: Mutex<Rendered>,
 }
 
-/// Bodies rendered for one generation, per format and encoding.
+/// Bodies rendered for one generation, one per [`Variant`].
 #[derive(Debug, Default)]
 struct Rendered {
     generation: u64,
-    openmetrics: Option<Bytes>,
-    prometheus: Option<Bytes>,
-    openmetrics_gzip: Option<Bytes>,
-    prometheus_gzip: Option<Bytes>,
+    bodies: [Option<Bytes>; 4],
+}
+
+/// What a scraper asked for: the format and whether it accepts gzip.
+#[derive(Debug, Clone, Copy)]
+struct Variant {
+    openmetrics: bool,
+    gzip: bool,
+}
+
+impl Variant {
+    fn new(accept: Option<&str>, accept_gzip: bool) -> Self {
+        Self {
+            openmetrics: accept.is_some_and(|a| a.contains("application/openmetrics-text")),
+            gzip: accept_gzip,
+        }
+    }
+
+    fn slot(self) -> usize {
+        usize::from(self.openmetrics) * 2 + usize::from(self.gzip)
+    }
+
+    fn content_type(self) -> &'static str {
+        if self.openmetrics {
+            OPENMETRICS_TEXT
+        } else {
+            PROMETHEUS_TEXT
+        }
+    }
 }
 
 fn gzip(body: &[u8]) -> Bytes {
@@ -232,24 +257,13 @@ impl Metrics {
         accept: Option<&str>,
         accept_gzip: bool,
     ) -> Option<(&'static str, bool, Bytes)> {
-        let openmetrics = accept.is_some_and(|a| a.contains("application/openmetrics-text"));
-        let generation = self.generation.load(Ordering::Acquire);
+        let variant = Variant::new(accept, accept_gzip);
         let rendered = self.rendered.try_lock().ok()?;
-        if rendered.generation != generation {
+        if rendered.generation != self.generation.load(Ordering::Acquire) {
             return None;
         }
-        let body = match (openmetrics, accept_gzip) {
-            (true, false) => rendered.openmetrics.clone(),
-            (false, false) => rendered.prometheus.clone(),
-            (true, true) => rendered.openmetrics_gzip.clone(),
-            (false, true) => rendered.prometheus_gzip.clone(),
-        }?;
-        let content_type = if openmetrics {
-            OPENMETRICS_TEXT
-        } else {
-            PROMETHEUS_TEXT
-        };
-        Some((content_type, accept_gzip, body))
+        let body = rendered.bodies[variant.slot()].clone()?;
+        Some((variant.content_type(), variant.gzip, body))
     }
 
     /// The body in the format the `Accept` header asks for, gzip-compressed when the
@@ -260,7 +274,7 @@ impl Metrics {
         accept: Option<&str>,
         accept_gzip: bool,
     ) -> (&'static str, bool, Bytes) {
-        let openmetrics = accept.is_some_and(|a| a.contains("application/openmetrics-text"));
+        let variant = Variant::new(accept, accept_gzip);
         let generation = self.generation.load(Ordering::Acquire);
         let mut rendered = self
             .rendered
@@ -272,36 +286,28 @@ impl Metrics {
                 ..Rendered::default()
             };
         }
-        let plain = if openmetrics {
-            &mut rendered.openmetrics
-        } else {
-            &mut rendered.prometheus
+        let plain = Variant {
+            gzip: false,
+            ..variant
         };
-        let plain = plain
+        let text = rendered.bodies[plain.slot()]
             .get_or_insert_with(|| {
-                let text = self.encode_openmetrics();
-                Bytes::from(if openmetrics {
-                    text
+                let openmetrics = self.encode_openmetrics();
+                Bytes::from(if variant.openmetrics {
+                    openmetrics
                 } else {
-                    to_prometheus_text(&text)
+                    to_prometheus_text(&openmetrics)
                 })
             })
             .clone();
-        let content_type = if openmetrics {
-            OPENMETRICS_TEXT
+        let body = if variant.gzip {
+            rendered.bodies[variant.slot()]
+                .get_or_insert_with(|| gzip(&text))
+                .clone()
         } else {
-            PROMETHEUS_TEXT
+            text
         };
-        if !accept_gzip {
-            return (content_type, false, plain);
-        }
-        let gzipped = if openmetrics {
-            &mut rendered.openmetrics_gzip
-        } else {
-            &mut rendered.prometheus_gzip
-        };
-        let gzipped = gzipped.get_or_insert_with(|| gzip(&plain)).clone();
-        (content_type, true, gzipped)
+        (variant.content_type(), variant.gzip, body)
     }
 }
 
