@@ -330,16 +330,12 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let mut figment = Figment::new();
         let path = match file {
-            Some(path) => {
-                std::fs::metadata(path).map_err(|e| ConfigError::Unreadable {
-                    path: path.to_path_buf(),
-                    reason: e.to_string(),
-                })?;
-                Some(path.to_path_buf())
-            }
+            Some(path) => Some(path.to_path_buf()),
             None => Some(PathBuf::from(DEFAULT_CONFIG_FILE)).filter(|p| p.exists()),
         };
         if let Some(path) = &path {
+            // Checked here so that a missing or unreadable file is its own clear error,
+            // not a TOML error from the provider.
             if let Err(e) = std::fs::read_to_string(path) {
                 return Err(ConfigError::Unreadable {
                     path: path.clone(),

@@ -182,6 +182,12 @@ fn state_series(group: &GroupState) -> usize {
         + usize::from(!crate::metrics::GROUP_STATES.contains(&group.state.as_str()))
 }
 
+/// Series one group-partition renders: the committed offset, and the three lags when the
+/// partition's offsets were sampled.
+fn offset_series(offset: &GroupPartitionState) -> usize {
+    1 + 3 * usize::from(offset.lag.is_some())
+}
+
 /// How many series `/metrics` renders for these partitions and groups.
 pub fn series_count(partitions: &[PartitionState], groups: &[GroupState]) -> usize {
     let partition_series: usize = partitions
@@ -195,14 +201,7 @@ pub fn series_count(partitions: &[PartitionState], groups: &[GroupState]) -> usi
         .sum();
     let group_series: usize = groups
         .iter()
-        .map(|g| {
-            1 + state_series(g)
-                + g.offsets
-                    .iter()
-                    .flatten()
-                    .map(|o| 1 + 3 * usize::from(o.lag.is_some()))
-                    .sum::<usize>()
-        })
+        .map(|g| 1 + state_series(g) + g.offsets.iter().flatten().map(offset_series).sum::<usize>())
         .sum();
     partition_series + group_series
 }
@@ -227,10 +226,7 @@ pub fn enforce_series_limit(
             continue;
         }
         if let Some(offsets) = group.offsets.as_mut() {
-            let series: usize = offsets
-                .iter()
-                .map(|o| 1 + 3 * usize::from(o.lag.is_some()))
-                .sum();
+            let series: usize = offsets.iter().map(offset_series).sum();
             offsets.clear();
             total -= series;
             dropped += series;
