@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use common::proxy::{Mode, Proxy};
 use common::*;
-use kafka_lso_exporter::config::{Config, Overrides};
 
 /// The exporter binary as a child process, killed on drop.
 struct Binary {
@@ -90,19 +89,14 @@ impl Binary {
         timeout: Duration,
         check: impl Fn(&Scrape) -> Option<T>,
     ) -> T {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let scrape = self.scrape().await;
-            if let Some(value) = check(&scrape) {
-                return value;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}:\n{}",
-                scrape.text
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_for_scrape(
+            what,
+            timeout,
+            Duration::from_millis(100),
+            || self.scrape(),
+            check,
+        )
+        .await
     }
 
     fn rss_kib(&self) -> u64 {
@@ -387,12 +381,7 @@ async fn two_clusters_one_down() {
             "127.0.0.1:1".into(),
         ),
     ];
-    let config = Config::load(
-        Some(&repo_root().join("tests/empty.toml")),
-        vars.iter().map(|(k, v)| (k.to_string(), v.clone())),
-        &Overrides::default(),
-    )
-    .unwrap();
+    let config = config_from_env(vars.iter().map(|(k, v)| (k.to_string(), v.clone())));
     let exporter = Exporter::start_with(config).await;
     let p = [
         ("cluster", "good"),
@@ -475,12 +464,7 @@ async fn coordinator_loading_is_retried_then_counted() {
             format!("[\"^({steady}|{flaky})$\"]"),
         ),
     ];
-    let config = Config::load(
-        Some(&repo_root().join("tests/empty.toml")),
-        vars.iter().map(|(k, v)| (k.to_string(), v.clone())),
-        &Overrides::default(),
-    )
-    .unwrap();
+    let config = config_from_env(vars.iter().map(|(k, v)| (k.to_string(), v.clone())));
     let exporter = Exporter::start_with(config).await;
     let flaky_offset = group_labels(&flaky, &topic, "0");
     let steady_offset = group_labels(&steady, &topic, "0");

@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use kafka_lso_exporter::config::{Config, Overrides};
+use kafka_lso_exporter::config::Config;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
@@ -139,12 +139,7 @@ fn cluster_env(
 
 fn load(mut env: Vec<(String, String)>) -> Config {
     env.push(("KAFKA_LSO_EXPORTER_INTERVAL".into(), "1s".into()));
-    Config::load(
-        Some(&repo_root().join("tests/empty.toml")),
-        env,
-        &Overrides::default(),
-    )
-    .expect("test config")
+    config_from_env(env)
 }
 
 /// A topic with one partition holding `records` plain records.

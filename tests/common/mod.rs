@@ -243,6 +243,16 @@ pub fn consume_all_and_commit(
     offsets
 }
 
+/// A configuration made of `KAFKA_LSO_EXPORTER_*` variables only (no config file).
+pub fn config_from_env(vars: impl IntoIterator<Item = (String, String)>) -> Config {
+    Config::load(
+        Some(&repo_root().join("tests/empty.toml")),
+        vars,
+        &Overrides::default(),
+    )
+    .expect("test config")
+}
+
 /// The exporter, running in this process on an ephemeral port.
 pub struct Exporter {
     pub addr: SocketAddr,
@@ -272,13 +282,7 @@ impl Exporter {
             ("KAFKA_LSO_EXPORTER_INTERVAL".into(), "1s".into()),
         ];
         env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let config = Config::load(
-            Some(&repo_root().join("tests/empty.toml")),
-            env,
-            &Overrides::default(),
-        )
-        .expect("test config");
-        Self::start_with(config).await
+        Self::start_with(config_from_env(env)).await
     }
 
     pub async fn start_with(config: Config) -> Exporter {
@@ -321,20 +325,14 @@ impl Exporter {
         timeout: Duration,
         check: impl Fn(&Scrape) -> Option<T>,
     ) -> T {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let scrape = self.scrape().await;
-            if let Some(value) = check(&scrape) {
-                return value;
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "timed out after {timeout:?} waiting for {what}; last scrape:\n{}",
-                    scrape.text
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait_for_scrape(
+            what,
+            timeout,
+            Duration::from_millis(200),
+            || self.scrape(),
+            check,
+        )
+        .await
     }
 
     pub async fn stop(mut self) {
@@ -347,6 +345,34 @@ impl Exporter {
                 .expect("exporter stops within 10 s")
                 .expect("exporter task");
         }
+    }
+}
+
+/// Scrapes every `pause` until `check` returns Some, or fails the test after `timeout`
+/// with the last scrape.
+pub async fn wait_for_scrape<T, F>(
+    what: &str,
+    timeout: Duration,
+    pause: Duration,
+    scrape: impl Fn() -> F,
+    check: impl Fn(&Scrape) -> Option<T>,
+) -> T
+where
+    F: std::future::Future<Output = Scrape>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        let scrape = scrape().await;
+        if let Some(value) = check(&scrape) {
+            return value;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "timed out after {timeout:?} waiting for {what}; last scrape:\n{}",
+                scrape.text
+            );
+        }
+        tokio::time::sleep(pause).await;
     }
 }
 
