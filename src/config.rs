@@ -24,6 +24,9 @@ pub const ENV_PREFIX: &str = "KAFKA_LSO_EXPORTER_";
 pub const DEFAULT_CONFIG_FILE: &str = "kafka-lso-exporter.toml";
 
 /// Client properties the exporter sets itself; a user value would break sampling.
+/// Default of `clusters[].hanging_margin`.
+pub const DEFAULT_HANGING_MARGIN: Duration = Duration::from_secs(60);
+
 const RESERVED_CLIENT_KEYS: &[&str] = &[
     "bootstrap.servers",
     "isolation.level",
@@ -56,6 +59,12 @@ pub struct ClusterConfig {
     pub max_series: Option<usize>,
     /// Groups whose series the guard never drops.
     pub priority_groups: NameFilter,
+    /// Transaction forensics (DescribeProducers, ListTransactions, DescribeTransactions
+    /// for partitions whose LSO is behind the HW).
+    pub transactions: bool,
+    /// How much longer than the broker's `transaction.max.timeout.ms` a transaction may
+    /// stay open before it counts as hanging.
+    pub hanging_margin: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -180,6 +189,10 @@ struct RawCluster {
     max_series: Option<i64>,
     #[serde(default)]
     priority_groups: Vec<String>,
+    #[serde(default = "default_true")]
+    transactions: bool,
+    #[serde(default)]
+    hanging_margin: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -231,6 +244,9 @@ fn default_log_format() -> LogFormat {
 }
 fn default_log_level() -> String {
     "info".into()
+}
+fn default_true() -> bool {
+    true
 }
 fn default_cluster_name() -> String {
     "default".into()
@@ -528,18 +544,18 @@ fn invalid(figment: &Figment, path: &[&str], problem: impl fmt::Display) -> Conf
     ))
 }
 
-fn parse_duration(figment: &Figment, key: &str, text: &str) -> Result<Duration, ConfigError> {
+fn parse_duration(figment: &Figment, key: &[&str], text: &str) -> Result<Duration, ConfigError> {
     let duration = humantime::parse_duration(text).map_err(|e| {
         invalid(
             figment,
-            &[key],
+            key,
             format!("invalid duration \"{text}\" ({e}); write e.g. \"15s\" or \"1m\""),
         )
     })?;
     if duration < Duration::from_millis(100) || duration > Duration::from_secs(3600) {
         return Err(invalid(
             figment,
-            &[key],
+            key,
             format!("{text} is out of range (100ms to 1h)"),
         ));
     }
@@ -554,10 +570,10 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             format!("\"{}\" is not an address like 0.0.0.0:9745", raw.listen),
         )
     })?;
-    let interval = parse_duration(figment, "interval", &raw.interval)?;
+    let interval = parse_duration(figment, &["interval"], &raw.interval)?;
     let timeout = match &raw.timeout {
         Some(text) => {
-            let timeout = parse_duration(figment, "timeout", text)?;
+            let timeout = parse_duration(figment, &["timeout"], text)?;
             if timeout > interval {
                 return Err(invalid(
                     figment,
@@ -647,6 +663,14 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             exclude: Vec::new(),
         })
         .map_err(|(_, e)| at("priority_groups")(e))?;
+        let hanging_margin = match &cluster.hanging_margin {
+            Some(text) => {
+                let k = key("hanging_margin");
+                let refs: Vec<&str> = k.iter().map(String::as_str).collect();
+                parse_duration(figment, &refs, text)?
+            }
+            None => DEFAULT_HANGING_MARGIN,
+        };
         let mut client = BTreeMap::new();
         for (property, value) in cluster.client {
             if RESERVED_CLIENT_KEYS.contains(&property.as_str()) {
@@ -682,6 +706,8 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             client,
             max_series,
             priority_groups,
+            transactions: cluster.transactions,
+            hanging_margin,
         });
     }
 

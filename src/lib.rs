@@ -98,6 +98,7 @@ pub async fn run_with(
             max_series: cluster
                 .max_series
                 .map(|max| (max, cluster.priority_groups.clone())),
+            hanging_margin: cluster.hanging_margin,
         };
         loops.push(tokio::spawn(cluster_loop.run(stop_rx.clone())));
     }

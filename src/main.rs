@@ -1,4 +1,7 @@
 //! The binary: parse flags, load the config, start logging, call [`kafka_lso_exporter::run`].
+//! The `drill` subcommand instead opens a transaction on purpose ([`drill`]).
+
+mod drill;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,9 +21,17 @@ use kafka_lso_exporter::web::WebConfig;
 /// Settings come from the config file, then KAFKA_LSO_EXPORTER_* environment variables
 /// (nested keys joined by "__", e.g. KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS),
 /// then these flags. Quick start: kafka-lso-exporter --bootstrap-servers localhost:9092
+///
+/// To rehearse a stuck transaction, see: kafka-lso-exporter drill --help
 #[derive(Debug, Parser)]
 #[command(name = "kafka-lso-exporter", version = VERSION, about, long_about)]
+// The exporter's flags belong to the exporter: mixing them with a subcommand is an error,
+// not silently ignored.
+#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
     /// TOML config file [default: kafka-lso-exporter.toml, if present]
     #[arg(short, long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -63,6 +74,11 @@ struct Cli {
     check_config: bool,
 }
 
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    Drill(drill::DrillArgs),
+}
+
 const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (revision ",
@@ -72,6 +88,9 @@ const VERSION: &str = concat!(
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::Drill(args)) = cli.command {
+        return drill::run(args);
+    }
     let overrides = Overrides {
         listen: cli.listen,
         interval: cli.interval,

@@ -192,6 +192,8 @@ impl Metrics {
             Stage::GroupOffsets,
             Stage::LastStableOffset,
             Stage::HighWatermark,
+            Stage::DescribeProducers,
+            Stage::DescribeTransactions,
         ];
         for stage in stages {
             drop(self.errors.get_or_create(&StageLabels {
@@ -367,7 +369,7 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
             .collect();
 
         type PartitionValue = fn(&crate::snapshot::PartitionState) -> Option<Value>;
-        let partition_families: [(&str, &str, PartitionValue); 5] = [
+        let partition_families: [(&str, &str, PartitionValue); 8] = [
             ("kafka_partition_log_start_offset", "Earliest offset of the partition", |p| {
                 p.log_start_offset.map(Value::Count)
             }),
@@ -383,6 +385,15 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
             ("kafka_partition_lso_stuck_seconds", "Seconds the last stable offset has not moved while behind the high watermark; 0 when they are equal", |p| {
                 p.visibility.map(|v| Value::Seconds(v.lso_stuck_seconds))
             }),
+            ("kafka_partition_open_transactions", "Open transactions in the partition (asked of the leader only while HW > LSO; 0 when they are equal)", |p| {
+                p.transactions.as_ref().map(|t| Value::Count(t.len() as i64))
+            }),
+            ("kafka_partition_oldest_transaction_age_seconds", "Age of the oldest open transaction in the partition, from its coordinator's start time; 0 when none is open", |p| {
+                p.transactions.as_ref().map(|t| Value::Seconds(t.iter().map(|t| t.age_seconds).fold(0.0, f64::max)))
+            }),
+            ("kafka_partition_hanging_transactions", "Open transactions in the partition that no coordinator reports as ongoing there, or open longer than transaction.max.timeout.ms plus hanging_margin (KIP-664)", |p| {
+                p.transactions.as_ref().map(|t| Value::Count(t.iter().filter(|t| t.hanging).count() as i64))
+            }),
         ];
         for (name, help, value) in partition_families {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
@@ -393,6 +404,32 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
                             &[("cluster", &snapshot.cluster), ("topic", &p.topic)];
                         gauge(&mut family, &(labels, [("partition", p.partition)]), v)?;
                     }
+                }
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "kafka_transaction_open_info",
+            "An open transaction holding the partition's last stable offset; the value is its age in seconds",
+            None,
+            MetricType::Gauge,
+        )?;
+        for snapshot in &snapshots {
+            for p in &snapshot.partitions {
+                for t in p.transactions.iter().flatten() {
+                    let producer_id = t.producer_id.to_string();
+                    let producer_epoch = t.producer_epoch.to_string();
+                    let start_offset = t.start_offset.to_string();
+                    let labels: &Labels = &[
+                        ("cluster", &snapshot.cluster),
+                        ("topic", &p.topic),
+                        ("partition", &p.partition.to_string()),
+                        ("transactional_id", &t.transactional_id),
+                        ("producer_id", &producer_id),
+                        ("producer_epoch", &producer_epoch),
+                        ("start_offset", &start_offset),
+                    ];
+                    gauge(&mut family, &labels, t.age_seconds)?;
                 }
             }
         }

@@ -23,6 +23,8 @@ pub struct ClusterLoop {
     pub metrics: Arc<Metrics>,
     /// The cardinality guard: a series limit and the groups it never drops.
     pub max_series: Option<(usize, NameFilter)>,
+    /// See `clusters[].hanging_margin`.
+    pub hanging_margin: Duration,
 }
 
 impl ClusterLoop {
@@ -57,7 +59,13 @@ impl ClusterLoop {
             };
 
             let up = raw.reached;
-            let mut derived = derive(raw, &mut clock, Instant::now());
+            let mut derived = derive(
+                raw,
+                &mut clock,
+                Instant::now(),
+                SystemTime::now(),
+                self.hanging_margin,
+            );
             let series_dropped = match &self.max_series {
                 Some((max, priority)) => {
                     enforce_series_limit(&derived.partitions, &mut derived.groups, *max, |g| {

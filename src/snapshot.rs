@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::kafka::{RawSample, Stage, StageFailure};
+use crate::kafka::{CoordinatorView, RawSample, RawTransaction, Stage, StageFailure};
 
 /// What one cycle learned about one cluster; immutable once published.
 #[derive(Debug, Clone)]
@@ -34,6 +34,79 @@ pub struct PartitionState {
     pub last_stable_offset: Option<i64>,
     /// Present when both the HW and the LSO were sampled in this cycle.
     pub visibility: Option<Visibility>,
+    /// The open transactions, oldest first: empty when HW == LSO, absent when forensics
+    /// is off for the cluster or failed for this partition in this cycle.
+    pub transactions: Option<Vec<OpenTransaction>>,
+}
+
+/// An open transaction holding a partition's LSO, as leader and coordinator report it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenTransaction {
+    pub producer_id: i64,
+    pub producer_epoch: i32,
+    /// Offset of the transaction's first record in this partition; the oldest one's is
+    /// the partition's LSO.
+    pub start_offset: i64,
+    /// Empty when no coordinator knows the producer id (or could not be asked).
+    pub transactional_id: String,
+    /// The coordinator's state of the transactional id (Ongoing, PrepareCommit, ...), or
+    /// `None` when it could not be asked or does not know the producer id.
+    pub state: Option<String>,
+    /// Since the coordinator's start time of the transaction; when the coordinator
+    /// cannot say, since the producer's last write to the partition (a lower bound).
+    pub age_seconds: f64,
+    pub timeout_ms: Option<i32>,
+    /// KIP-664: no coordinator reports this producer's transaction as open in this
+    /// partition, or it has been open longer than transaction.max.timeout.ms + margin.
+    pub hanging: bool,
+}
+
+impl OpenTransaction {
+    /// `true` when the coordinator reports this producer as the open transaction of the
+    /// partition (or as one being completed right now).
+    fn coordinator_agrees(view: &CoordinatorView, producer_id: i64, producer_epoch: i32) -> bool {
+        let CoordinatorView::Found(t) = view else {
+            return false;
+        };
+        if t.producer_id != producer_id {
+            return false;
+        }
+        match t.state.as_str() {
+            "Ongoing" => i32::from(t.producer_epoch) == producer_epoch && t.includes_partition,
+            // Markers are being written; the epoch may already be bumped (KIP-890).
+            "PrepareCommit" | "PrepareAbort" | "CompleteCommit" | "CompleteAbort"
+            | "PrepareEpochFence" => true,
+            _ => false,
+        }
+    }
+
+    /// Ages and classifies one raw transaction at wall-clock time `now_ms`.
+    pub fn derive(raw: &RawTransaction, now_ms: i64, hanging_after_ms: i64) -> OpenTransaction {
+        let agrees =
+            Self::coordinator_agrees(&raw.coordinator, raw.producer_id, raw.producer_epoch);
+        let found = match &raw.coordinator {
+            CoordinatorView::Found(t) if t.producer_id == raw.producer_id => Some(t),
+            _ => None,
+        };
+        let started_ms = match found {
+            Some(t) if agrees && t.start_time_ms >= 0 => t.start_time_ms,
+            _ => raw.last_timestamp_ms,
+        };
+        let age_ms = (now_ms - started_ms).max(0);
+        let disowned = !agrees && raw.coordinator != CoordinatorView::Unknown;
+        OpenTransaction {
+            producer_id: raw.producer_id,
+            producer_epoch: raw.producer_epoch,
+            start_offset: raw.start_offset,
+            transactional_id: found
+                .map(|t| t.transactional_id.clone())
+                .unwrap_or_default(),
+            state: found.map(|t| t.state.clone()),
+            age_seconds: age_ms as f64 / 1000.0,
+            timeout_ms: found.map(|t| t.timeout_ms),
+            hanging: disowned || age_ms > hanging_after_ms,
+        }
+    }
 }
 
 /// The transaction gap of a partition.
@@ -125,16 +198,26 @@ pub fn lag(committed: i64, high_watermark: i64, last_stable_offset: i64) -> (Lag
 #[derive(Debug, Default)]
 pub struct StuckClock {
     pinned: HashMap<(Arc<str>, i32), Pinned>,
+    /// Partitions observed in an earlier cycle.
+    known: HashSet<(Arc<str>, i32)>,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Pinned {
     last_stable_offset: i64,
     since: Instant,
+    /// The clock saw the LSO arrive at its value (it was observed before at another
+    /// value, or unpinned); otherwise it started at the exporter's first sight.
+    saw_arrival: bool,
 }
 
 impl StuckClock {
     /// Records one observation and returns the stuck duration at `now`.
+    ///
+    /// `open_for` is how long the transaction starting at the LSO has been open, by its
+    /// coordinator's clock. The LSO cannot have stood longer than that; when the clock did
+    /// not see the LSO arrive (the exporter started while it was pinned), it is the
+    /// better answer, so a restart does not reset what the dashboards show.
     pub fn observe(
         &mut self,
         topic: &Arc<str>,
@@ -142,8 +225,10 @@ impl StuckClock {
         high_watermark: i64,
         last_stable_offset: i64,
         now: Instant,
+        open_for: Option<Duration>,
     ) -> Duration {
         let key = (topic.clone(), partition);
+        let known = !self.known.insert(key.clone());
         if high_watermark <= last_stable_offset {
             self.pinned.remove(&key);
             return Duration::ZERO;
@@ -151,20 +236,28 @@ impl StuckClock {
         let entry = self.pinned.entry(key).or_insert(Pinned {
             last_stable_offset,
             since: now,
+            saw_arrival: known,
         });
         if entry.last_stable_offset != last_stable_offset {
             *entry = Pinned {
                 last_stable_offset,
                 since: now,
+                saw_arrival: true,
             };
         }
-        now.saturating_duration_since(entry.since)
+        let stuck = now.saturating_duration_since(entry.since);
+        match open_for {
+            Some(open_for) if !entry.saw_arrival => stuck.max(open_for),
+            _ => stuck,
+        }
     }
 
     /// Forgets partitions that no longer exist.
     pub fn retain(&mut self, exists: impl Fn(&Arc<str>, i32) -> bool) {
         self.pinned
             .retain(|(topic, partition), _| exists(topic, *partition));
+        self.known
+            .retain(|(topic, partition)| exists(topic, *partition));
     }
 
     pub fn len(&self) -> usize {
@@ -197,6 +290,7 @@ pub fn series_count(partitions: &[PartitionState], groups: &[GroupState]) -> usi
                 + usize::from(p.high_watermark.is_some())
                 + usize::from(p.last_stable_offset.is_some())
                 + 2 * usize::from(p.visibility.is_some())
+                + p.transactions.as_ref().map_or(0, |t| 3 + t.len())
         })
         .sum();
     let group_series: usize = groups
@@ -248,17 +342,41 @@ pub struct Derived {
 ///
 /// `now` is the time the sample was taken. Only partitions whose topic passed the filter
 /// appear in the raw sample, and group offsets on other topics are dropped here.
-pub fn derive(raw: RawSample, clock: &mut StuckClock, now: Instant) -> Derived {
+pub fn derive(
+    raw: RawSample,
+    clock: &mut StuckClock,
+    now: Instant,
+    wall: SystemTime,
+    hanging_margin: Duration,
+) -> Derived {
     let mut anomalies = Vec::new();
+    let now_ms = wall
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let hanging_after_ms = raw
+        .transaction_max_timeout_ms
+        .unwrap_or(crate::kafka::DEFAULT_MAX_TIMEOUT_MS)
+        + hanging_margin.as_millis() as i64;
     let partitions: Vec<PartitionState> = raw
         .partitions
         .into_iter()
         .map(|p| {
+            let transactions: Option<Vec<OpenTransaction>> =
+                p.open_transactions.as_ref().map(|open| {
+                    open.iter()
+                        .map(|t| OpenTransaction::derive(t, now_ms, hanging_after_ms))
+                        .collect()
+                });
             let visibility = match (p.high_watermark, p.last_stable_offset) {
                 (Some(hw), Some(lso)) => {
                     let (gap, anomaly) = hw_minus_lso(hw, lso);
                     anomalies.extend(anomaly);
-                    let stuck = clock.observe(&p.topic, p.partition, hw, lso, now);
+                    // The coordinator's age of the transaction the LSO stands at.
+                    let open_for = transactions.iter().flatten().find(|t| {
+                        t.start_offset == lso && t.state.as_deref() == Some("Ongoing") && !t.hanging
+                    });
+                    let open_for = open_for.map(|t| Duration::from_secs_f64(t.age_seconds));
+                    let stuck = clock.observe(&p.topic, p.partition, hw, lso, now, open_for);
                     Some(Visibility {
                         hw_minus_lso: gap,
                         lso_stuck_seconds: stuck.as_secs_f64(),
@@ -273,6 +391,7 @@ pub fn derive(raw: RawSample, clock: &mut StuckClock, now: Instant) -> Derived {
                 high_watermark: p.high_watermark,
                 last_stable_offset: p.last_stable_offset,
                 visibility,
+                transactions,
             }
         })
         .collect();
@@ -441,6 +560,7 @@ mod tests {
 
     fn partition(topic: &str, partition: i32, hw: Option<i64>, lso: Option<i64>) -> RawPartition {
         RawPartition {
+            open_transactions: None,
             topic: Arc::from(topic),
             partition,
             log_start_offset: Some(0),

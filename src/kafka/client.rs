@@ -7,7 +7,9 @@
 //! 3. group list with state and members (ListGroups + DescribeGroups per broker);
 //! 4. committed offsets of every selected group, all requests in flight at once;
 //! 5. last stable offsets (ListOffsets LATEST, read_committed, one request per leader);
-//! 6. high watermarks (ListOffsets LATEST, read_uncommitted, one request per leader).
+//! 6. high watermarks (ListOffsets LATEST, read_uncommitted, one request per leader);
+//! 7. for partitions with HW > LSO only, the open transactions holding them
+//!    ([`super::forensics`]).
 //!
 //! Committed offsets come before the LSO, and the LSO before the HW: all three only
 //! grow, so this order yields `hw >= lso` and non-negative lag without clamping.
@@ -22,6 +24,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::forensics::{Forensics, Target};
 use super::native::{list_consumer_group_offsets, queued_events};
 use super::{RawGroup, RawPartition, RawSample, Sampler, Stage};
 use crate::config::{ClusterConfig, NameFilter};
@@ -32,6 +35,8 @@ pub struct KafkaSampler {
     read_committed: BaseConsumer<ClusterContext>,
     topics: NameFilter,
     groups: NameFilter,
+    /// Who holds each pinned LSO; `None` when off for this cluster.
+    forensics: Option<Forensics>,
 }
 
 /// Routes librdkafka's own log lines and errors into `tracing`, tagged with the cluster.
@@ -103,6 +108,7 @@ impl KafkaSampler {
             read_committed: consumer("read_committed")?,
             topics: config.topics.clone(),
             groups: config.groups.clone(),
+            forensics: Forensics::new(config),
         })
     }
 
@@ -183,6 +189,7 @@ impl Sampler for KafkaSampler {
                 log_start_offset: None,
                 last_stable_offset: None,
                 high_watermark: None,
+                open_transactions: None,
             })
             .collect();
         let planned: Vec<Planned> = plan
@@ -192,6 +199,11 @@ impl Sampler for KafkaSampler {
                 index,
                 leader: *leader,
             })
+            .collect();
+        let brokers: BTreeMap<i32, String> = metadata
+            .brokers()
+            .iter()
+            .map(|b| (b.id(), format!("{}:{}", b.host(), b.port())))
             .collect();
         drop(metadata);
 
@@ -265,6 +277,22 @@ impl Sampler for KafkaSampler {
         apply(&mut sample, offsets, Stage::HighWatermark, |p, v| {
             p.high_watermark = v
         });
+
+        // 7. Who holds the partitions whose LSO is behind the HW.
+        if let Some(forensics) = &self.forensics {
+            let targets: Vec<Target> = planned
+                .iter()
+                .filter(|t| {
+                    let p = &sample.partitions[t.index];
+                    matches!((p.high_watermark, p.last_stable_offset), (Some(hw), Some(lso)) if hw > lso)
+                })
+                .map(|t| Target {
+                    index: t.index,
+                    leader: t.leader,
+                })
+                .collect();
+            forensics.describe(&mut sample, &targets, &brokers, deadline);
+        }
 
         sample
     }

@@ -5,7 +5,10 @@
 //! stuck clock) is pure code in [`crate::snapshot`], tested without a broker.
 
 mod client;
+mod forensics;
 mod native;
+mod scram;
+pub mod wire;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,6 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub use client::KafkaSampler;
+pub use forensics::DEFAULT_MAX_TIMEOUT_MS;
 pub use native::{CommittedOffset, GroupOffsetsError};
 
 /// Takes one sample of a cluster. Blocking: the scheduler runs it on a blocking thread.
@@ -31,6 +35,8 @@ pub enum Stage {
     GroupOffsets,
     LastStableOffset,
     HighWatermark,
+    DescribeProducers,
+    DescribeTransactions,
 }
 
 impl Stage {
@@ -42,6 +48,8 @@ impl Stage {
             Stage::GroupOffsets => "group_offsets",
             Stage::LastStableOffset => "last_stable_offset",
             Stage::HighWatermark => "high_watermark",
+            Stage::DescribeProducers => "describe_producers",
+            Stage::DescribeTransactions => "describe_transactions",
         }
     }
 }
@@ -61,6 +69,47 @@ pub struct RawPartition {
     pub log_start_offset: Option<i64>,
     pub last_stable_offset: Option<i64>,
     pub high_watermark: Option<i64>,
+    /// The open transactions: `Some(empty)` when HW == LSO (none can be open), `None`
+    /// when transaction forensics is off or its requests failed in this cycle.
+    pub open_transactions: Option<Vec<RawTransaction>>,
+}
+
+/// An open transaction in one partition as its leader reported it (DescribeProducers),
+/// with what its coordinator said about it (ListTransactions, DescribeTransactions).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawTransaction {
+    pub producer_id: i64,
+    pub producer_epoch: i32,
+    /// The offset of the transaction's first record in this partition.
+    pub start_offset: i64,
+    /// Broker time of the producer's last write to this partition.
+    pub last_timestamp_ms: i64,
+    pub coordinator: CoordinatorView,
+}
+
+/// What the transaction coordinators know of a producer id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoordinatorView {
+    /// The lookup failed in this cycle.
+    Unknown,
+    /// No coordinator lists a transactional id for this producer id.
+    NotFound,
+    Found(CoordinatorTransaction),
+}
+
+/// DescribeTransactions' answer for one transactional id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoordinatorTransaction {
+    pub transactional_id: String,
+    /// Ongoing, PrepareCommit, CompleteAbort, Empty, ...
+    pub state: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// Coordinator time the current transaction started (-1 when none is open).
+    pub start_time_ms: i64,
+    pub timeout_ms: i32,
+    /// The coordinator lists this partition in the current transaction.
+    pub includes_partition: bool,
 }
 
 /// A consumer group as listed by the cluster, with its committed offsets, or `None` when
@@ -90,6 +139,8 @@ pub struct RawSample {
     /// Selected consumer groups, sorted by name.
     pub groups: Vec<RawGroup>,
     pub failures: BTreeMap<Stage, StageFailure>,
+    /// The brokers' `transaction.max.timeout.ms`, when forensics could read it.
+    pub transaction_max_timeout_ms: Option<i64>,
 }
 
 impl RawSample {

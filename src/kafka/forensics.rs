@@ -1,0 +1,467 @@
+//! Transaction forensics: which transactions hold each pinned partition's LSO.
+//!
+//! Only partitions with HW > LSO are asked about, so the cost grows with the number of
+//! pinned partitions, not with the cluster:
+//! 1. DescribeProducers, one request per leader of a pinned partition: the producers with
+//!    an open transaction there and the offset each one started at;
+//! 2. ListTransactions filtered by those producer ids, one request per broker (each
+//!    broker answers for the transaction-log partitions it coordinates): which
+//!    transactional id each producer id belongs to, and which broker coordinates it;
+//! 3. DescribeTransactions, one request per coordinator: state, start time, timeout and
+//!    the partitions of the current transaction.
+//!
+//! `transaction.max.timeout.ms` is read once (DescribeConfigs) for the hanging rule.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_producers_request::TopicRequest;
+use kafka_protocol::messages::{
+    DescribeConfigsRequest, DescribeProducersRequest, DescribeTransactionsRequest,
+    ListTransactionsRequest, ProducerId, TopicName, TransactionalId,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::wire::{Pool, Security, WireError};
+use super::{CoordinatorTransaction, CoordinatorView, RawSample, RawTransaction, Stage};
+use crate::config::ClusterConfig;
+
+/// The forensics client of one cluster.
+pub struct Forensics {
+    cluster: String,
+    pool: Pool,
+    /// Drives this client's connections while a sampling thread waits in `block_on`.
+    runtime: Option<tokio::runtime::Runtime>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Why forensics turned itself off for this cluster (an old broker).
+    disabled: Option<String>,
+    max_timeout_ms: Option<i64>,
+}
+
+/// A pinned partition to ask about: its index in the sample and its leader.
+pub struct Target {
+    pub index: usize,
+    pub leader: i32,
+}
+
+impl Drop for Forensics {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks, which is not allowed inside the exporter's own
+        // runtime, where the sampler may be dropped at shutdown.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Forensics {
+    /// `None` when the cluster's settings turn forensics off, or ask for a security
+    /// mechanism this client does not speak; the latter is logged once, here.
+    pub fn new(config: &ClusterConfig) -> Option<Forensics> {
+        if !config.transactions {
+            tracing::info!(cluster = %config.name, "transaction forensics is off (transactions = false)");
+            return None;
+        }
+        let security = match Security::from_properties(&config.client) {
+            Ok(security) => security,
+            Err(reason) => {
+                tracing::warn!(
+                    cluster = %config.name,
+                    "transaction forensics is off for this cluster: {reason}; every other metric is still sampled"
+                );
+                return None;
+            }
+        };
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                tracing::warn!(cluster = %config.name, "transaction forensics is off: cannot start its runtime: {error}");
+                return None;
+            }
+        };
+        Some(Forensics {
+            cluster: config.name.clone(),
+            pool: Pool::new(security),
+            runtime: Some(runtime),
+            state: Mutex::default(),
+        })
+    }
+
+    /// Fills `open_transactions` of every partition of `sample` whose HW and LSO were
+    /// sampled: empty where HW == LSO, asked for where HW > LSO (`targets`, with their
+    /// leaders). Failures are recorded by stage; their partitions stay `None`.
+    pub fn describe(
+        &self,
+        sample: &mut RawSample,
+        targets: &[Target],
+        brokers: &BTreeMap<i32, String>,
+        deadline: Instant,
+    ) {
+        if self.lock().disabled.is_some() {
+            return;
+        }
+        for p in &mut sample.partitions {
+            if let (Some(hw), Some(lso)) = (p.high_watermark, p.last_stable_offset) {
+                if hw <= lso {
+                    p.open_transactions = Some(Vec::new());
+                }
+            }
+        }
+        let Some(runtime) = &self.runtime else { return };
+        runtime.block_on(self.describe_pinned(sample, targets, brokers, deadline));
+        sample.transaction_max_timeout_ms = self.lock().max_timeout_ms;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn describe_pinned(
+        &self,
+        sample: &mut RawSample,
+        targets: &[Target],
+        brokers: &BTreeMap<i32, String>,
+        deadline: Instant,
+    ) {
+        if targets.is_empty() {
+            return;
+        }
+        if self.lock().max_timeout_ms.is_none() {
+            self.read_max_timeout(brokers, deadline).await;
+        }
+
+        // 1. DescribeProducers per leader.
+        let mut by_leader: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+        for target in targets {
+            by_leader
+                .entry(target.leader)
+                .or_default()
+                .push(target.index);
+        }
+        let requests = by_leader.iter().map(|(leader, indices)| {
+            let partitions = &sample.partitions;
+            async move {
+                let Some(addr) = brokers.get(leader) else {
+                    return Err(format!("leader {leader} is not in the metadata"));
+                };
+                let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+                for &i in indices {
+                    let p = &partitions[i];
+                    topics.entry(&p.topic).or_default().push(p.partition);
+                }
+                let mut request = DescribeProducersRequest::default();
+                request.topics = topics
+                    .into_iter()
+                    .map(|(topic, partitions)| {
+                        let mut t = TopicRequest::default();
+                        t.name = TopicName(StrBytes::from_string(topic.to_string()));
+                        t.partition_indexes = partitions;
+                        t
+                    })
+                    .collect();
+                self.pool
+                    .send(addr, &request, "DescribeProducers", deadline)
+                    .await
+                    .map_err(|e| self.unsupported(e))
+            }
+        });
+        let answers = join_all(requests).await;
+
+        let mut found: HashMap<usize, Vec<RawTransaction>> = HashMap::new();
+        let mut failed = 0u64;
+        let mut first_error: Option<String> = None;
+        for ((_, indices), answer) in by_leader.iter().zip(answers) {
+            let answer = match answer {
+                Ok(answer) => answer,
+                Err(error) => {
+                    failed += indices.len() as u64;
+                    first_error.get_or_insert(error);
+                    continue;
+                }
+            };
+            let mut by_name: HashMap<(&str, i32), usize> = HashMap::new();
+            for &i in indices {
+                let p = &sample.partitions[i];
+                by_name.insert((&p.topic, p.partition), i);
+            }
+            for topic in &answer.topics {
+                for partition in &topic.partitions {
+                    let Some(&index) =
+                        by_name.get(&(topic.name.0.as_str(), partition.partition_index))
+                    else {
+                        continue;
+                    };
+                    if let Some(error) = ResponseError::try_from_code(partition.error_code) {
+                        failed += 1;
+                        first_error.get_or_insert_with(|| {
+                            format!(
+                                "{}/{}: {error}",
+                                topic.name.0.as_str(),
+                                partition.partition_index
+                            )
+                        });
+                        continue;
+                    }
+                    let open = partition
+                        .active_producers
+                        .iter()
+                        .filter(|p| p.current_txn_start_offset >= 0)
+                        .map(|p| RawTransaction {
+                            producer_id: p.producer_id.0,
+                            producer_epoch: p.producer_epoch,
+                            start_offset: p.current_txn_start_offset,
+                            last_timestamp_ms: p.last_timestamp,
+                            coordinator: CoordinatorView::Unknown,
+                        })
+                        .collect();
+                    found.insert(index, open);
+                }
+            }
+            let missing = indices.iter().filter(|i| !found.contains_key(i)).count();
+            if missing > 0 {
+                failed += missing as u64;
+                first_error.get_or_insert_with(|| "partition missing from the answer".into());
+            }
+        }
+        if let Some(error) = first_error {
+            sample.fail(Stage::DescribeProducers, failed, error);
+        }
+
+        // 2. and 3. The coordinators' view of every producer id found.
+        let producer_ids: HashSet<i64> = found.values().flatten().map(|t| t.producer_id).collect();
+        if !producer_ids.is_empty() {
+            let views = self
+                .coordinators(sample, &producer_ids, brokers, deadline)
+                .await;
+            for (&index, open) in found.iter_mut() {
+                let p = &sample.partitions[index];
+                for transaction in open.iter_mut() {
+                    transaction.coordinator = match views.get(&transaction.producer_id) {
+                        Some(Lookup::Found(described)) => {
+                            let mut found = described.transaction.clone();
+                            found.includes_partition = described
+                                .partitions
+                                .contains(&(p.topic.to_string(), p.partition));
+                            CoordinatorView::Found(found)
+                        }
+                        Some(Lookup::NotFound) => CoordinatorView::NotFound,
+                        None => CoordinatorView::Unknown,
+                    };
+                }
+            }
+        }
+        for (index, mut open) in found {
+            open.sort_by_key(|t| (t.start_offset, t.producer_id));
+            sample.partitions[index].open_transactions = Some(open);
+        }
+    }
+
+    /// ListTransactions on every broker, then DescribeTransactions on the coordinators
+    /// that listed the producer ids.
+    async fn coordinators(
+        &self,
+        sample: &mut RawSample,
+        producer_ids: &HashSet<i64>,
+        brokers: &BTreeMap<i32, String>,
+        deadline: Instant,
+    ) -> HashMap<i64, Lookup> {
+        let mut request = ListTransactionsRequest::default();
+        request.producer_id_filters = producer_ids.iter().map(|&id| ProducerId(id)).collect();
+        let listed = join_all(brokers.values().map(|addr| {
+            let request = &request;
+            async move {
+                (
+                    addr,
+                    self.pool
+                        .send(addr, request, "ListTransactions", deadline)
+                        .await,
+                )
+            }
+        }))
+        .await;
+
+        let mut complete = true;
+        let mut failures = 0u64;
+        let mut first_error: Option<String> = None;
+        // Coordinator address -> transactional ids it listed.
+        let mut by_coordinator: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for (addr, answer) in listed {
+            match answer {
+                Ok(answer) if answer.error_code == 0 => {
+                    for state in answer.transaction_states {
+                        if producer_ids.contains(&state.producer_id.0) {
+                            by_coordinator
+                                .entry(addr)
+                                .or_default()
+                                .push(state.transactional_id.0.to_string());
+                        }
+                    }
+                }
+                Ok(answer) => {
+                    complete = false;
+                    failures += 1;
+                    first_error.get_or_insert_with(|| {
+                        format!(
+                            "ListTransactions on {addr}: {}",
+                            ResponseError::try_from_code(answer.error_code)
+                                .map(|e| e.to_string())
+                                .unwrap_or_default()
+                        )
+                    });
+                }
+                Err(error) => {
+                    complete = false;
+                    failures += 1;
+                    first_error.get_or_insert_with(|| format!("ListTransactions: {error}"));
+                }
+            }
+        }
+
+        let described = join_all(by_coordinator.iter().map(|(addr, ids)| async move {
+            let mut request = DescribeTransactionsRequest::default();
+            request.transactional_ids = ids
+                .iter()
+                .map(|id| TransactionalId(StrBytes::from_string(id.clone())))
+                .collect();
+            self.pool
+                .send(addr, &request, "DescribeTransactions", deadline)
+                .await
+        }))
+        .await;
+
+        let mut views: HashMap<i64, Lookup> = HashMap::new();
+        for answer in described {
+            match answer {
+                Ok(answer) => {
+                    for state in answer.transaction_states {
+                        if let Some(error) = ResponseError::try_from_code(state.error_code) {
+                            failures += 1;
+                            first_error.get_or_insert_with(|| {
+                                format!(
+                                    "DescribeTransactions {:?}: {error}",
+                                    state.transactional_id.0.as_str()
+                                )
+                            });
+                            continue;
+                        }
+                        let partitions = state
+                            .topics
+                            .iter()
+                            .flat_map(|t| t.partitions.iter().map(|&p| (t.topic.0.to_string(), p)))
+                            .collect();
+                        views.insert(
+                            state.producer_id.0,
+                            Lookup::Found(Described {
+                                transaction: CoordinatorTransaction {
+                                    transactional_id: state.transactional_id.0.to_string(),
+                                    state: state.transaction_state.to_string(),
+                                    producer_id: state.producer_id.0,
+                                    producer_epoch: state.producer_epoch,
+                                    start_time_ms: state.transaction_start_time_ms,
+                                    timeout_ms: state.transaction_timeout_ms,
+                                    includes_partition: false,
+                                },
+                                partitions,
+                            }),
+                        );
+                    }
+                }
+                Err(error) => {
+                    failures += 1;
+                    first_error.get_or_insert_with(|| format!("DescribeTransactions: {error}"));
+                }
+            }
+        }
+        if complete {
+            // Every coordinator answered: a producer id none of them listed has no
+            // transactional id behind it any more.
+            for &id in producer_ids {
+                views.entry(id).or_insert(Lookup::NotFound);
+            }
+        }
+        if let Some(error) = first_error {
+            sample.fail(Stage::DescribeTransactions, failures, error);
+        }
+        views
+    }
+
+    /// DescribeConfigs for `transaction.max.timeout.ms` on one broker; kept once read.
+    async fn read_max_timeout(&self, brokers: &BTreeMap<i32, String>, deadline: Instant) {
+        let Some((id, addr)) = brokers.iter().next() else {
+            return;
+        };
+        let mut resource = DescribeConfigsResource::default();
+        resource.resource_type = 4; // BROKER
+        resource.resource_name = StrBytes::from_string(id.to_string());
+        resource.configuration_keys = Some(vec![StrBytes::from_static_str(
+            "transaction.max.timeout.ms",
+        )]);
+        let mut request = DescribeConfigsRequest::default();
+        request.resources = vec![resource];
+        match self
+            .pool
+            .send(addr, &request, "DescribeConfigs", deadline)
+            .await
+        {
+            Ok(answer) => {
+                let value = answer
+                    .results
+                    .iter()
+                    .filter(|r| r.error_code == 0)
+                    .flat_map(|r| &r.configs)
+                    .find(|c| c.name.as_str() == "transaction.max.timeout.ms")
+                    .and_then(|c| c.value.as_ref()?.as_str().parse::<i64>().ok());
+                if value.is_none() {
+                    tracing::debug!(cluster = %self.cluster, "transaction.max.timeout.ms not readable; using the default 15 min");
+                }
+                self.lock().max_timeout_ms = Some(value.unwrap_or(DEFAULT_MAX_TIMEOUT_MS));
+            }
+            Err(error) => {
+                tracing::debug!(cluster = %self.cluster, "cannot read transaction.max.timeout.ms: {error}")
+            }
+        }
+    }
+
+    /// Turns forensics off for good when the broker lacks the APIs; passes other errors.
+    fn unsupported(&self, error: WireError) -> String {
+        if error.is_unsupported() {
+            let reason = format!("{error} (Kafka 3.0 or later is needed)");
+            let mut state = self.lock();
+            if state.disabled.is_none() {
+                tracing::warn!(
+                    cluster = %self.cluster,
+                    "transaction forensics is off for this cluster: {reason}; every other metric is still sampled"
+                );
+                state.disabled = Some(reason.clone());
+            }
+            return reason;
+        }
+        error.to_string()
+    }
+}
+
+/// Kafka's default `transaction.max.timeout.ms`.
+pub const DEFAULT_MAX_TIMEOUT_MS: i64 = 15 * 60 * 1000;
+
+/// What the coordinators said of one producer id.
+enum Lookup {
+    NotFound,
+    Found(Described),
+}
+
+/// DescribeTransactions' answer with the partitions of the current transaction.
+struct Described {
+    transaction: CoordinatorTransaction,
+    partitions: HashSet<(String, i32)>,
+}

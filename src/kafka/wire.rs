@@ -1,0 +1,620 @@
+//! A small async Kafka client on the `kafka-protocol` crate, for the admin APIs librdkafka
+//! does not offer (DescribeProducers, ListTransactions, DescribeTransactions) and for
+//! batched OffsetFetch.
+//!
+//! One connection per broker, opened on first use and kept between cycles; a request
+//! that fails or runs past its deadline closes its connection, so a half-read answer can
+//! never be mistaken for the next one. Every connection starts with ApiVersions, then
+//! TLS and SASL as the cluster's `client` settings say (the same librdkafka property
+//! names), so one set of settings covers both clients.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use kafka_protocol::ResponseError;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::scram::{Mechanism, ScramClient};
+
+/// Largest answer accepted; a DescribeProducers answer for thousands of partitions is a
+/// few MiB, and anything larger is more likely a wrong port (e.g. TLS spoken to plain).
+const MAX_FRAME: usize = 64 * 1024 * 1024;
+
+const CLIENT_ID: &str = "kafka-lso-exporter";
+
+/// What can go wrong talking to one broker.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum WireError {
+    #[error("cannot connect to {addr}: {reason}")]
+    Connect { addr: String, reason: String },
+    #[error("{addr}: TLS handshake failed: {reason}")]
+    Tls { addr: String, reason: String },
+    #[error("{addr}: SASL authentication failed: {reason}")]
+    Authentication { addr: String, reason: String },
+    #[error("{addr}: {reason}")]
+    Io { addr: String, reason: String },
+    #[error("{addr}: broker does not support {api} (needs API key {key})")]
+    Unsupported {
+        addr: String,
+        api: &'static str,
+        key: i16,
+    },
+    #[error("{addr}: malformed answer: {reason}")]
+    Protocol { addr: String, reason: String },
+    #[error("deadline passed")]
+    Deadline,
+}
+
+impl WireError {
+    /// A broker too old for an API: the capability cannot work on this cluster.
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, WireError::Unsupported { .. })
+    }
+}
+
+/// How connections are secured, from librdkafka-style `client` properties.
+#[derive(Clone)]
+pub struct Security {
+    tls: Option<Arc<rustls::ClientConfig>>,
+    sasl: Option<Sasl>,
+}
+
+#[derive(Clone)]
+enum Sasl {
+    Plain {
+        username: String,
+        password: String,
+    },
+    Scram {
+        mechanism: Mechanism,
+        username: String,
+        password: String,
+    },
+}
+
+impl fmt::Debug for Security {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sasl = match &self.sasl {
+            None => "none",
+            Some(Sasl::Plain { .. }) => "PLAIN",
+            Some(Sasl::Scram { mechanism, .. }) => mechanism.name(),
+        };
+        f.debug_struct("Security")
+            .field("tls", &self.tls.is_some())
+            .field("sasl", &sasl)
+            .finish()
+    }
+}
+
+impl Security {
+    /// Reads `security.protocol`, `sasl.*` and `ssl.*` the way librdkafka does. An
+    /// `Err` says, in a sentence for the startup log, what this client cannot do (e.g.
+    /// GSSAPI); the caller turns the capability off for that cluster.
+    pub fn from_properties(properties: &BTreeMap<String, String>) -> Result<Security, String> {
+        let get = |key: &str| properties.get(key).map(|v| v.trim());
+        let protocol = get("security.protocol")
+            .unwrap_or("plaintext")
+            .to_ascii_lowercase();
+        let (tls, sasl) = match protocol.as_str() {
+            "plaintext" => (false, false),
+            "ssl" => (true, false),
+            "sasl_plaintext" => (false, true),
+            "sasl_ssl" => (true, true),
+            other => return Err(format!("security.protocol {other:?} is not supported")),
+        };
+        let sasl = if sasl {
+            let mechanism = get("sasl.mechanism")
+                .or(get("sasl.mechanisms"))
+                .unwrap_or("GSSAPI");
+            let username = get("sasl.username").unwrap_or_default().to_string();
+            let password = properties.get("sasl.password").cloned().unwrap_or_default();
+            Some(if mechanism.eq_ignore_ascii_case("PLAIN") {
+                Sasl::Plain { username, password }
+            } else if let Some(mechanism) = Mechanism::from_name(mechanism) {
+                Sasl::Scram {
+                    mechanism,
+                    username,
+                    password,
+                }
+            } else {
+                return Err(format!(
+                    "SASL mechanism {mechanism} is not supported (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)"
+                ));
+            })
+        } else {
+            None
+        };
+        let tls = if tls {
+            Some(Arc::new(tls_config(properties)?))
+        } else {
+            None
+        };
+        Ok(Security { tls, sasl })
+    }
+}
+
+/// A rustls client configuration from librdkafka's `ssl.*` properties.
+fn tls_config(properties: &BTreeMap<String, String>) -> Result<rustls::ClientConfig, String> {
+    for key in [
+        "ssl.keystore.location",
+        "ssl.key.password",
+        "ssl.engine.location",
+    ] {
+        if properties.contains_key(key) {
+            return Err(format!(
+                "{key} is not supported (use PEM files: ssl.ca.location, ssl.certificate.location, ssl.key.location)"
+            ));
+        }
+    }
+    let read = |key: &str, inline: &str| -> Result<Option<Vec<u8>>, String> {
+        if let Some(path) = properties.get(key) {
+            return std::fs::read(path)
+                .map(Some)
+                .map_err(|e| format!("{key}: cannot read {path}: {e}"));
+        }
+        Ok(properties.get(inline).map(|pem| pem.as_bytes().to_vec()))
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    match read("ssl.ca.location", "ssl.ca.pem")? {
+        Some(pem) => {
+            let certs: Vec<_> = CertificateDer::pem_slice_iter(&pem).flatten().collect();
+            let (added, _) = roots.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err("ssl.ca.location holds no PEM certificate".into());
+            }
+        }
+        None => {
+            let native = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(native.certs);
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup: {e}"))?;
+    let verify_certificate = properties
+        .get("enable.ssl.certificate.verification")
+        .is_none_or(|v| v.trim() != "false");
+    let verify_hostname = properties
+        .get("ssl.endpoint.identification.algorithm")
+        .is_none_or(|v| !v.trim().eq_ignore_ascii_case("none"));
+    let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .map_err(|e| format!("ssl.ca.location: {e}"))?;
+    let verifier = Arc::new(Verifier {
+        inner: webpki,
+        verify_certificate,
+        verify_hostname,
+    });
+    let builder = builder
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+    let client_cert = read("ssl.certificate.location", "ssl.certificate.pem")?;
+    let client_key = read("ssl.key.location", "ssl.key.pem")?;
+    match (client_cert, client_key) {
+        (Some(cert), Some(key)) => {
+            let chain: Vec<_> = CertificateDer::pem_slice_iter(&cert).flatten().collect();
+            let key = PrivateKeyDer::from_pem_slice(&key)
+                .map_err(|_| "ssl.key.location holds no PEM private key".to_string())?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("ssl.certificate.location: {e}"))
+        }
+        (None, None) => Ok(builder.with_no_client_auth()),
+        _ => Err("ssl.certificate.location and ssl.key.location must be set together".into()),
+    }
+}
+
+/// librdkafka's two switches over the usual WebPKI checks:
+/// `enable.ssl.certificate.verification=false` accepts any certificate, and
+/// `ssl.endpoint.identification.algorithm=none` checks the chain but not the name.
+#[derive(Debug)]
+struct Verifier {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    verify_certificate: bool,
+    verify_hostname: bool,
+}
+
+impl rustls::client::danger::ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        if !self.verify_certificate {
+            return Ok(rustls::client::danger::ServerCertVerified::assertion());
+        }
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
+            | Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForNameContext { .. },
+            )) if !self.verify_hostname => {
+                Ok(rustls::client::danger::ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+/// One open, authenticated connection to one broker.
+pub struct Connection {
+    addr: String,
+    stream: Pin<Box<dyn Stream>>,
+    /// API key -> the highest version both sides speak.
+    versions: HashMap<i16, i16>,
+    next_correlation_id: i32,
+}
+
+impl Connection {
+    /// Connects, negotiates API versions and authenticates. Not bounded by itself: callers
+    /// wrap it in their deadline.
+    pub async fn open(addr: &str, security: &Security) -> Result<Connection, WireError> {
+        let tcp = TcpStream::connect(addr)
+            .await
+            .map_err(|e| WireError::Connect {
+                addr: addr.to_string(),
+                reason: e.to_string(),
+            })?;
+        let _ = tcp.set_nodelay(true);
+        let stream: Pin<Box<dyn Stream>> = match &security.tls {
+            None => Box::pin(tcp),
+            Some(tls) => {
+                let host = addr
+                    .rsplit_once(':')
+                    .map(|(host, _)| host)
+                    .unwrap_or(addr)
+                    .trim_start_matches('[')
+                    .trim_end_matches(']');
+                let name = ServerName::try_from(host.to_string()).map_err(|e| WireError::Tls {
+                    addr: addr.to_string(),
+                    reason: e.to_string(),
+                })?;
+                let stream = tokio_rustls::TlsConnector::from(tls.clone())
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| WireError::Tls {
+                        addr: addr.to_string(),
+                        reason: e.to_string(),
+                    })?;
+                Box::pin(stream)
+            }
+        };
+        let mut connection = Connection {
+            addr: addr.to_string(),
+            stream,
+            versions: HashMap::new(),
+            next_correlation_id: 1,
+        };
+        connection.negotiate_versions().await?;
+        if let Some(sasl) = &security.sasl {
+            connection.authenticate(sasl).await?;
+        }
+        Ok(connection)
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The version this connection uses for `R`, if the broker speaks any we do.
+    pub fn version<R: Request>(&self) -> Option<i16> {
+        self.versions.get(&R::KEY).copied()
+    }
+
+    /// Sends `request` at the highest version both sides speak.
+    pub async fn send<R: Request>(
+        &mut self,
+        request: &R,
+        api: &'static str,
+    ) -> Result<R::Response, WireError> {
+        let version = self.version::<R>().ok_or_else(|| WireError::Unsupported {
+            addr: self.addr.clone(),
+            api,
+            key: R::KEY,
+        })?;
+        self.send_version(request, version).await
+    }
+
+    async fn send_version<R: Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> Result<R::Response, WireError> {
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
+        let mut header = RequestHeader::default();
+        header.request_api_key = R::KEY;
+        header.request_api_version = version;
+        header.correlation_id = correlation_id;
+        header.client_id = Some(StrBytes::from_static_str(CLIENT_ID));
+
+        let mut frame = BytesMut::with_capacity(256);
+        frame.put_i32(0);
+        header
+            .encode(&mut frame, R::header_version(version))
+            .and_then(|_| request.encode(&mut frame, version))
+            .map_err(|e| self.protocol_error(format!("cannot encode request: {e}")))?;
+        let length = (frame.len() - 4) as i32;
+        frame[..4].copy_from_slice(&length.to_be_bytes());
+        self.stream
+            .write_all(&frame)
+            .await
+            .map_err(|e| self.io_error(e))?;
+        self.stream.flush().await.map_err(|e| self.io_error(e))?;
+
+        let mut body = self.read_frame().await?;
+        let answer = ResponseHeader::decode(&mut body, R::Response::header_version(version))
+            .map_err(|e| self.protocol_error(format!("bad response header: {e}")))?;
+        if answer.correlation_id != correlation_id {
+            return Err(self.protocol_error(format!(
+                "answer to request {} where {correlation_id} was expected",
+                answer.correlation_id
+            )));
+        }
+        R::Response::decode(&mut body, version)
+            .map_err(|e| self.protocol_error(format!("cannot decode answer: {e}")))
+    }
+
+    async fn read_frame(&mut self) -> Result<Bytes, WireError> {
+        let mut length = [0u8; 4];
+        self.stream
+            .read_exact(&mut length)
+            .await
+            .map_err(|e| self.io_error(e))?;
+        let length = i32::from_be_bytes(length);
+        if length < 0 || length as usize > MAX_FRAME {
+            return Err(self.protocol_error(format!(
+                "frame of {length} bytes (is this a Kafka port, and is security.protocol right?)"
+            )));
+        }
+        let mut body = vec![0u8; length as usize];
+        self.stream
+            .read_exact(&mut body)
+            .await
+            .map_err(|e| self.io_error(e))?;
+        Ok(Bytes::from(body))
+    }
+
+    /// ApiVersions v3, falling back to v0 for brokers that answer UNSUPPORTED_VERSION.
+    async fn negotiate_versions(&mut self) -> Result<(), WireError> {
+        let mut request = ApiVersionsRequest::default();
+        request.client_software_name = StrBytes::from_static_str(CLIENT_ID);
+        request.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
+        let mut answer = self.send_version(&request, 3).await;
+        if answer
+            .as_ref()
+            .is_ok_and(|a| a.error_code == ResponseError::UnsupportedVersion.code())
+        {
+            answer = self.send_version(&ApiVersionsRequest::default(), 0).await;
+        }
+        let answer = answer?;
+        if let Some(error) = ResponseError::try_from_code(answer.error_code) {
+            return Err(self.protocol_error(format!("ApiVersions: {error}")));
+        }
+        for api in answer.api_keys {
+            if let Some((min, max)) = ours(api.api_key) {
+                let version = max.min(api.max_version);
+                if version >= min.max(api.min_version) {
+                    self.versions.insert(api.api_key, version);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn authenticate(&mut self, sasl: &Sasl) -> Result<(), WireError> {
+        let mechanism = match sasl {
+            Sasl::Plain { .. } => "PLAIN",
+            Sasl::Scram { mechanism, .. } => mechanism.name(),
+        };
+        let mut handshake = SaslHandshakeRequest::default();
+        handshake.mechanism = StrBytes::from_static_str(mechanism);
+        let answer = self.send(&handshake, "SaslHandshake").await?;
+        if answer.error_code != 0 {
+            let enabled: Vec<&str> = answer.mechanisms.iter().map(|m| m.as_str()).collect();
+            return Err(self.auth_error(format!(
+                "the broker does not offer {mechanism} (it offers {})",
+                enabled.join(", ")
+            )));
+        }
+        match sasl {
+            Sasl::Plain { username, password } => {
+                let mut token = Vec::with_capacity(username.len() + password.len() + 2);
+                token.push(0);
+                token.extend_from_slice(username.as_bytes());
+                token.push(0);
+                token.extend_from_slice(password.as_bytes());
+                self.sasl_round(token).await?;
+            }
+            Sasl::Scram {
+                mechanism,
+                username,
+                password,
+            } => {
+                let mut scram = ScramClient::new(*mechanism, username, password);
+                let server_first = self.sasl_round(scram.client_first()).await?;
+                let client_final = scram
+                    .client_final(&server_first)
+                    .map_err(|e| self.auth_error(e.to_string()))?;
+                let server_final = self.sasl_round(client_final).await?;
+                scram
+                    .verify_server_final(&server_final)
+                    .map_err(|e| self.auth_error(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn sasl_round(&mut self, token: Vec<u8>) -> Result<Bytes, WireError> {
+        let mut request = SaslAuthenticateRequest::default();
+        request.auth_bytes = Bytes::from(token);
+        let answer = self.send(&request, "SaslAuthenticate").await?;
+        if answer.error_code != 0 {
+            let reason = answer
+                .error_message
+                .map(|m| m.to_string())
+                .or_else(|| ResponseError::try_from_code(answer.error_code).map(|e| e.to_string()))
+                .unwrap_or_default();
+            return Err(self.auth_error(reason));
+        }
+        Ok(answer.auth_bytes)
+    }
+
+    fn io_error(&self, error: io::Error) -> WireError {
+        let reason = if error.kind() == io::ErrorKind::UnexpectedEof {
+            "connection closed by the broker".to_string()
+        } else {
+            error.to_string()
+        };
+        WireError::Io {
+            addr: self.addr.clone(),
+            reason,
+        }
+    }
+
+    fn protocol_error(&self, reason: String) -> WireError {
+        WireError::Protocol {
+            addr: self.addr.clone(),
+            reason,
+        }
+    }
+
+    fn auth_error(&self, reason: String) -> WireError {
+        WireError::Authentication {
+            addr: self.addr.clone(),
+            reason,
+        }
+    }
+}
+
+/// The version range this client implements for an API it uses.
+fn ours(key: i16) -> Option<(i16, i16)> {
+    use kafka_protocol::messages::*;
+    fn range<R: Request>() -> (i16, i16) {
+        (R::VERSIONS.min, R::VERSIONS.max)
+    }
+    Some(match key {
+        ApiVersionsRequest::KEY => range::<ApiVersionsRequest>(),
+        SaslHandshakeRequest::KEY => range::<SaslHandshakeRequest>(),
+        SaslAuthenticateRequest::KEY => range::<SaslAuthenticateRequest>(),
+        DescribeProducersRequest::KEY => range::<DescribeProducersRequest>(),
+        ListTransactionsRequest::KEY => range::<ListTransactionsRequest>(),
+        DescribeTransactionsRequest::KEY => range::<DescribeTransactionsRequest>(),
+        DescribeConfigsRequest::KEY => range::<DescribeConfigsRequest>(),
+        FindCoordinatorRequest::KEY => range::<FindCoordinatorRequest>(),
+        // v8 and v9 batch many groups in one request; v10 names topics by id.
+        OffsetFetchRequest::KEY => (8, 9),
+        _ => return None,
+    })
+}
+
+/// Connections to every broker of one cluster, reused across cycles.
+pub struct Pool {
+    security: Security,
+    connections: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Connection>>>>>,
+}
+
+impl Pool {
+    pub fn new(security: Security) -> Pool {
+        Pool {
+            security,
+            connections: Default::default(),
+        }
+    }
+
+    /// Sends one request to the broker at `addr` before `deadline`, connecting first if
+    /// needed. Any failure closes the connection; the next request opens a new one.
+    pub async fn send<R: Request>(
+        &self,
+        addr: &str,
+        request: &R,
+        api: &'static str,
+        deadline: Instant,
+    ) -> Result<R::Response, WireError> {
+        let slot = {
+            let mut connections = self.connections.lock().unwrap_or_else(|p| p.into_inner());
+            connections.entry(addr.to_string()).or_default().clone()
+        };
+        let deadline = tokio::time::Instant::from_std(deadline);
+        let work = async {
+            let mut slot = slot.lock().await;
+            if slot.is_none() {
+                *slot = Some(Connection::open(addr, &self.security).await?);
+            }
+            let connection = slot.as_mut().expect("connected above");
+            let answer = connection.send(request, api).await;
+            if answer.as_ref().is_err_and(|e| !e.is_unsupported()) {
+                *slot = None;
+            }
+            answer
+        };
+        match tokio::time::timeout_at(deadline, work).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                // The request may be half sent or half answered: start over next time.
+                if let Ok(mut slot) = slot.try_lock() {
+                    *slot = None;
+                }
+                Err(WireError::Deadline)
+            }
+        }
+    }
+
+    /// Closes every connection (e.g. after the broker list changed).
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        self.connections
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|addr, _| keep(addr));
+    }
+}
