@@ -1,6 +1,7 @@
-//! The HTTP surface (SPEC §5): `/metrics`, `/healthz`, `/readyz` and a small HTML page
-//! at `/`. Nothing here talks to Kafka; every handler reads the latest snapshots.
+//! The HTTP surface (SPEC §5): `/metrics`, `/healthz`, `/readyz`, a small HTML page
+//! at `/`, and the same pinned partitions as JSON at `/api/v1/stuck`. Nothing here talks to Kafka; every handler reads the latest snapshots.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -11,6 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use serde::Serialize;
 
 use crate::metrics::{Metrics, SnapshotReceiver};
 use crate::snapshot::ClusterSnapshot;
@@ -20,6 +22,8 @@ use crate::snapshot::ClusterSnapshot;
 pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub clusters: Arc<Vec<(String, SnapshotReceiver)>>,
+    /// Cluster name -> bootstrap servers, for the abort commands.
+    pub bootstrap: Arc<HashMap<String, String>>,
     pub interval: Duration,
 }
 
@@ -29,6 +33,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
+        .route("/api/v1/stuck", get(stuck))
         .with_state(state)
 }
 
@@ -113,30 +118,170 @@ async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 async fn index(State(state): State<AppState>) -> Html<String> {
-    let snapshots: Vec<(String, Option<Arc<ClusterSnapshot>>)> = state
-        .clusters
-        .iter()
-        .map(|(name, rx)| (name.clone(), rx.borrow().clone()))
-        .collect();
-    Html(render_index(&snapshots, SystemTime::now()))
+    let snapshots = state.snapshots();
+    Html(render_index(
+        &snapshots,
+        &state.bootstrap,
+        SystemTime::now(),
+    ))
 }
 
-/// The `/` page: version, clusters, and every partition with HW > LSO, longest stuck first.
+async fn stuck(State(state): State<AppState>) -> Response {
+    let snapshots = state.snapshots();
+    let report = StuckReport::new(&snapshots, &state.bootstrap);
+    match serde_json::to_string_pretty(&report) {
+        Ok(body) => ([(CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")).into_response(),
+    }
+}
+
+impl AppState {
+    fn snapshots(&self) -> Vec<(String, Option<Arc<ClusterSnapshot>>)> {
+        self.clusters
+            .iter()
+            .map(|(name, rx)| (name.clone(), rx.borrow().clone()))
+            .collect()
+    }
+}
+
+/// Every partition with HW > LSO, longest stuck first, with the transactions that hold
+/// it and the groups it blocks: what `/` shows and `/api/v1/stuck` returns.
+#[derive(Debug, Serialize)]
+pub struct StuckReport<'a> {
+    pub partitions: Vec<StuckPartition<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StuckPartition<'a> {
+    pub cluster: &'a str,
+    pub topic: &'a str,
+    pub partition: i32,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub hw_minus_lso: i64,
+    pub lso_stuck_seconds: f64,
+    /// `null` when transaction forensics is off for the cluster or failed this cycle.
+    pub transactions: Option<Vec<StuckTransaction<'a>>>,
+    /// Groups with lso_lag 0 and hw_lag > 0 here: caught up with what they may read,
+    /// waiting for the transaction.
+    pub blocked_groups: Vec<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StuckTransaction<'a> {
+    pub transactional_id: &'a str,
+    pub producer_id: i64,
+    pub producer_epoch: i32,
+    pub start_offset: i64,
+    /// The coordinator's state, `null` when no coordinator reported this producer.
+    pub state: Option<&'a str>,
+    pub age_seconds: f64,
+    pub timeout_ms: Option<i32>,
+    pub hanging: bool,
+    /// Aborts this transaction in this partition (KIP-664); for a hanging transaction,
+    /// or one whose producer is gone for good.
+    pub abort_command: String,
+}
+
+impl<'a> StuckReport<'a> {
+    pub fn new(
+        clusters: &'a [(String, Option<Arc<ClusterSnapshot>>)],
+        bootstrap: &'a HashMap<String, String>,
+    ) -> StuckReport<'a> {
+        let mut partitions = Vec::new();
+        for (name, snapshot) in clusters {
+            let Some(snapshot) = snapshot else { continue };
+            let servers = bootstrap.get(name).map_or("BOOTSTRAP", String::as_str);
+            let mut blocked: HashMap<(&str, i32), Vec<&str>> = HashMap::new();
+            for group in &snapshot.groups {
+                for g in group.offsets.iter().flatten() {
+                    if g.lag.is_some_and(|l| l.lso_lag == 0 && l.hw_lag > 0) {
+                        blocked
+                            .entry((&g.topic, g.partition))
+                            .or_default()
+                            .push(&group.name);
+                    }
+                }
+            }
+            for p in &snapshot.partitions {
+                let Some(v) = p.visibility.filter(|v| v.hw_minus_lso > 0) else {
+                    continue;
+                };
+                let transactions = p.transactions.as_ref().map(|open| {
+                    open.iter()
+                        .map(|t| StuckTransaction {
+                            transactional_id: &t.transactional_id,
+                            producer_id: t.producer_id,
+                            producer_epoch: t.producer_epoch,
+                            start_offset: t.start_offset,
+                            state: t.state.as_deref(),
+                            age_seconds: t.age_seconds,
+                            timeout_ms: t.timeout_ms,
+                            hanging: t.hanging,
+                            abort_command: format!(
+                                "kafka-transactions.sh --bootstrap-server {servers} abort --topic {} --partition {} --start-offset {}",
+                                shell_word(&p.topic),
+                                p.partition,
+                                t.start_offset
+                            ),
+                        })
+                        .collect()
+                });
+                partitions.push(StuckPartition {
+                    cluster: name,
+                    topic: &p.topic,
+                    partition: p.partition,
+                    high_watermark: p.high_watermark.unwrap_or_default(),
+                    last_stable_offset: p.last_stable_offset.unwrap_or_default(),
+                    hw_minus_lso: v.hw_minus_lso,
+                    lso_stuck_seconds: v.lso_stuck_seconds,
+                    transactions,
+                    blocked_groups: blocked
+                        .remove(&(&*p.topic, p.partition))
+                        .unwrap_or_default(),
+                });
+            }
+        }
+        partitions.sort_by(|a, b| {
+            b.lso_stuck_seconds
+                .total_cmp(&a.lso_stuck_seconds)
+                .then(b.hw_minus_lso.cmp(&a.hw_minus_lso))
+        });
+        StuckReport { partitions }
+    }
+}
+
+/// A topic name as one shell word (Kafka topic names are `[a-zA-Z0-9._-]`, so this
+/// only matters for a name that is not).
+fn shell_word(text: &str) -> String {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// The `/` page: version, clusters, and every partition with HW > LSO, longest stuck
+/// first, with the transactions holding it, the groups it blocks and the abort command.
 pub fn render_index(
     clusters: &[(String, Option<Arc<ClusterSnapshot>>)],
+    bootstrap: &HashMap<String, String>,
     now: SystemTime,
 ) -> String {
     let mut out = String::with_capacity(8 * 1024);
     out.push_str(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>kafka-lso-exporter</title>\n\
          <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
-         td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
-         td.l,th.l{text-align:left}</style></head><body>\n",
+         td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right;vertical-align:top}\
+         td.l,th.l{text-align:left}code{font-size:90%}.hang{color:#b00;font-weight:bold}</style></head><body>\n",
     );
     let _ = writeln!(
         out,
         "<h1>kafka-lso-exporter</h1>\n<p>version {} (revision {}) · <a href=\"metrics\">metrics</a> · \
-         <a href=\"readyz\">readyz</a></p>",
+         <a href=\"api/v1/stuck\">api/v1/stuck</a> · <a href=\"readyz\">readyz</a></p>",
         escape(crate::VERSION),
         escape(crate::REVISION)
     );
@@ -178,37 +323,88 @@ pub fn render_index(
     }
     out.push_str("</table>\n");
 
-    let mut pinned: Vec<(&str, &crate::snapshot::PartitionState, i64, f64)> = Vec::new();
-    for (name, snapshot) in clusters {
-        for p in snapshot.iter().flat_map(|s| s.partitions.iter()) {
-            if let Some(v) = p.visibility.filter(|v| v.hw_minus_lso > 0) {
-                pinned.push((name, p, v.hw_minus_lso, v.lso_stuck_seconds));
-            }
-        }
-    }
-    pinned.sort_by(|a, b| b.3.total_cmp(&a.3).then(b.2.cmp(&a.2)));
+    let report = StuckReport::new(clusters, bootstrap);
     out.push_str("<h2>Partitions withheld by open transactions (HW &gt; LSO)</h2>\n");
-    if pinned.is_empty() {
+    if report.partitions.is_empty() {
         out.push_str(
             "<p>None: every partition's last stable offset equals its high watermark.</p>\n",
         );
     } else {
-        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">topic</th><th>partition</th><th>high watermark</th><th>last stable offset</th><th>HW &minus; LSO</th><th>LSO stuck for</th></tr>\n");
-        for (cluster, p, gap, stuck) in pinned {
-            let _ = writeln!(
+        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">topic</th><th>partition</th><th>high watermark</th><th>last stable offset</th><th>HW &minus; LSO</th><th>LSO stuck for</th>\
+            <th class=\"l\">transactional.id</th><th>producer id/epoch</th><th class=\"l\">state</th><th>age</th><th class=\"l\">blocked groups</th><th class=\"l\">resolution</th></tr>\n");
+        for p in &report.partitions {
+            let transactions: &[StuckTransaction] = p.transactions.as_deref().unwrap_or(&[]);
+            let rows = transactions.len().max(1);
+            let _ = write!(
                 out,
-                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{gap}</td><td>{}</td></tr>",
-                escape(cluster),
-                escape(&p.topic),
+                "<tr><td class=\"l\" rowspan=\"{rows}\">{}</td><td class=\"l\" rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td>",
+                escape(p.cluster),
+                escape(p.topic),
                 p.partition,
-                p.high_watermark.unwrap_or_default(),
-                p.last_stable_offset.unwrap_or_default(),
-                human_duration(stuck)
+                p.high_watermark,
+                p.last_stable_offset,
+                p.hw_minus_lso,
+                human_duration(p.lso_stuck_seconds)
             );
+            let blocked = if p.blocked_groups.is_empty() {
+                "-".to_string()
+            } else {
+                p.blocked_groups
+                    .iter()
+                    .map(|g| escape(g))
+                    .collect::<Vec<_>>()
+                    .join("<br>")
+            };
+            if transactions.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "<td class=\"l\" colspan=\"4\">{}</td><td class=\"l\">{blocked}</td><td class=\"l\">-</td></tr>",
+                    if p.transactions.is_some() {
+                        "no open transaction reported"
+                    } else {
+                        "unknown (transaction forensics off or failed this cycle)"
+                    }
+                );
+                continue;
+            }
+            for (i, t) in transactions.iter().enumerate() {
+                if i > 0 {
+                    out.push_str("<tr>");
+                }
+                let id = if t.transactional_id.is_empty() {
+                    "<i>unknown to every coordinator</i>".to_string()
+                } else {
+                    escape(t.transactional_id)
+                };
+                let state = match (t.state, t.hanging) {
+                    (Some(state), false) => escape(state),
+                    (Some(state), true) => {
+                        format!("<span class=\"hang\">{} (hanging)</span>", escape(state))
+                    }
+                    (None, true) => "<span class=\"hang\">hanging</span>".to_string(),
+                    (None, false) => "unknown".to_string(),
+                };
+                let _ = write!(
+                    out,
+                    "<td class=\"l\">{id}</td><td>{}/{}</td><td class=\"l\">{state}</td><td>{}</td>",
+                    t.producer_id,
+                    t.producer_epoch,
+                    human_duration(t.age_seconds)
+                );
+                if i == 0 {
+                    let _ = write!(out, "<td class=\"l\" rowspan=\"{rows}\">{blocked}</td>");
+                }
+                let _ = writeln!(
+                    out,
+                    "<td class=\"l\"><code>{}</code></td></tr>",
+                    escape(&t.abort_command)
+                );
+            }
         }
         out.push_str("</table>\n");
+        out.push_str("<p>The abort command ends a transaction in one partition without its producer; use it for a hanging transaction or one whose producer is gone for good (a live producer would be fenced). Add <code>--command-config</code> for a secured cluster.</p>\n");
     }
-    out.push_str("<p>Stuck times count from the first cycle that saw the LSO at its current value; a restart of the exporter restarts them.</p>\n</body></html>\n");
+    out.push_str("<p>Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO, when forensics is on.</p>\n</body></html>\n");
     out
 }
 
@@ -240,7 +436,9 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{PartitionState, Visibility};
+    use crate::snapshot::{
+        GroupPartitionState, GroupState, OpenTransaction, PartitionState, Visibility,
+    };
 
     fn partition(topic: &str, partition: i32, hw: i64, lso: i64, stuck: f64) -> PartitionState {
         PartitionState {
@@ -253,6 +451,45 @@ mod tests {
                 hw_minus_lso: hw - lso,
                 lso_stuck_seconds: stuck,
             }),
+            transactions: None,
+        }
+    }
+
+    fn group(
+        name: &str,
+        topic: &str,
+        partition: i32,
+        committed: i64,
+        hw: i64,
+        lso: i64,
+    ) -> GroupState {
+        GroupState {
+            name: name.into(),
+            state: "Stable".into(),
+            members: 1,
+            offsets: Some(vec![GroupPartitionState {
+                topic: Arc::from(topic),
+                partition,
+                committed_offset: committed,
+                lag: Some(crate::snapshot::lag(committed, hw, lso).0),
+            }]),
+        }
+    }
+
+    fn snapshot(
+        cluster: &str,
+        partitions: Vec<PartitionState>,
+        groups: Vec<GroupState>,
+    ) -> ClusterSnapshot {
+        let now = SystemTime::now();
+        ClusterSnapshot {
+            cluster: cluster.into(),
+            up: true,
+            taken_at: now,
+            last_success: Some(now),
+            partitions,
+            groups,
+            series_dropped: 0,
         }
     }
 
@@ -260,29 +497,100 @@ mod tests {
     fn index_lists_pinned_partitions_longest_stuck_first_and_escapes() {
         let now = SystemTime::now();
         let hostile = "<script>alert('x')</script>&\"";
-        let snapshot = ClusterSnapshot {
-            cluster: hostile.into(),
-            up: true,
-            taken_at: now,
-            last_success: Some(now),
-            partitions: vec![
+        let snapshot = snapshot(
+            hostile,
+            vec![
                 partition("orders", 0, 900, 880, 184.0),
                 partition("orders", 1, 50, 50, 0.0),
                 partition("payments", 3, 120, 100, 4000.0),
             ],
-            groups: vec![],
-            series_dropped: 0,
-        };
-        let page = render_index(&[(hostile.to_string(), Some(Arc::new(snapshot)))], now);
+            vec![],
+        );
+        let page = render_index(
+            &[(hostile.to_string(), Some(Arc::new(snapshot)))],
+            &HashMap::new(),
+            now,
+        );
         assert!(!page.contains("<script>"), "unescaped: {page}");
         assert!(page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"));
-        let payments = page.find("<td class=\"l\">payments</td><td>3</td><td>120</td><td>100</td><td>20</td><td>1h 06m</td>").expect("payments row");
-        let orders = page.find("<td class=\"l\">orders</td><td>0</td><td>900</td><td>880</td><td>20</td><td>3m 04s</td>").expect("orders row");
+        let payments = page
+            .find("payments</td><td rowspan=\"1\">3</td><td rowspan=\"1\">120</td><td rowspan=\"1\">100</td><td rowspan=\"1\">20</td><td rowspan=\"1\">1h 06m</td>")
+            .expect("payments row");
+        let orders = page
+            .find("orders</td><td rowspan=\"1\">0</td><td rowspan=\"1\">900</td><td rowspan=\"1\">880</td><td rowspan=\"1\">20</td><td rowspan=\"1\">3m 04s</td>")
+            .expect("orders row");
         assert!(payments < orders, "longest stuck first");
         assert!(
-            !page.contains("<td class=\"l\">orders</td><td>1</td>"),
+            !page.contains("orders</td><td rowspan=\"1\">1</td>"),
             "HW == LSO is not listed"
         );
+        assert!(page.contains("unknown (transaction forensics off or failed this cycle)"));
+    }
+
+    #[test]
+    fn stuck_report_names_the_transaction_blocked_groups_and_abort_command() {
+        let mut pinned = partition("orders", 0, 900, 880, 184.0);
+        pinned.transactions = Some(vec![
+            OpenTransaction {
+                producer_id: 4001,
+                producer_epoch: 7,
+                start_offset: 880,
+                transactional_id: "etl-<1>".into(),
+                state: Some("Ongoing".into()),
+                age_seconds: 190.0,
+                timeout_ms: Some(60_000),
+                hanging: true,
+            },
+            OpenTransaction {
+                producer_id: 4002,
+                producer_epoch: 0,
+                start_offset: 890,
+                transactional_id: "etl-2".into(),
+                state: Some("Ongoing".into()),
+                age_seconds: 20.0,
+                timeout_ms: Some(60_000),
+                hanging: false,
+            },
+        ]);
+        let hostile_group = "billing\"<b>\n\\ü";
+        let groups = vec![
+            group(hostile_group, "orders", 0, 880, 900, 880), // caught up, still behind: blocked
+            group("audit", "orders", 0, 900, 900, 880),       // read_uncommitted: not blocked
+            group("slow", "orders", 0, 100, 900, 880),        // has committed data to read
+        ];
+        let clusters = vec![(
+            "prod".to_string(),
+            Some(Arc::new(snapshot("prod", vec![pinned], groups))),
+        )];
+        let bootstrap: HashMap<String, String> =
+            [("prod".to_string(), "kafka-0:9092,kafka-1:9092".to_string())].into();
+
+        let report = StuckReport::new(&clusters, &bootstrap);
+        assert_eq!(report.partitions.len(), 1);
+        let p = &report.partitions[0];
+        assert_eq!(p.blocked_groups, vec![hostile_group]);
+        let transactions = p.transactions.as_ref().unwrap();
+        assert_eq!(transactions[0].transactional_id, "etl-<1>");
+        assert_eq!(
+            transactions[0].abort_command,
+            "kafka-transactions.sh --bootstrap-server kafka-0:9092,kafka-1:9092 abort --topic orders --partition 0 --start-offset 880"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
+        assert_eq!(
+            json["partitions"][0]["transactions"][1]["producer_id"],
+            4002
+        );
+        assert_eq!(json["partitions"][0]["transactions"][0]["hanging"], true);
+        assert_eq!(json["partitions"][0]["blocked_groups"][0], hostile_group);
+
+        let page = render_index(&clusters, &bootstrap, SystemTime::now());
+        assert!(page.contains("etl-&lt;1&gt;"), "{page}");
+        assert!(page.contains("billing&quot;&lt;b&gt;\n\\ü"), "{page}");
+        assert!(!page.contains("<b>"), "unescaped group name: {page}");
+        assert!(page.contains("<td>4001/7</td><td class=\"l\"><span class=\"hang\">Ongoing (hanging)</span></td><td>3m 10s</td>"));
+        assert!(page.contains("<code>kafka-transactions.sh --bootstrap-server kafka-0:9092,kafka-1:9092 abort --topic orders --partition 0 --start-offset 890</code>"));
+        assert!(!page.contains(">slow<") && !page.contains(">audit<"));
     }
 
     #[test]
@@ -296,8 +604,18 @@ mod tests {
     }
 
     #[test]
+    fn shell_words() {
+        assert_eq!(shell_word("orders.v2_x-1"), "orders.v2_x-1");
+        assert_eq!(shell_word("a b'c"), "'a b'\\''c'");
+    }
+
+    #[test]
     fn index_before_the_first_cycle() {
-        let page = render_index(&[("prod".to_string(), None)], SystemTime::now());
+        let page = render_index(
+            &[("prod".to_string(), None)],
+            &HashMap::new(),
+            SystemTime::now(),
+        );
         assert!(page.contains("<td class=\"l\">prod</td><td>starting</td>"));
         assert!(page.contains("None: every partition"));
     }

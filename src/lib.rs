@@ -106,6 +106,13 @@ pub async fn run_with(
     let app = http::router(http::AppState {
         metrics,
         clusters: Arc::new(receivers),
+        bootstrap: Arc::new(
+            config
+                .clusters
+                .iter()
+                .map(|c| (c.name.clone(), c.bootstrap_servers.clone()))
+                .collect(),
+        ),
         interval: config.interval,
     });
     if let Some(web) = &web {

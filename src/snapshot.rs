@@ -529,7 +529,7 @@ mod tests {
             (120, 1020, 1001, 15),
         ];
         for (t, hw, lso, expected) in steps {
-            let stuck = clock.observe(&topic, 0, hw, lso, at(t));
+            let stuck = clock.observe(&topic, 0, hw, lso, at(t), None);
             assert_eq!(
                 stuck,
                 Duration::from_secs(expected),
@@ -539,21 +539,180 @@ mod tests {
     }
 
     #[test]
+    fn stuck_clock_takes_the_coordinators_age_only_when_it_missed_the_arrival() {
+        let topic: Arc<str> = Arc::from("orders");
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let open = |s: u64| Some(Duration::from_secs(s));
+
+        // Started while pinned: the transaction at the LSO has been open for 600 s.
+        let mut clock = StuckClock::default();
+        assert_eq!(
+            clock.observe(&topic, 0, 900, 880, at(0), open(600)),
+            Duration::from_secs(600)
+        );
+        assert_eq!(
+            clock.observe(&topic, 0, 950, 880, at(15), open(615)),
+            Duration::from_secs(615)
+        );
+        // Without forensics, the clock's own count.
+        assert_eq!(
+            clock.observe(&topic, 0, 950, 880, at(30), None),
+            Duration::from_secs(30)
+        );
+
+        // Seen unpinned first: the LSO arrived while watched, the clock is exact; an older
+        // transaction start (an earlier one held the LSO before) does not count.
+        let mut clock = StuckClock::default();
+        clock.observe(&topic, 1, 880, 880, at(0), None);
+        clock.observe(&topic, 1, 900, 880, at(15), open(400));
+        assert_eq!(
+            clock.observe(&topic, 1, 950, 880, at(30), open(415)),
+            Duration::from_secs(15)
+        );
+
+        // Seen pinned at another LSO first: the move to 890 was watched.
+        let mut clock = StuckClock::default();
+        clock.observe(&topic, 2, 900, 880, at(0), open(100));
+        assert_eq!(
+            clock.observe(&topic, 2, 950, 890, at(15), open(500)),
+            Duration::ZERO
+        );
+        assert_eq!(
+            clock.observe(&topic, 2, 960, 890, at(30), open(515)),
+            Duration::from_secs(15)
+        );
+    }
+
+    fn raw_transaction(
+        state: &str,
+        producer_id: i64,
+        coordinator_epoch: i16,
+        includes: bool,
+    ) -> RawTransaction {
+        RawTransaction {
+            producer_id: 4001,
+            producer_epoch: 3,
+            start_offset: 880,
+            last_timestamp_ms: 1_000_000,
+            coordinator: CoordinatorView::Found(crate::kafka::CoordinatorTransaction {
+                transactional_id: "etl".into(),
+                state: state.into(),
+                producer_id,
+                producer_epoch: coordinator_epoch,
+                start_time_ms: 990_000,
+                timeout_ms: 60_000,
+                includes_partition: includes,
+            }),
+        }
+    }
+
+    #[test]
+    fn open_transaction_age_and_hanging_rule() {
+        let now_ms = 1_010_000; // 20 s after the coordinator's start, 10 s after the last write
+        let limit_ms = 900_000 + 60_000;
+        // (raw, expected transactional id, state, age seconds, hanging)
+        let cases = [
+            (
+                raw_transaction("Ongoing", 4001, 3, true),
+                "etl",
+                Some("Ongoing"),
+                20.0,
+                false,
+            ),
+            // The coordinator's epoch moved on (fenced): this partition's transaction is orphaned.
+            (
+                raw_transaction("Ongoing", 4001, 4, true),
+                "etl",
+                Some("Ongoing"),
+                10.0,
+                true,
+            ),
+            // The coordinator's transaction does not include this partition.
+            (
+                raw_transaction("Ongoing", 4001, 3, false),
+                "etl",
+                Some("Ongoing"),
+                10.0,
+                true,
+            ),
+            // Markers being written: not hanging, whatever the epoch (KIP-890 bumps it).
+            (
+                raw_transaction("PrepareCommit", 4001, 4, true),
+                "etl",
+                Some("PrepareCommit"),
+                20.0,
+                false,
+            ),
+            (
+                raw_transaction("CompleteAbort", 4001, 4, false),
+                "etl",
+                Some("CompleteAbort"),
+                20.0,
+                false,
+            ),
+            // The coordinator holds nothing open for this producer.
+            (
+                raw_transaction("Empty", 4001, 3, false),
+                "etl",
+                Some("Empty"),
+                10.0,
+                true,
+            ),
+            // The transactional id now belongs to another producer id.
+            (
+                raw_transaction("Ongoing", 5000, 0, true),
+                "",
+                None,
+                10.0,
+                true,
+            ),
+        ];
+        for (raw, id, state, age, hanging) in cases {
+            let t = OpenTransaction::derive(&raw, now_ms, limit_ms);
+            assert_eq!(
+                (
+                    t.transactional_id.as_str(),
+                    t.state.as_deref(),
+                    t.age_seconds,
+                    t.hanging
+                ),
+                (id, state, age, hanging),
+                "{raw:?}"
+            );
+        }
+        let mut unknown = raw_transaction("Ongoing", 4001, 3, true);
+        unknown.coordinator = CoordinatorView::Unknown;
+        let t = OpenTransaction::derive(&unknown, now_ms, limit_ms);
+        assert!(!t.hanging, "a failed lookup is not evidence");
+        assert_eq!((t.transactional_id.as_str(), t.age_seconds), ("", 10.0));
+        unknown.coordinator = CoordinatorView::NotFound;
+        assert!(OpenTransaction::derive(&unknown, now_ms, limit_ms).hanging);
+        // Open longer than transaction.max.timeout.ms + margin, though the coordinator agrees.
+        let old = raw_transaction("Ongoing", 4001, 3, true);
+        assert!(!OpenTransaction::derive(&old, 990_000 + limit_ms, limit_ms).hanging);
+        assert!(OpenTransaction::derive(&old, 990_000 + limit_ms + 1, limit_ms).hanging);
+    }
+
+    #[test]
     fn stuck_clock_is_per_partition_and_forgets_deleted_partitions() {
         let topic: Arc<str> = Arc::from("orders");
         let t0 = Instant::now();
         let mut clock = StuckClock::default();
         for partition in 0..24 {
             let lso = if partition == 7 { 100 } else { 120 };
-            clock.observe(&topic, partition, 120, lso, t0);
+            clock.observe(&topic, partition, 120, lso, t0, None);
         }
         assert_eq!(clock.len(), 1, "only the pinned partition has a clock");
         let later = t0 + Duration::from_secs(10);
         assert_eq!(
-            clock.observe(&topic, 7, 125, 100, later),
+            clock.observe(&topic, 7, 125, 100, later, None),
             Duration::from_secs(10)
         );
-        assert_eq!(clock.observe(&topic, 3, 125, 125, later), Duration::ZERO);
+        assert_eq!(
+            clock.observe(&topic, 3, 125, 125, later, None),
+            Duration::ZERO
+        );
         clock.retain(|_, partition| partition != 7);
         assert!(clock.is_empty());
     }
@@ -604,9 +763,16 @@ mod tests {
                 },
             ],
             failures: Default::default(),
+            transaction_max_timeout_ms: None,
         };
         let mut clock = StuckClock::default();
-        let derived = derive(raw, &mut clock, Instant::now());
+        let derived = derive(
+            raw,
+            &mut clock,
+            Instant::now(),
+            SystemTime::now(),
+            Duration::ZERO,
+        );
         assert_eq!(
             derived.partitions[0].visibility.map(|v| v.hw_minus_lso),
             Some(20)
@@ -640,8 +806,15 @@ mod tests {
                 committed: Some(vec![committed("t", 0, 15)]),
             }],
             failures: Default::default(),
+            transaction_max_timeout_ms: None,
         };
-        let derived = derive(raw, &mut StuckClock::default(), Instant::now());
+        let derived = derive(
+            raw,
+            &mut StuckClock::default(),
+            Instant::now(),
+            SystemTime::now(),
+            Duration::ZERO,
+        );
         assert_eq!(
             derived.anomalies,
             vec![
@@ -691,6 +864,7 @@ mod tests {
                     hw_minus_lso: 0,
                     lso_stuck_seconds: 0.0,
                 }),
+                transactions: None,
             })
             .collect();
         let mut groups = vec![group("a-critical", 10), group("b", 10), group("c", 10)];
@@ -714,6 +888,13 @@ mod tests {
         );
         assert_eq!(groups[0].offsets.as_ref().unwrap().len(), 10);
         assert_eq!(series_count(&partitions, &groups), 50 + 3 * 7 + 40);
+
+        // Forensics adds three series per partition, and one per open transaction.
+        let mut partitions = partitions;
+        partitions[1].transactions = Some(Vec::new());
+        let raw = raw_transaction("Ongoing", 4001, 3, true);
+        partitions[0].transactions = Some(vec![OpenTransaction::derive(&raw, 0, 0)]);
+        assert_eq!(series_count(&partitions, &groups), 50 + 3 * 7 + 40 + 3 + 4);
     }
 
     #[test]
@@ -721,11 +902,13 @@ mod tests {
         let topic: Arc<str> = Arc::from("t");
         let t0 = Instant::now();
         let mut clock = StuckClock::default();
-        clock.observe(&topic, 0, 10, 5, t0);
+        clock.observe(&topic, 0, 10, 5, t0, None);
         let derived = derive(
             RawSample::default(),
             &mut clock,
             t0 + Duration::from_secs(1),
+            SystemTime::now(),
+            Duration::ZERO,
         );
         assert!(derived.partitions.is_empty());
         assert_eq!(
@@ -734,7 +917,7 @@ mod tests {
             "a failed cycle does not restart the stuck clock"
         );
         assert_eq!(
-            clock.observe(&topic, 0, 11, 5, t0 + Duration::from_secs(2)),
+            clock.observe(&topic, 0, 11, 5, t0 + Duration::from_secs(2), None),
             Duration::from_secs(2)
         );
     }

@@ -11,7 +11,8 @@ use std::time::{Duration, UNIX_EPOCH};
 use kafka_lso_exporter::kafka::Stage;
 use kafka_lso_exporter::metrics::{to_prometheus_text, Metrics};
 use kafka_lso_exporter::snapshot::{
-    Anomaly, ClusterSnapshot, GroupPartitionState, GroupState, Lag, PartitionState, Visibility,
+    Anomaly, ClusterSnapshot, GroupPartitionState, GroupState, Lag, OpenTransaction,
+    PartitionState, Visibility,
 };
 use tokio::sync::watch;
 
@@ -34,6 +35,16 @@ fn fixed_snapshot() -> ClusterSnapshot {
                     hw_minus_lso: 20,
                     lso_stuck_seconds: 184.5,
                 }),
+                transactions: Some(vec![OpenTransaction {
+                    producer_id: 4001,
+                    producer_epoch: 7,
+                    start_offset: 880,
+                    transactional_id: "etl-orders \"7\"".into(),
+                    state: Some("Ongoing".into()),
+                    age_seconds: 190.25,
+                    timeout_ms: Some(60_000),
+                    hanging: false,
+                }]),
             },
             PartitionState {
                 topic: topic.clone(),
@@ -45,6 +56,7 @@ fn fixed_snapshot() -> ClusterSnapshot {
                     hw_minus_lso: 0,
                     lso_stuck_seconds: 0.0,
                 }),
+                transactions: Some(Vec::new()),
             },
             // HW request failed this cycle: only what was sampled is shown.
             PartitionState {
@@ -54,6 +66,7 @@ fn fixed_snapshot() -> ClusterSnapshot {
                 high_watermark: None,
                 last_stable_offset: Some(77),
                 visibility: None,
+                transactions: None,
             },
         ],
         groups: vec![
