@@ -1,0 +1,377 @@
+//! Transaction forensics against a real broker: the exporter names the transaction that
+//! pins each LSO (transactional id, producer id and epoch, start offset, true age), counts
+//! open and hanging transactions, lists the groups they block on `/` and
+//! `/api/v1/stuck`, and agrees with Kafka's own `kafka-transactions.sh describe-producers`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::*;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::Producer;
+
+const CYCLE: Duration = Duration::from_secs(1);
+
+fn anchored(name: &str) -> String {
+    format!("^{}$", name.replace('.', "\\.").replace('-', "\\-"))
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// Producer state of one partition as `kafka-transactions.sh describe-producers` prints
+/// it: one map of column -> value per producer.
+fn describe_producers(topic: &str, partition: i32) -> Vec<BTreeMap<String, String>> {
+    let output = Command::new(repo_root().join("scripts/kafka-local"))
+        .args([
+            "transactions",
+            "describe-producers",
+            "--topic",
+            topic,
+            "--partition",
+            &partition.to_string(),
+        ])
+        .output()
+        .expect("run kafka-transactions.sh");
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "describe-producers failed: {text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<String> = lines
+        .by_ref()
+        .find(|l| l.contains("ProducerId"))
+        .unwrap_or_else(|| panic!("no header in describe-producers output:\n{text}"))
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    lines
+        .map(|line| {
+            header
+                .iter()
+                .cloned()
+                .zip(line.split_whitespace().map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
+
+/// The open-transaction series of one partition: (labels, age).
+fn open_info(
+    scrape: &Scrape,
+    topic: &str,
+    partition: &str,
+) -> Vec<(BTreeMap<String, String>, f64)> {
+    scrape
+        .series(
+            "kafka_transaction_open_info",
+            &[
+                ("cluster", "test"),
+                ("topic", topic),
+                ("partition", partition),
+            ],
+        )
+        .map(|(labels, value)| (labels.clone(), value))
+        .collect()
+}
+
+/// One held transaction: its id and producer are named, its start offset is the LSO, its
+/// age is right within a cycle, the read_committed group it blocks is listed on `/` and
+/// `/api/v1/stuck` with the abort command, and `describe-producers` agrees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn names_the_transaction_that_pins_the_lso() {
+    require_kafka();
+    let topic = unique("fx-held");
+    let group = unique("fx-blocked");
+    let transactional_id = unique("fx-etl");
+    create_topic(&topic, 2).await;
+    let plain = plain_producer();
+    send(&plain, &topic, 0, 5);
+    wait_high_watermark(&topic, 0, 5);
+
+    let held = transactional_producer(&transactional_id);
+    held.begin_transaction().unwrap();
+    let opened_ms = now_ms();
+    send(&held, &topic, 0, 3);
+    wait_high_watermark(&topic, 0, 8);
+    // Partition 1 stays empty: HW == LSO == 0, so no transaction can be open there.
+    let committed = consume_all_and_commit(&group, &topic, 1, "read_committed");
+    assert_eq!(committed, vec![5], "read_committed stops at the LSO");
+
+    let exporter = Exporter::start(&anchored(&topic), &anchored(&group), &[]).await;
+    let p0 = partition_labels(&topic, "0");
+    let (labels, age, scraped_ms) = exporter
+        .wait_for("the open transaction named", Duration::from_secs(30), |s| {
+            let info = open_info(s, &topic, "0");
+            (info.len() == 1).then(|| (info[0].0.clone(), info[0].1, now_ms()))
+        })
+        .await;
+    assert_eq!(labels["transactional_id"], transactional_id);
+    assert_eq!(
+        labels["start_offset"], "5",
+        "the transaction starts at the LSO"
+    );
+    let scrape = exporter.scrape().await;
+    assert_eq!(
+        scrape.value("kafka_partition_last_stable_offset", &p0),
+        Some(5.0)
+    );
+    assert_eq!(
+        scrape.value("kafka_partition_open_transactions", &p0),
+        Some(1.0)
+    );
+    assert_eq!(
+        scrape.value("kafka_partition_hanging_transactions", &p0),
+        Some(0.0)
+    );
+    let p1 = partition_labels(&topic, "1");
+    assert_eq!(
+        scrape.value("kafka_partition_open_transactions", &p1),
+        Some(0.0)
+    );
+    assert_eq!(
+        scrape.value("kafka_partition_oldest_transaction_age_seconds", &p1),
+        Some(0.0)
+    );
+    // The age is the coordinator's: it started when the first record was added, between
+    // `opened_ms` and the first send's acknowledgement, and the sample is at most a
+    // cycle older than the scrape.
+    let truth = (scraped_ms - opened_ms) as f64 / 1000.0;
+    assert!(
+        age <= truth + 0.5 && age >= truth - CYCLE.as_secs_f64() - 1.0,
+        "age {age}s, truth about {truth}s"
+    );
+
+    // Kafka's own tool sees the same producer at the same offset.
+    let producers = describe_producers(&topic, 0);
+    let open: Vec<_> = producers
+        .iter()
+        .filter(|p| p.get("CurrentTransactionStartOffset").map(String::as_str) != Some("-1"))
+        .collect();
+    assert_eq!(open.len(), 1, "describe-producers: {producers:?}");
+    assert_eq!(open[0]["ProducerId"], labels["producer_id"]);
+    assert_eq!(open[0]["ProducerEpoch"], labels["producer_epoch"]);
+    assert_eq!(
+        open[0]["CurrentTransactionStartOffset"],
+        labels["start_offset"]
+    );
+
+    // The blocked group, on the page and in the API.
+    let (status, json) = exporter.get("/api/v1/stuck").await;
+    assert_eq!(status, 200);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let entry = json["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["topic"] == topic.as_str())
+        .unwrap_or_else(|| panic!("{topic} not in /api/v1/stuck: {json}"));
+    assert_eq!(entry["partition"], 0);
+    assert_eq!(entry["last_stable_offset"], 5);
+    assert_eq!(entry["hw_minus_lso"], 3);
+    assert_eq!(entry["blocked_groups"], serde_json::json!([group]));
+    let t = &entry["transactions"][0];
+    assert_eq!(t["transactional_id"], transactional_id.as_str());
+    assert_eq!(t["state"], "Ongoing");
+    assert_eq!(t["hanging"], false);
+    assert_eq!(
+        t["abort_command"],
+        format!(
+            "kafka-transactions.sh --bootstrap-server {} abort --topic {topic} --partition 0 --start-offset 5",
+            bootstrap()
+        )
+    );
+    let (_, page) = exporter.get("/").await;
+    assert!(page.contains(&transactional_id), "{page}");
+    assert!(page.contains(&group), "{page}");
+    assert!(page.contains(&format!("--topic {topic} --partition 0 --start-offset 5")));
+
+    // Committed: the series vanish within a cycle or two.
+    held.commit_transaction(Duration::from_secs(30)).unwrap();
+    let ended = Instant::now();
+    exporter
+        .wait_for("the transaction gone after commit", CYCLE * 5, |s| {
+            (open_info(s, &topic, "0").is_empty()
+                && s.value("kafka_partition_open_transactions", &p0) == Some(0.0))
+            .then_some(())
+        })
+        .await;
+    eprintln!(
+        "series gone {:.1}s after commit",
+        ended.elapsed().as_secs_f64()
+    );
+    exporter.stop().await;
+}
+
+/// Two transactions in one partition: open_transactions 2, the older one sets the LSO and
+/// the oldest age; abort the older and the LSO moves to the younger's start; abort that
+/// and nothing is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_transactions_in_one_partition() {
+    require_kafka();
+    let topic = unique("fx-two");
+    create_topic(&topic, 1).await;
+    let (older_id, younger_id) = (unique("fx-older"), unique("fx-younger"));
+    let older = transactional_producer(&older_id);
+    older.begin_transaction().unwrap();
+    send(&older, &topic, 0, 2);
+    wait_high_watermark(&topic, 0, 2);
+    std::thread::sleep(Duration::from_secs(2));
+    let younger = transactional_producer(&younger_id);
+    younger.begin_transaction().unwrap();
+    send(&younger, &topic, 0, 2);
+    wait_high_watermark(&topic, 0, 4);
+
+    let exporter = Exporter::start(&anchored(&topic), "^$", &[]).await;
+    let p = partition_labels(&topic, "0");
+    let info = exporter
+        .wait_for("two open transactions", Duration::from_secs(30), |s| {
+            let info = open_info(s, &topic, "0");
+            (info.len() == 2).then_some(info)
+        })
+        .await;
+    let scrape = exporter.scrape().await;
+    assert_eq!(
+        scrape.value("kafka_partition_open_transactions", &p),
+        Some(2.0)
+    );
+    assert_eq!(
+        scrape.value("kafka_partition_last_stable_offset", &p),
+        Some(0.0)
+    );
+    let by_id: BTreeMap<&str, (&BTreeMap<String, String>, f64)> = info
+        .iter()
+        .map(|(labels, age)| (labels["transactional_id"].as_str(), (labels, *age)))
+        .collect();
+    assert_eq!(
+        by_id[older_id.as_str()].0["start_offset"],
+        "0",
+        "the older one sets the LSO"
+    );
+    assert_eq!(by_id[younger_id.as_str()].0["start_offset"], "2");
+    assert!(by_id[older_id.as_str()].1 > by_id[younger_id.as_str()].1 + 1.0);
+    let oldest = scrape
+        .value("kafka_partition_oldest_transaction_age_seconds", &p)
+        .unwrap();
+    assert!(
+        oldest >= by_id[older_id.as_str()].1,
+        "oldest {oldest}, info {info:?}"
+    );
+
+    older.abort_transaction(Duration::from_secs(30)).unwrap();
+    exporter
+        .wait_for("the younger transaction alone", CYCLE * 5, |s| {
+            let info = open_info(s, &topic, "0");
+            (info.len() == 1
+                && info[0].0["transactional_id"] == younger_id
+                && s.value("kafka_partition_last_stable_offset", &p) == Some(2.0)
+                && s.value("kafka_partition_open_transactions", &p) == Some(1.0))
+            .then_some(())
+        })
+        .await;
+    younger.abort_transaction(Duration::from_secs(30)).unwrap();
+    exporter
+        .wait_for("no transaction left", CYCLE * 5, |s| {
+            (open_info(s, &topic, "0").is_empty()
+                && s.value("kafka_partition_open_transactions", &p) == Some(0.0)
+                && s.value("kafka_partition_oldest_transaction_age_seconds", &p) == Some(0.0))
+            .then_some(())
+        })
+        .await;
+    exporter.stop().await;
+}
+
+/// A producer that disappears with its transaction open: named while the coordinator
+/// holds it, gone within a cycle of the coordinator's timeout abort.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn vanishes_after_the_coordinator_times_it_out() {
+    require_kafka();
+    let topic = unique("fx-timeout");
+    let transactional_id = unique("fx-abandoned");
+    create_topic(&topic, 1).await;
+    let producer: Producer_ = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("transactional.id", &transactional_id)
+        .set("transaction.timeout.ms", "4000")
+        .set("linger.ms", "0")
+        .create()
+        .expect("transactional producer");
+    producer.init_transactions(Duration::from_secs(30)).unwrap();
+    producer.begin_transaction().unwrap();
+    send(&producer, &topic, 0, 1);
+    let exporter = Exporter::start(&anchored(&topic), "^$", &[]).await;
+    let info = exporter
+        .wait_for(
+            "the abandoned transaction named",
+            Duration::from_secs(30),
+            |s| {
+                let info = open_info(s, &topic, "0");
+                (info.len() == 1).then_some(info)
+            },
+        )
+        .await;
+    assert_eq!(info[0].0["transactional_id"], transactional_id);
+    // Leave it open: no commit, no abort, and no clean close that could end it.
+    std::mem::forget(producer);
+    let p = partition_labels(&topic, "0");
+    exporter
+        .wait_for(
+            "the series gone after the timeout abort",
+            Duration::from_secs(20),
+            |s| {
+                (open_info(s, &topic, "0").is_empty()
+                    && s.value("kafka_partition_open_transactions", &p) == Some(0.0)
+                    && s.value("kafka_partition_hw_minus_lso", &p) == Some(0.0))
+                .then_some(())
+            },
+        )
+        .await;
+    exporter.stop().await;
+}
+
+/// A transactional id reused by a new producer instance fences the old one
+/// mid-transaction: the coordinator aborts the old transaction, the partition is released
+/// and nothing is left counted as hanging (the hanging rule itself is unit-tested in
+/// `snapshot.rs`: a real broker does not leave hanging transactions on demand).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fenced_producer_releases_the_partition_and_nothing_hangs() {
+    require_kafka();
+    let topic = unique("fx-fenced");
+    let transactional_id = unique("fx-reused");
+    create_topic(&topic, 1).await;
+    let first = transactional_producer(&transactional_id);
+    first.begin_transaction().unwrap();
+    send(&first, &topic, 0, 1);
+    let exporter = Exporter::start(&anchored(&topic), "^$", &[]).await;
+    let p = partition_labels(&topic, "0");
+    exporter
+        .wait_for("the transaction named", Duration::from_secs(30), |s| {
+            (open_info(s, &topic, "0").len() == 1
+                && s.value("kafka_partition_hanging_transactions", &p) == Some(0.0))
+            .then_some(())
+        })
+        .await;
+    // A new instance with the same id fences the first: the coordinator aborts the open
+    // transaction, which releases the partition; nothing may be left counted as hanging.
+    let second = transactional_producer(&transactional_id);
+    exporter
+        .wait_for("released and nothing hanging", CYCLE * 10, |s| {
+            (open_info(s, &topic, "0").is_empty()
+                && s.value("kafka_partition_hanging_transactions", &p) == Some(0.0)
+                && s.value("kafka_partition_hw_minus_lso", &p) == Some(0.0))
+            .then_some(())
+        })
+        .await;
+    drop(second);
+    drop(first);
+    exporter.stop().await;
+}
