@@ -567,3 +567,130 @@ async fn the_right_password_is_not_logged_at_debug_level() {
         "the log shows the password:\n{log}"
     );
 }
+
+/// Holds a transaction open on a fresh topic (through the PLAINTEXT listener) and waits
+/// until the exporter, connected through `bootstrap` with `client`, names it: the
+/// forensics client speaks the same security settings as librdkafka.
+async fn forensics_through(cluster: &str, bootstrap: &str, client: &[(String, String)]) {
+    use rdkafka::producer::Producer;
+    require_listener(cluster, bootstrap, client);
+    let topic = topic_with("sec-fx", 5).await;
+    let transactional_id = unique("sec-fx-t");
+    let held = transactional_producer(&transactional_id);
+    held.begin_transaction().unwrap();
+    send(&held, &topic, 0, 1);
+    let exporter =
+        Exporter::start_with(load(cluster_env(0, cluster, bootstrap, &topic, client))).await;
+    let p = [
+        ("cluster", cluster),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    let labels = exporter
+        .wait_for(
+            &format!("the open transaction named through {cluster}"),
+            FIRST_SAMPLE,
+            |s| {
+                s.series("kafka_transaction_open_info", &p)
+                    .next()
+                    .map(|(labels, _)| labels.clone())
+            },
+        )
+        .await;
+    assert_eq!(labels["transactional_id"], transactional_id);
+    assert_eq!(labels["start_offset"], "5");
+    let scrape = exporter.scrape().await;
+    for stage in ["describe_producers", "describe_transactions"] {
+        assert_eq!(
+            scrape.value(
+                "kafka_lso_exporter_errors_total",
+                &[("cluster", cluster), ("stage", stage)]
+            ),
+            Some(0.0),
+            "{stage} errors through {cluster}"
+        );
+    }
+    held.abort_transaction(Duration::from_secs(30)).unwrap();
+    exporter.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forensics_through_sasl_scram_sha_512() {
+    forensics_through(
+        "scram512",
+        &sasl_bootstrap(),
+        &scram_client("SCRAM-SHA-512", PASSWORD),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forensics_through_sasl_scram_sha_256() {
+    forensics_through(
+        "scram256",
+        &sasl_bootstrap(),
+        &scram_client("SCRAM-SHA-256", PASSWORD),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forensics_through_ssl_with_the_ca() {
+    forensics_through("ssl", &ssl_bootstrap(), &ssl_client(&ca_pem())).await;
+}
+
+/// The forensics client's own connection: a wrong SCRAM password is an authentication
+/// error that says so and never contains the password; the right one connects and
+/// negotiates DescribeProducers; SSL without the CA is a TLS error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forensics_client_reports_authentication_and_tls_errors() {
+    use kafka_lso_exporter::kafka::wire::{Connection, Security, WireError};
+    use kafka_protocol::messages::DescribeProducersRequest;
+    require_listener(
+        "SASL_PLAINTEXT",
+        &sasl_bootstrap(),
+        &scram_client("SCRAM-SHA-512", PASSWORD),
+    );
+    let properties = |client: Vec<(String, String)>| -> std::collections::BTreeMap<String, String> {
+        client.into_iter().collect()
+    };
+    let wrong = "not-the-exporter-secret";
+    let security = Security::from_properties(&properties(scram_client("SCRAM-SHA-512", wrong)))
+        .expect("SCRAM is supported");
+    let error = match Connection::open(&sasl_bootstrap(), &security).await {
+        Ok(_) => panic!("a wrong password authenticated"),
+        Err(error) => error,
+    };
+    assert!(
+        matches!(error, WireError::Authentication { .. }),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("SASL authentication failed"), "{message}");
+    assert!(
+        !message.contains(wrong) && !message.contains(PASSWORD),
+        "{message}"
+    );
+
+    for mechanism in ["SCRAM-SHA-512", "SCRAM-SHA-256"] {
+        let security =
+            Security::from_properties(&properties(scram_client(mechanism, PASSWORD))).unwrap();
+        let connection = Connection::open(&sasl_bootstrap(), &security)
+            .await
+            .unwrap_or_else(|e| panic!("{mechanism}: {e}"));
+        assert!(connection.version::<DescribeProducersRequest>().is_some());
+    }
+
+    let no_ca = properties(vec![("security.protocol".into(), "SSL".into())]);
+    let security = Security::from_properties(&no_ca).unwrap();
+    match Connection::open(&ssl_bootstrap(), &security).await {
+        Ok(_) => panic!("an unknown CA was trusted"),
+        Err(error) => assert!(matches!(error, WireError::Tls { .. }), "{error:?}"),
+    }
+    let unsupported = properties(vec![
+        ("security.protocol".into(), "SASL_SSL".into()),
+        ("sasl.mechanism".into(), "GSSAPI".into()),
+    ]);
+    let reason = Security::from_properties(&unsupported).unwrap_err();
+    assert!(reason.contains("GSSAPI is not supported"), "{reason}");
+}
