@@ -155,8 +155,13 @@ async fn cut_and_blackholed_broker() {
     // 19097, where this proxy listens.
     let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
     let topic = unique("faults");
+    let group = unique("faults-group");
     create_topic(&topic, 3).await;
-    send(&plain_producer(), &topic, 1, 7);
+    let plain = plain_producer();
+    send(&plain, &topic, 0, 2);
+    send(&plain, &topic, 1, 7);
+    send(&plain, &topic, 2, 2);
+    consume_all_and_commit(&group, &topic, 3, "read_committed");
 
     let interval = "250ms";
     let mut exporter = Binary::start(
@@ -168,10 +173,9 @@ async fn cut_and_blackholed_broker() {
             "--interval",
             interval,
         ],
-        // No groups: with group offset requests in flight, cutting connections this often
-        // trips an assertion in librdkafka 2.12.1's coordinator requests
-        // (rd_kafka_enq_once_del_source_return: eonce->refcnt > 0) and aborts the process.
-        // Reproduce by including groups here; tracked in the issue notes.
+        // Group offsets are in flight when connections are cut: librdkafka 2.12.1's admin
+        // coordinator requests aborted the process here (an assertion in
+        // rd_kafka_enq_once_del_source_return); the exporter's own OffsetFetch must not.
         &[
             (
                 "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
@@ -179,7 +183,7 @@ async fn cut_and_blackholed_broker() {
             ),
             (
                 "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
-                "[\"^$\"]",
+                &format!("[\"^{group}$\"]"),
             ),
         ],
     );
@@ -189,11 +193,21 @@ async fn cut_and_blackholed_broker() {
         ("topic", topic.as_str()),
         ("partition", "1"),
     ];
+    let g1 = [
+        ("cluster", "proxied"),
+        ("group", group.as_str()),
+        ("topic", topic.as_str()),
+        ("partition", "1"),
+    ];
     exporter
         .wait_for(
             "first samples through the proxy",
             Duration::from_secs(20),
-            |s| (s.value("kafka_partition_high_watermark", &p1) == Some(7.0)).then_some(()),
+            |s| {
+                (s.value("kafka_partition_high_watermark", &p1) == Some(7.0)
+                    && s.value("kafka_consumergroup_committed_offset", &g1) == Some(7.0))
+                .then_some(())
+            },
         )
         .await;
 
@@ -209,13 +223,17 @@ async fn cut_and_blackholed_broker() {
                 "a value on /metrics is current or absent, never wrong"
             );
         }
+        if let Some(committed) = s.value("kafka_consumergroup_committed_offset", &g1) {
+            assert_eq!(committed, 7.0, "a committed offset is current or absent");
+        }
     }
     assert!(exporter.alive(), "the exporter survives cut connections");
     let recovered = Instant::now();
     exporter
         .wait_for("recovery after the cuts", Duration::from_secs(10), |s| {
             (s.value("kafka_lso_exporter_up", &cluster) == Some(1.0)
-                && s.value("kafka_partition_high_watermark", &p1) == Some(7.0))
+                && s.value("kafka_partition_high_watermark", &p1) == Some(7.0)
+                && s.value("kafka_consumergroup_committed_offset", &g1) == Some(7.0))
             .then_some(())
         })
         .await;

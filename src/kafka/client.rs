@@ -5,7 +5,8 @@
 //! 1. metadata (topics, partitions, leaders), filtered by the topic regexes;
 //! 2. log start offsets (ListOffsets EARLIEST, one request per leader);
 //! 3. group list with state and members (ListGroups + DescribeGroups per broker);
-//! 4. committed offsets of every selected group, all requests in flight at once;
+//! 4. committed offsets of every selected group: one FindCoordinator for all of them and
+//!    one OffsetFetch per coordinator ([`super::offsets`]);
 //! 5. last stable offsets (ListOffsets LATEST, read_committed, one request per leader);
 //! 6. high watermarks (ListOffsets LATEST, read_uncommitted, one request per leader);
 //! 7. for partitions with HW > LSO only, the open transactions holding them
@@ -26,7 +27,9 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::forensics::{Forensics, Target};
 use super::native::{list_consumer_group_offsets, queued_events};
-use super::{RawGroup, RawPartition, RawSample, Sampler, Stage};
+use super::offsets;
+use super::wire::{Security, WireClient};
+use super::{CommittedOffset, RawGroup, RawPartition, RawSample, Sampler, Stage};
 use crate::config::{ClusterConfig, NameFilter};
 
 /// Samples one cluster through librdkafka.
@@ -35,6 +38,9 @@ pub struct KafkaSampler {
     read_committed: BaseConsumer<ClusterContext>,
     topics: NameFilter,
     groups: NameFilter,
+    /// The kafka-protocol client (batched OffsetFetch, forensics); `None` when the
+    /// cluster's security settings need something only librdkafka speaks (GSSAPI, ...).
+    wire: Option<Arc<WireClient>>,
     /// Who holds each pinned LSO; `None` when off for this cluster.
     forensics: Option<Forensics>,
 }
@@ -103,12 +109,30 @@ impl KafkaSampler {
                 last_error: Default::default(),
             })
         };
+        let wire = match Security::from_properties(&config.client) {
+            Ok(security) => match WireClient::new(security) {
+                Ok(wire) => Some(Arc::new(wire)),
+                Err(error) => {
+                    tracing::warn!(cluster = %config.name, "cannot start the admin client's runtime: {error}");
+                    None
+                }
+            },
+            Err(reason) => {
+                tracing::warn!(
+                    cluster = %config.name,
+                    "transaction forensics is off for this cluster: {reason}; committed offsets are \
+                     fetched through librdkafka, one request per group, and every other metric is sampled as usual"
+                );
+                None
+            }
+        };
         Ok(Self {
             read_uncommitted: consumer("read_uncommitted")?,
             read_committed: consumer("read_committed")?,
             topics: config.topics.clone(),
             groups: config.groups.clone(),
-            forensics: Forensics::new(config),
+            forensics: wire.clone().and_then(|w| Forensics::new(config, w)),
+            wire,
         })
     }
 
@@ -239,8 +263,20 @@ impl Sampler for KafkaSampler {
                 groups.sort_by(|a, b| a.name.cmp(&b.name));
                 groups.dedup_by(|a, b| a.name == b.name);
                 let names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
-                let results =
-                    list_consumer_group_offsets(self.read_uncommitted.client(), &names, deadline);
+                let results: Vec<Result<Vec<CommittedOffset>, String>> = match &self.wire {
+                    Some(wire) => {
+                        let servers: Vec<String> = brokers.values().cloned().collect();
+                        wire.block_on(offsets::fetch(&wire.pool, &names, &servers, deadline))
+                    }
+                    None => list_consumer_group_offsets(
+                        self.read_uncommitted.client(),
+                        &names,
+                        deadline,
+                    )
+                    .into_iter()
+                    .map(|r| r.map_err(|e| e.to_string()))
+                    .collect(),
+                };
                 for (group, result) in groups.iter_mut().zip(results) {
                     match result {
                         Ok(offsets) => group.committed = Some(offsets),

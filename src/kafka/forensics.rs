@@ -13,7 +13,7 @@
 //! `transaction.max.timeout.ms` is read once (DescribeConfigs) for the hanging rule.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures_util::future::join_all;
@@ -26,16 +26,14 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::wire::{Pool, Security, WireError};
+use super::wire::{WireClient, WireError};
 use super::{CoordinatorTransaction, CoordinatorView, RawSample, RawTransaction, Stage};
 use crate::config::ClusterConfig;
 
 /// The forensics client of one cluster.
 pub struct Forensics {
     cluster: String,
-    pool: Pool,
-    /// Drives this client's connections while a sampling thread waits in `block_on`.
-    runtime: Option<tokio::runtime::Runtime>,
+    wire: Arc<WireClient>,
     state: Mutex<State>,
 }
 
@@ -52,48 +50,16 @@ pub struct Target {
     pub leader: i32,
 }
 
-impl Drop for Forensics {
-    fn drop(&mut self) {
-        // Dropping a runtime blocks, which is not allowed inside the exporter's own
-        // runtime, where the sampler may be dropped at shutdown.
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
 impl Forensics {
-    /// `None` when the cluster's settings turn forensics off, or ask for a security
-    /// mechanism this client does not speak; the latter is logged once, here.
-    pub fn new(config: &ClusterConfig) -> Option<Forensics> {
+    /// `None` when the cluster's settings turn forensics off.
+    pub fn new(config: &ClusterConfig, wire: Arc<WireClient>) -> Option<Forensics> {
         if !config.transactions {
             tracing::info!(cluster = %config.name, "transaction forensics is off (transactions = false)");
             return None;
         }
-        let security = match Security::from_properties(&config.client) {
-            Ok(security) => security,
-            Err(reason) => {
-                tracing::warn!(
-                    cluster = %config.name,
-                    "transaction forensics is off for this cluster: {reason}; every other metric is still sampled"
-                );
-                return None;
-            }
-        };
-        let runtime = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(runtime) => runtime,
-            Err(error) => {
-                tracing::warn!(cluster = %config.name, "transaction forensics is off: cannot start its runtime: {error}");
-                return None;
-            }
-        };
         Some(Forensics {
             cluster: config.name.clone(),
-            pool: Pool::new(security),
-            runtime: Some(runtime),
+            wire,
             state: Mutex::default(),
         })
     }
@@ -118,8 +84,8 @@ impl Forensics {
                 }
             }
         }
-        let Some(runtime) = &self.runtime else { return };
-        runtime.block_on(self.describe_pinned(sample, targets, brokers, deadline));
+        self.wire
+            .block_on(self.describe_pinned(sample, targets, brokers, deadline));
         sample.transaction_max_timeout_ms = self.lock().max_timeout_ms;
     }
 
@@ -170,7 +136,8 @@ impl Forensics {
                         t
                     })
                     .collect();
-                self.pool
+                self.wire
+                    .pool
                     .send(addr, &request, "DescribeProducers", deadline)
                     .await
                     .map_err(|e| self.unsupported(e))
@@ -283,7 +250,8 @@ impl Forensics {
             async move {
                 (
                     addr,
-                    self.pool
+                    self.wire
+                        .pool
                         .send(addr, request, "ListTransactions", deadline)
                         .await,
                 )
@@ -334,7 +302,8 @@ impl Forensics {
                 .iter()
                 .map(|id| TransactionalId(StrBytes::from_string(id.clone())))
                 .collect();
-            self.pool
+            self.wire
+                .pool
                 .send(addr, &request, "DescribeTransactions", deadline)
                 .await
         }))
@@ -410,6 +379,7 @@ impl Forensics {
         let mut request = DescribeConfigsRequest::default();
         request.resources = vec![resource];
         match self
+            .wire
             .pool
             .send(addr, &request, "DescribeConfigs", deadline)
             .await

@@ -7,6 +7,7 @@
 mod client;
 mod forensics;
 mod native;
+mod offsets;
 mod scram;
 pub mod wire;
 

@@ -610,11 +610,73 @@ impl Pool {
         }
     }
 
+    /// The version `addr` speaks of `R` (connecting first if needed), or `None`.
+    pub async fn version<R: Request>(
+        &self,
+        addr: &str,
+        deadline: Instant,
+    ) -> Result<Option<i16>, WireError> {
+        let slot = self.slot(addr);
+        let work = async {
+            let mut slot = slot.lock().await;
+            if slot.is_none() {
+                *slot = Some(Connection::open(addr, &self.security).await?);
+            }
+            Ok(slot.as_ref().and_then(|c| c.version::<R>()))
+        };
+        tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), work)
+            .await
+            .unwrap_or(Err(WireError::Deadline))
+    }
+
+    fn slot(&self, addr: &str) -> Arc<tokio::sync::Mutex<Option<Connection>>> {
+        let mut connections = self.connections.lock().unwrap_or_else(|p| p.into_inner());
+        connections.entry(addr.to_string()).or_default().clone()
+    }
+
     /// Closes every connection (e.g. after the broker list changed).
     pub fn retain(&self, keep: impl Fn(&str) -> bool) {
         self.connections
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|addr, _| keep(addr));
+    }
+}
+
+/// The pool of one cluster and the runtime that drives it. The sampler runs on a blocking
+/// thread and waits here with [`WireClient::block_on`]; a runtime of its own keeps these
+/// connections independent of the HTTP server's threads.
+pub struct WireClient {
+    pub pool: Pool,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl WireClient {
+    pub fn new(security: Security) -> io::Result<WireClient> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        Ok(WireClient {
+            pool: Pool::new(security),
+            runtime: Some(runtime),
+        })
+    }
+
+    /// Runs `work` to completion on this client's runtime. Call from a blocking thread.
+    pub fn block_on<F: std::future::Future>(&self, work: F) -> F::Output {
+        self.runtime
+            .as_ref()
+            .expect("the runtime lives until drop")
+            .block_on(work)
+    }
+}
+
+impl Drop for WireClient {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks, which is not allowed inside the exporter's own
+        // runtime, where the sampler may be dropped at shutdown.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }

@@ -203,7 +203,7 @@ async fn serve(
                     let correlation_id = i32::from_be_bytes(id.try_into().unwrap());
                     let request = in_flight.lock().unwrap().remove(&correlation_id);
                     match request.and_then(|(version, groups)| {
-                        inject(&state, correlation_id, version, &groups)
+                        inject(&state, &frame, correlation_id, version, &groups)
                     }) {
                         Some(replaced) => replaced,
                         None => frame,
@@ -245,35 +245,51 @@ fn offset_fetch_request(frame: &Bytes) -> Option<(i32, i16, Vec<String>)> {
     Some((header.correlation_id, version, groups))
 }
 
-/// A COORDINATOR_LOAD_IN_PROGRESS answer in place of the broker's, if one is due.
+/// The broker's answer with COORDINATOR_LOAD_IN_PROGRESS for the groups due to fail
+/// (every other group of a batched request keeps its real answer), if any is due.
 fn inject(
     state: &Arc<Mutex<State>>,
+    answer: &Bytes,
     correlation_id: i32,
     version: i16,
     groups: &[String],
 ) -> Option<Bytes> {
-    let mut state = state.lock().unwrap();
-    let group = groups
-        .iter()
-        .find(|g| state.failing_groups.get(*g).is_some_and(|n| *n > 0))?
-        .clone();
-    let remaining = state.failing_groups.get_mut(&group).unwrap();
-    if *remaining != u32::MAX {
-        *remaining -= 1;
-    }
-    state.injected += 1;
-    let mut response = OffsetFetchResponse::default();
-    if version >= 8 {
-        response.groups = groups
+    let failing: Vec<String> = {
+        let mut state = state.lock().unwrap();
+        let due: Vec<String> = groups
             .iter()
-            .map(|g| {
-                let mut answer = OffsetFetchResponseGroup::default();
-                answer.group_id = kafka_protocol::protocol::StrBytes::from_string(g.clone()).into();
-                answer.error_code = COORDINATOR_LOAD_IN_PROGRESS;
-                answer
-            })
+            .filter(|g| state.failing_groups.get(*g).is_some_and(|n| *n > 0))
+            .cloned()
             .collect();
+        for group in &due {
+            let remaining = state.failing_groups.get_mut(group).unwrap();
+            if *remaining != u32::MAX {
+                *remaining -= 1;
+            }
+            state.injected += 1;
+        }
+        due
+    };
+    if failing.is_empty() {
+        return None;
+    }
+    let mut response = if version >= 8 {
+        let mut body = answer.clone();
+        ResponseHeader::decode(&mut body, OffsetFetchResponse::header_version(version)).ok()?;
+        let mut response = OffsetFetchResponse::decode(&mut body, version).ok()?;
+        for group in &mut response.groups {
+            if failing.contains(&group.group_id.to_string()) {
+                let id = group.group_id.clone();
+                *group = OffsetFetchResponseGroup::default();
+                group.group_id = id;
+                group.error_code = COORDINATOR_LOAD_IN_PROGRESS;
+            }
+        }
+        response
     } else {
+        OffsetFetchResponse::default()
+    };
+    if version < 8 {
         response.error_code = COORDINATOR_LOAD_IN_PROGRESS;
     }
     let mut buf = BytesMut::new();
