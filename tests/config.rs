@@ -274,6 +274,20 @@ fn bad_configs() -> Vec<BadConfig> {
             "bad-",
         ),
         (
+            "hanging_margin not a duration",
+            format!("{CLUSTER}hanging_margin = \"a while\"\n"),
+            vec![],
+            "clusters[0].hanging_margin",
+            "bad-",
+        ),
+        (
+            "transactions not a boolean",
+            format!("{CLUSTER}transactions = \"maybe\"\n"),
+            vec![],
+            "clusters[0].transactions",
+            "bad-",
+        ),
+        (
             "bad priority_groups regex",
             format!("{CLUSTER}priority_groups = [\"(\"]\n"),
             vec![],
