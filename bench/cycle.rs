@@ -3,9 +3,11 @@
 //! Workload (bench/workload.rs): 20 topics x 100 partitions (2,000 partitions), 540 consumer
 //! groups each with committed offsets on 40 partitions (21,600 group-partition series), one
 //! transaction held open across 5 partitions. The release binary runs as a child process, sampling
-//! every 2 s; the harness reports, for two sizes (200 and 2,000 partitions sampled):
-//! cycle time (median, max over 20 cycles), Kafka requests per cycle by API (counted from
-//! librdkafka's protocol debug log in a separate run), exporter RSS, and /metrics latency.
+//! every 2 s; the harness reports, for 200 and 2,000 partitions sampled with 5 of them
+//! pinned, and 2,000 with none pinned (the transaction aborted): cycle time (median, max
+//! over 20 cycles), Kafka requests per cycle by API (counted from librdkafka's protocol
+//! debug log and the exporter's own client's debug log, in a separate run), exporter RSS,
+//! and /metrics latency.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -188,8 +190,16 @@ fn median_requests(requests: &[BTreeMap<String, u32>]) -> BTreeMap<String, u32> 
 async fn main() {
     require_kafka();
     setup().await;
-    // One transaction held open across 5 partitions for the whole run.
-    let held = transactional_producer("bench-held-transaction");
+    // One transaction held open across 5 partitions, until the last run (which measures
+    // what forensics costs when nothing is pinned). The broker's cap on
+    // transaction.timeout.ms is 15 min: long enough for the pinned runs.
+    let held: Producer_ = rdkafka::config::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("transactional.id", "bench-held-transaction")
+        .set("transaction.timeout.ms", "900000")
+        .create()
+        .expect("transactional producer");
+    held.init_transactions(Duration::from_secs(30)).unwrap();
     held.begin_transaction().unwrap();
     for p in 0..5 {
         send(&held, &topic(0), p, 1);
@@ -197,9 +207,13 @@ async fn main() {
 
     println!("\nworkload: {TOPICS} topics x {PARTITIONS} partitions, {GROUPS} groups x {GROUP_PARTITIONS} committed partitions, interval {INTERVAL}, 1 broker");
     for (label, topics, port) in [
-        ("200 partitions", "^bench-t0[01]$", 19745u16),
-        ("2000 partitions", "^bench-t", 19746u16),
+        ("200 partitions (5 pinned)", "^bench-t0[01]$", 19745u16),
+        ("2000 partitions (5 pinned)", "^bench-t", 19746u16),
+        ("2000 partitions (none pinned)", "^bench-t", 19747u16),
     ] {
+        if label.contains("none pinned") {
+            held.abort_transaction(Duration::from_secs(30)).unwrap();
+        }
         // Requests per cycle, counted from librdkafka's protocol log.
         let run = start_exporter(topics, port, true);
         let (_, requests) = observe_cycles(&run, 5);
@@ -255,6 +269,4 @@ async fn main() {
             );
         }
     }
-    // The broker may already have aborted it (transaction.timeout.ms).
-    let _ = held.abort_transaction(Duration::from_secs(30));
 }

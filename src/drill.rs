@@ -61,6 +61,10 @@ const OWN_PROPERTIES: [(&str, &str); 4] = [
 /// without ending the transaction, like a producer that died: the transaction coordinator
 /// aborts it once the transaction timeout has passed.
 ///
+/// This is a real outage for the read_committed consumers of those partitions, for as long
+/// as the transaction stays open, and read_uncommitted consumers read the drill's records:
+/// drill on a topic made for it.
+///
 /// The principal needs Write and Describe on the transactional id, and Write on the topic.
 /// Exit status: 0 after the drill (also when interrupted), 1 when Kafka failed, 2 for bad
 /// arguments (unknown topic or partition included).
@@ -85,6 +89,7 @@ pub struct DrillArgs {
         long,
         value_name = "LIST",
         value_delimiter = ',',
+        allow_negative_numbers = true,
         value_parser = clap::value_parser!(i32).range(0..)
     )]
     partitions: Vec<i32>,
@@ -257,7 +262,7 @@ fn drill(plan: &Plan, redactor: &Redactor) -> Result<(), Failure> {
     let offsets = match write_records(plan, &producer, &partitions) {
         Ok(offsets) => offsets,
         Err(failure) => {
-            abort_after_failure(&producer);
+            abort_after_failure(&producer, redactor);
             return Err(failure);
         }
     };
@@ -465,12 +470,13 @@ fn write_records(
 }
 
 /// Best effort after a failed write: the transaction may hold records in some partitions.
-fn abort_after_failure(producer: &DrillProducer) {
+fn abort_after_failure(producer: &DrillProducer, redactor: &Redactor) {
     match producer.abort_transaction(STEP_TIMEOUT) {
         Ok(()) => eprintln!("kafka-lso-exporter drill: aborted the transaction"),
         Err(e) => eprintln!(
-            "kafka-lso-exporter drill: could not abort the transaction either ({e}); the \
-             coordinator aborts it after the transaction timeout"
+            "kafka-lso-exporter drill: could not abort the transaction either ({}); the \
+             coordinator aborts it after the transaction timeout",
+            redactor.redact(&e.to_string())
         ),
     }
 }

@@ -362,14 +362,17 @@ impl Connection {
             api,
             key: R::KEY,
         })?;
-        self.send_version(request, version).await
+        self.send_version(request, version, api).await
     }
 
     async fn send_version<R: Request>(
         &mut self,
         request: &R,
         version: i16,
+        api: &'static str,
     ) -> Result<R::Response, WireError> {
+        // The benchmark counts requests per cycle from these lines.
+        tracing::debug!(broker = %self.addr, "Sent {api}Request (v{version})");
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
         let mut header = RequestHeader::default();
@@ -430,12 +433,14 @@ impl Connection {
         let mut request = ApiVersionsRequest::default();
         request.client_software_name = StrBytes::from_static_str(CLIENT_ID);
         request.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
-        let mut answer = self.send_version(&request, 3).await;
+        let mut answer = self.send_version(&request, 3, "ApiVersions").await;
         if answer
             .as_ref()
             .is_ok_and(|a| a.error_code == ResponseError::UnsupportedVersion.code())
         {
-            answer = self.send_version(&ApiVersionsRequest::default(), 0).await;
+            answer = self
+                .send_version(&ApiVersionsRequest::default(), 0, "ApiVersions")
+                .await;
         }
         let answer = answer?;
         if let Some(error) = ResponseError::try_from_code(answer.error_code) {
