@@ -505,5 +505,51 @@ async fn hostile_group_names() {
     assert!(s.contains("new\\nline"), "newline escaped as \\n");
     assert!(s.contains("quote\\\"d"), "quote escaped");
     assert!(s.contains("back\\\\slash\\\\"), "backslash escaped");
+
+    // An open transaction makes every one of them a blocked group: listed, escaped, on `/`
+    // and, exact, in /api/v1/stuck.
+    let held = transactional_producer(&unique("hostile-t"));
+    held.begin_transaction().unwrap();
+    send(&held, &topic, 0, 1);
+    let json = wait_for_scrape(
+        "the hostile groups listed as blocked",
+        Duration::from_secs(15),
+        Duration::from_millis(200),
+        || async {
+            let (_, body) = exporter.get("/api/v1/stuck").await;
+            Scrape {
+                text: body,
+                samples: Vec::new(),
+            }
+        },
+        |s| {
+            let json: serde_json::Value = serde_json::from_str(&s.text).ok()?;
+            let entry = json["partitions"]
+                .as_array()?
+                .iter()
+                .find(|p| p["topic"] == topic.as_str())?
+                .clone();
+            (entry["blocked_groups"].as_array()?.len() == names.len()).then_some(entry)
+        },
+    )
+    .await;
+    let mut blocked: Vec<&str> = json["blocked_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    blocked.sort();
+    let mut expected: Vec<&str> = names.iter().map(String::as_str).collect();
+    expected.sort();
+    assert_eq!(blocked, expected);
+    let (_, page) = exporter.get("/").await;
+    assert!(!page.contains("<script>alert"), "unescaped group name on /");
+    assert!(page.contains(&format!(
+        "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;{suffix}"
+    )));
+    assert!(page.contains(&format!("quote&quot;d{suffix}")));
+    assert!(page.contains(&format!("ünïcødé-グループ{suffix}")));
+    held.abort_transaction(Duration::from_secs(30)).unwrap();
     exporter.stop().await;
 }
