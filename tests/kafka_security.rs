@@ -500,6 +500,12 @@ async fn a_wrong_password_is_counted_and_never_shown() {
         log.to_ascii_lowercase().contains("authentication"),
         "the log never says that authentication failed:\n{log}"
     );
+    // The once-per-cycle line itself names the cause, not only librdkafka's debug output.
+    assert!(
+        log.lines().any(|l| l.contains("cannot reach the cluster")
+            && l.to_ascii_lowercase().contains("authentication")),
+        "the failed-cycle line does not name the authentication failure:\n{log}"
+    );
     assert!(
         log.contains(CONFIG_DUMP),
         "librdkafka's configuration dump is missing from the log:\n{log}"
