@@ -252,6 +252,13 @@ impl Metrics {
         self.generation.fetch_add(1, Ordering::Release);
     }
 
+    /// Renders the variant Prometheus asks for (OpenMetrics, gzip) right after a cycle,
+    /// so that the first scrape of the cycle is served from the cache instead of waiting
+    /// for the render. Blocking: call from a blocking thread.
+    pub fn prerender(&self) {
+        let _ = self.encode_for(Some(PROMETHEUS_ACCEPT), true);
+    }
+
     /// The body already rendered for this cycle, if any; never renders and never waits for
     /// a render in progress, so it may run on an async worker thread.
     pub fn cached(
@@ -312,6 +319,9 @@ impl Metrics {
         (variant.content_type(), variant.gzip, body)
     }
 }
+
+/// The `Accept` header Prometheus sends by default.
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 
 /// Converts prometheus-client's OpenMetrics output to the Prometheus text format 0.0.4.
 ///

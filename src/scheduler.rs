@@ -163,6 +163,8 @@ impl ClusterLoop {
                 series_dropped,
             })));
             self.metrics.cycle_finished();
+            let metrics = self.metrics.clone();
+            tokio::task::spawn_blocking(move || metrics.prerender());
         }
         tracing::debug!(cluster = %self.cluster, "sampling stopped");
     }
