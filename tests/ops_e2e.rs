@@ -76,7 +76,7 @@ fn test_sized_rules(source: &str) -> String {
             "kafka_partition_hw_minus_lso > 3",
             1,
         ),
-        ("for: 5m", "for: 2s", 2),
+        ("for: 5m", "for: 2s", 3),
     ];
     let mut rules = source.to_string();
     for (from, to, count) in replacements {
