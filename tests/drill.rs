@@ -577,37 +577,3 @@ fn read_committed_records(topic: &str, partitions: i32) -> usize {
     }
     records
 }
-
-/// The rows of `kafka-transactions.sh describe-producers`, column name to value, run
-/// through `scripts/kafka-local` (the real tool, from the kafka-tools artifact).
-fn describe_producers(topic: &str, partition: i32) -> Vec<BTreeMap<String, String>> {
-    let output = Command::new(repo_root().join("scripts/kafka-local"))
-        .args(["transactions", "describe-producers", "--topic", topic])
-        .args(["--partition", &partition.to_string()])
-        .output()
-        .expect("scripts/kafka-local transactions");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "describe-producers failed: {stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    // The tool's own log lines share stdout; the table starts at its header.
-    let mut lines = stdout
-        .lines()
-        .skip_while(|line| !line.starts_with("ProducerId"));
-    let header: Vec<&str> = match lines.next() {
-        Some(header) => header.split_whitespace().collect(),
-        None => panic!("no producer table in:\n{stdout}"),
-    };
-    lines
-        .map(|line| {
-            header
-                .iter()
-                .map(|h| h.to_string())
-                .zip(line.split_whitespace().map(str::to_string))
-                .collect()
-        })
-        .filter(|row: &BTreeMap<String, String>| !row.is_empty())
-        .collect()
-}

@@ -484,3 +484,42 @@ pub fn group_labels<'a>(
         ("partition", partition),
     ]
 }
+
+/// Producer state of one partition as `kafka-transactions.sh describe-producers` prints
+/// it: one map of column -> value per producer.
+pub fn describe_producers(topic: &str, partition: i32) -> Vec<BTreeMap<String, String>> {
+    let output = std::process::Command::new(repo_root().join("scripts/kafka-local"))
+        .args([
+            "transactions",
+            "describe-producers",
+            "--topic",
+            topic,
+            "--partition",
+            &partition.to_string(),
+        ])
+        .output()
+        .expect("run kafka-transactions.sh");
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "describe-producers failed: {text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<String> = lines
+        .by_ref()
+        .find(|l| l.contains("ProducerId"))
+        .unwrap_or_else(|| panic!("no header in describe-producers output:\n{text}"))
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    lines
+        .map(|line| {
+            header
+                .iter()
+                .cloned()
+                .zip(line.split_whitespace().map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
