@@ -159,7 +159,7 @@ async fn names_the_transaction_that_pins_the_lso() {
     held.commit_transaction(Duration::from_secs(30)).unwrap();
     let ended = Instant::now();
     exporter
-        .wait_for("the transaction gone after commit", CYCLE * 5, |s| {
+        .wait_for("the transaction gone after commit", CYCLE * 3, |s| {
             (open_info(s, &topic, "0").is_empty()
                 && s.value("kafka_partition_open_transactions", &p0) == Some(0.0))
             .then_some(())
@@ -229,7 +229,7 @@ async fn two_transactions_in_one_partition() {
 
     older.abort_transaction(Duration::from_secs(30)).unwrap();
     exporter
-        .wait_for("the younger transaction alone", CYCLE * 5, |s| {
+        .wait_for("the younger transaction alone", CYCLE * 3, |s| {
             let info = open_info(s, &topic, "0");
             (info.len() == 1
                 && info[0].0["transactional_id"] == younger_id
@@ -240,7 +240,7 @@ async fn two_transactions_in_one_partition() {
         .await;
     younger.abort_transaction(Duration::from_secs(30)).unwrap();
     exporter
-        .wait_for("no transaction left", CYCLE * 5, |s| {
+        .wait_for("no transaction left", CYCLE * 3, |s| {
             (open_info(s, &topic, "0").is_empty()
                 && s.value("kafka_partition_open_transactions", &p) == Some(0.0)
                 && s.value("kafka_partition_oldest_transaction_age_seconds", &p) == Some(0.0))
