@@ -566,3 +566,95 @@ async fn coordinator_loading_is_retried_then_counted() {
         .await;
     exporter.stop().await;
 }
+
+/// A broker whose ApiVersions lacks DescribeProducers (as Kafka before 3.0 answers; the
+/// proxy removes the key from the real broker's answer): transaction forensics turns itself
+/// off with one warning, its series are absent, and everything else, committed offsets
+/// through the same client included, keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn broker_without_describe_producers_turns_forensics_off() {
+    require_kafka();
+    let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
+    proxy.hide_api(61); // DescribeProducers
+    let topic = unique("old-broker");
+    let group = unique("old-broker-group");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 3);
+    consume_all_and_commit(&group, &topic, 1, "read_committed");
+    let held = transactional_producer(&unique("old-broker-t"));
+    rdkafka::producer::Producer::begin_transaction(&held).unwrap();
+    send(&held, &topic, 0, 1);
+
+    let exporter = Binary::start(
+        &[
+            "--bootstrap-servers",
+            "127.0.0.1:19097",
+            "--cluster-name",
+            "old",
+            "--interval",
+            "500ms",
+        ],
+        &[
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+                &format!("[\"^{topic}$\"]"),
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
+                &format!("[\"^{group}$\"]"),
+            ),
+        ],
+    );
+    let p = [
+        ("cluster", "old"),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    let g = [
+        ("cluster", "old"),
+        ("group", group.as_str()),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    exporter
+        .wait_for(
+            "pinned partition and group sampled",
+            Duration::from_secs(20),
+            |s| {
+                (s.value("kafka_partition_hw_minus_lso", &p) == Some(1.0)
+                    && s.value("kafka_consumergroup_lso_lag", &g) == Some(0.0)
+                    && s.value("kafka_consumergroup_hw_lag", &g) == Some(1.0))
+                .then_some(())
+            },
+        )
+        .await;
+    // A few more cycles: forensics stays off, it does not retry or count errors.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let s = exporter.scrape().await;
+    for family in [
+        "kafka_partition_open_transactions",
+        "kafka_partition_hanging_transactions",
+        "kafka_transaction_open_info",
+    ] {
+        assert_eq!(
+            s.series(family, &[("cluster", "old")]).count(),
+            0,
+            "{family}"
+        );
+    }
+    assert_eq!(
+        s.value(
+            "kafka_lso_exporter_errors_total",
+            &[("cluster", "old"), ("stage", "group_offsets")]
+        ),
+        Some(0.0)
+    );
+    let log = exporter.stop();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("transaction forensics is off"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning, not one per cycle:\n{log}");
+    assert!(warnings[0].contains("DescribeProducers"), "{}", warnings[0]);
+    rdkafka::producer::Producer::abort_transaction(&held, Duration::from_secs(30)).unwrap();
+}

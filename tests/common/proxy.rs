@@ -1,7 +1,8 @@
 //! A loopback TCP proxy of the test suite's own, for faults a real broker cannot produce
 //! on demand: it forwards Kafka frames, delays them, blackholes them (accepts and reads,
 //! never answers), cuts every open connection, or answers chosen groups' OffsetFetch
-//! requests with COORDINATOR_LOAD_IN_PROGRESS in the real wire format (kafka-protocol).
+//! requests with COORDINATOR_LOAD_IN_PROGRESS in the real wire format (kafka-protocol), or
+//! removes API keys from ApiVersions answers, as an older broker would answer.
 //! The local broker advertises a listener at the proxy's address
 //! (`scripts/kafka-local bootstrap proxied`), so every connection of a client bootstrapped
 //! there passes through it. One proxy at a time: `start` waits for the previous one.
@@ -15,7 +16,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
 use kafka_protocol::messages::{
-    OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
+    ApiVersionsResponse, OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,6 +25,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 const OFFSET_FETCH: i16 = 9;
+const API_VERSIONS: i16 = 18;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +44,8 @@ struct State {
     failing_groups: HashMap<String, u32>,
     /// Errors injected so far.
     injected: u32,
+    /// API keys removed from ApiVersions answers: a broker that lacks them.
+    hidden_apis: Vec<i16>,
 }
 
 pub struct Proxy {
@@ -112,6 +116,12 @@ impl Proxy {
             .insert(group.to_string(), times);
     }
 
+    /// Removes `api_key` from every ApiVersions answer from now on, as an older broker
+    /// would answer (e.g. 61, DescribeProducers, which Kafka before 3.0 lacks).
+    pub fn hide_api(&self, api_key: i16) {
+        self.state.lock().unwrap().hidden_apis.push(api_key);
+    }
+
     /// How many OffsetFetch answers were replaced so far.
     pub fn injected(&self) -> u32 {
         self.state.lock().unwrap().injected
@@ -167,6 +177,9 @@ async fn pass(state: &Arc<Mutex<State>>) -> bool {
 /// OffsetFetch requests in flight on one connection: correlation id -> (version, groups).
 type InFlight = Arc<Mutex<HashMap<i32, (i16, Vec<String>)>>>;
 
+/// ApiVersions requests in flight on one connection: correlation id -> version.
+type VersionsInFlight = Arc<Mutex<HashMap<i32, i16>>>;
+
 async fn serve(
     client: TcpStream,
     upstream: SocketAddr,
@@ -179,11 +192,19 @@ async fn serve(
     let (mut client_read, mut client_write) = client.into_split();
     let (mut upstream_read, mut upstream_write) = upstream.into_split();
     let in_flight: InFlight = Arc::default();
+    let versions_in_flight: VersionsInFlight = Arc::default();
 
     let to_broker = {
         let (state, in_flight) = (state.clone(), in_flight.clone());
+        let versions_in_flight = versions_in_flight.clone();
         async move {
             while let Some(frame) = read_frame(&mut client_read).await {
+                if let Some((correlation_id, version)) = api_versions_request(&frame) {
+                    versions_in_flight
+                        .lock()
+                        .unwrap()
+                        .insert(correlation_id, version);
+                }
                 if let Some((correlation_id, version, groups)) = offset_fetch_request(&frame) {
                     in_flight
                         .lock()
@@ -202,12 +223,15 @@ async fn serve(
                 Some(id) => {
                     let correlation_id = i32::from_be_bytes(id.try_into().unwrap());
                     let request = in_flight.lock().unwrap().remove(&correlation_id);
-                    match request.and_then(|(version, groups)| {
-                        inject(&state, &frame, correlation_id, version, &groups)
-                    }) {
-                        Some(replaced) => replaced,
-                        None => frame,
-                    }
+                    let versions = versions_in_flight.lock().unwrap().remove(&correlation_id);
+                    let replaced = match (request, versions) {
+                        (Some((version, groups)), _) => {
+                            inject(&state, &frame, correlation_id, version, &groups)
+                        }
+                        (None, Some(version)) => hide_apis(&state, &frame, version),
+                        (None, None) => None,
+                    };
+                    replaced.unwrap_or(frame)
                 }
                 None => frame,
             };
@@ -221,6 +245,38 @@ async fn serve(
         _ = to_client => {}
         _ = cut.changed() => {}
     }
+}
+
+/// (correlation id, version) of an ApiVersions request frame.
+fn api_versions_request(frame: &Bytes) -> Option<(i32, i16)> {
+    let api_key = i16::from_be_bytes(frame.get(0..2)?.try_into().ok()?);
+    if api_key != API_VERSIONS {
+        return None;
+    }
+    let version = i16::from_be_bytes(frame.get(2..4)?.try_into().ok()?);
+    let correlation_id = i32::from_be_bytes(frame.get(4..8)?.try_into().ok()?);
+    Some((correlation_id, version))
+}
+
+/// The broker's ApiVersions answer without the hidden API keys, if any are hidden.
+fn hide_apis(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Option<Bytes> {
+    let hidden = state.lock().unwrap().hidden_apis.clone();
+    if hidden.is_empty() {
+        return None;
+    }
+    let mut body = answer.clone();
+    let header =
+        ResponseHeader::decode(&mut body, ApiVersionsResponse::header_version(version)).ok()?;
+    let mut response = ApiVersionsResponse::decode(&mut body, version).ok()?;
+    response
+        .api_keys
+        .retain(|api| !hidden.contains(&api.api_key));
+    let mut buf = BytesMut::new();
+    header
+        .encode(&mut buf, ApiVersionsResponse::header_version(version))
+        .ok()?;
+    response.encode(&mut buf, version).ok()?;
+    Some(buf.freeze())
 }
 
 /// (correlation id, version, group ids) of an OffsetFetch request frame.
