@@ -227,7 +227,7 @@ impl Sampler for KafkaSampler {
         let brokers: BTreeMap<i32, String> = metadata
             .brokers()
             .iter()
-            .map(|b| (b.id(), format!("{}:{}", b.host(), b.port())))
+            .map(|b| (b.id(), super::wire::broker_address(b.host(), b.port())))
             .collect();
         drop(metadata);
 

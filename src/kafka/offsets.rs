@@ -170,7 +170,7 @@ async fn find_coordinators(
         .map_err(|e| format!("FindCoordinator: {e}"))?;
     let answer_of = |error_code: i16, message: Option<&StrBytes>, host: &str, port: i32| {
         match ResponseError::try_from_code(error_code) {
-            None => Ok(format!("{host}:{port}")),
+            None => Ok(super::wire::broker_address(host, port)),
             Some(error) => Err((
                 match next_step(error) {
                     Next::Fail => Next::Fail,

@@ -685,3 +685,104 @@ impl Drop for WireClient {
         }
     }
 }
+
+/// `host:port`, with an IPv6 literal in brackets (`[::1]:9092`) so that it parses back.
+pub fn broker_address(host: &str, port: i32) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_addresses_parse_back() {
+        assert_eq!(broker_address("kafka-0.kafka", 9092), "kafka-0.kafka:9092");
+        assert_eq!(broker_address("10.0.0.7", 9093), "10.0.0.7:9093");
+        assert_eq!(broker_address("fd00::7", 9093), "[fd00::7]:9093");
+        assert_eq!(broker_address("[fd00::7]", 9093), "[fd00::7]:9093");
+        let parsed: std::net::SocketAddr = broker_address("::1", 9092).parse().unwrap();
+        assert_eq!(parsed.port(), 9092);
+    }
+
+    fn properties(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn security_from_librdkafka_properties() {
+        let plain = Security::from_properties(&properties(&[])).unwrap();
+        assert!(plain.tls.is_none() && plain.sasl.is_none());
+        let scram = Security::from_properties(&properties(&[
+            ("security.protocol", "sasl_plaintext"),
+            ("sasl.mechanisms", "scram-sha-512"),
+            ("sasl.username", "u"),
+            ("sasl.password", "secret-value"),
+        ]))
+        .unwrap();
+        assert!(matches!(
+            scram.sasl,
+            Some(Sasl::Scram {
+                mechanism: Mechanism::Sha512,
+                ..
+            })
+        ));
+        assert!(!format!("{scram:?}").contains("secret-value"));
+        let ssl = Security::from_properties(&properties(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "PLAIN"),
+        ]))
+        .unwrap();
+        assert!(ssl.tls.is_some() && matches!(ssl.sasl, Some(Sasl::Plain { .. })));
+
+        // What this client cannot do is a sentence for the startup log.
+        for (pairs, expected) in [
+            (
+                vec![("security.protocol", "SASL_SSL")],
+                "SASL mechanism GSSAPI is not supported",
+            ),
+            (
+                vec![
+                    ("security.protocol", "SASL_PLAINTEXT"),
+                    ("sasl.mechanisms", "OAUTHBEARER"),
+                ],
+                "SASL mechanism OAUTHBEARER is not supported",
+            ),
+            (
+                vec![("security.protocol", "carrier-pigeon")],
+                "security.protocol \"carrier-pigeon\" is not supported",
+            ),
+            (
+                vec![
+                    ("security.protocol", "SSL"),
+                    ("ssl.keystore.location", "/etc/kafka/client.p12"),
+                ],
+                "ssl.keystore.location is not supported",
+            ),
+            (
+                vec![
+                    ("security.protocol", "SSL"),
+                    ("ssl.ca.location", "/nonexistent/ca.pem"),
+                ],
+                "ssl.ca.location: cannot read /nonexistent/ca.pem",
+            ),
+            (
+                vec![
+                    ("security.protocol", "SSL"),
+                    ("ssl.certificate.location", "/nonexistent/cert.pem"),
+                ],
+                "ssl.certificate.location: cannot read",
+            ),
+        ] {
+            let reason = Security::from_properties(&properties(&pairs)).unwrap_err();
+            assert!(reason.contains(expected), "{pairs:?}: {reason}");
+        }
+    }
+}
