@@ -177,6 +177,8 @@ pub struct StuckTransaction<'a> {
     pub state: Option<&'a str>,
     pub age_seconds: f64,
     pub timeout_ms: Option<i32>,
+    /// open, disagrees, not_found or unknown (the coordinator lookup failed this cycle).
+    pub coordinator: &'static str,
     pub hanging: bool,
     /// Aborts this transaction in this partition (KIP-664); for a hanging transaction,
     /// or one whose producer is gone for good.
@@ -217,6 +219,7 @@ impl<'a> StuckReport<'a> {
                             state: t.state.as_deref(),
                             age_seconds: t.age_seconds,
                             timeout_ms: t.timeout_ms,
+                            coordinator: t.coordinator.as_str(),
                             hanging: t.hanging,
                             abort_command: format!(
                                 "kafka-transactions.sh --bootstrap-server {servers} abort --topic {} --partition {} --start-offset {}",
@@ -371,10 +374,13 @@ pub fn render_index(
                 if i > 0 {
                     out.push_str("<tr>");
                 }
-                let id = if t.transactional_id.is_empty() {
-                    "<i>unknown to every coordinator</i>".to_string()
-                } else {
-                    escape(t.transactional_id)
+                let id = match (t.transactional_id.is_empty(), t.coordinator) {
+                    (false, _) => escape(t.transactional_id),
+                    (true, "not_found") => "<i>not listed by any coordinator</i>".to_string(),
+                    (true, "disagrees") => {
+                        "<i>its id now belongs to another producer</i>".to_string()
+                    }
+                    (true, _) => "<i>unknown: the coordinator lookup failed</i>".to_string(),
                 };
                 let state = match (t.state, t.hanging) {
                     (Some(state), false) => escape(state),
@@ -437,7 +443,8 @@ pub fn escape(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::snapshot::{
-        GroupPartitionState, GroupState, OpenTransaction, PartitionState, Visibility,
+        CoordinatorStatus, GroupPartitionState, GroupState, OpenTransaction, PartitionState,
+        Visibility,
     };
 
     fn partition(topic: &str, partition: i32, hw: i64, lso: i64, stuck: f64) -> PartitionState {
@@ -539,6 +546,7 @@ mod tests {
                 state: Some("Ongoing".into()),
                 age_seconds: 190.0,
                 timeout_ms: Some(60_000),
+                coordinator: CoordinatorStatus::Open,
                 hanging: true,
             },
             OpenTransaction {
@@ -549,6 +557,18 @@ mod tests {
                 state: Some("Ongoing".into()),
                 age_seconds: 20.0,
                 timeout_ms: Some(60_000),
+                coordinator: CoordinatorStatus::Open,
+                hanging: false,
+            },
+            OpenTransaction {
+                producer_id: 4003,
+                producer_epoch: 1,
+                start_offset: 895,
+                transactional_id: String::new(),
+                state: None,
+                age_seconds: 5.0,
+                timeout_ms: None,
+                coordinator: CoordinatorStatus::Unknown,
                 hanging: false,
             },
         ]);
@@ -582,6 +602,10 @@ mod tests {
             4002
         );
         assert_eq!(json["partitions"][0]["transactions"][0]["hanging"], true);
+        assert_eq!(
+            json["partitions"][0]["transactions"][0]["coordinator"],
+            "open"
+        );
         assert_eq!(json["partitions"][0]["blocked_groups"][0], hostile_group);
 
         let page = render_index(&clusters, &bootstrap, SystemTime::now());
@@ -591,6 +615,10 @@ mod tests {
         assert!(page.contains("<td>4001/7</td><td class=\"l\"><span class=\"hang\">Ongoing (hanging)</span></td><td>3m 10s</td>"));
         assert!(page.contains("<code>kafka-transactions.sh --bootstrap-server kafka-0:9092,kafka-1:9092 abort --topic orders --partition 0 --start-offset 890</code>"));
         assert!(!page.contains(">slow<") && !page.contains(">audit<"));
+        // An empty id says why it is empty, never that no coordinator knows it when the
+        // lookup merely failed.
+        assert!(page.contains("<i>unknown: the coordinator lookup failed</i>"));
+        assert!(!page.contains("not listed by any coordinator"));
     }
 
     #[test]

@@ -401,7 +401,7 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
             ("kafka_partition_oldest_transaction_age_seconds", "Age of the oldest open transaction in the partition, from its coordinator's start time; 0 when none is open", |p| {
                 p.transactions.as_ref().map(|t| Value::Seconds(t.iter().map(|t| t.age_seconds).fold(0.0, f64::max)))
             }),
-            ("kafka_partition_hanging_transactions", "Open transactions in the partition that no coordinator reports as ongoing there, or open longer than transaction.max.timeout.ms plus hanging_margin (KIP-664)", |p| {
+            ("kafka_partition_hanging_transactions", "Open transactions in the partition older than transaction.max.timeout.ms plus hanging_margin (KIP-664): by the coordinator's start time, or since the producer's last write when no coordinator reports them as open there", |p| {
                 p.transactions.as_ref().map(|t| Value::Count(t.iter().filter(|t| t.hanging).count() as i64))
             }),
         ];

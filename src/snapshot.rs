@@ -56,8 +56,9 @@ pub struct OpenTransaction {
     /// cannot say, since the producer's last write to the partition (a lower bound).
     pub age_seconds: f64,
     pub timeout_ms: Option<i32>,
-    /// KIP-664: no coordinator reports this producer's transaction as open in this
-    /// partition, or it has been open longer than transaction.max.timeout.ms + margin.
+    pub coordinator: CoordinatorStatus,
+    /// KIP-664: open longer than transaction.max.timeout.ms + margin (see
+    /// [`OpenTransaction::derive`]).
     pub hanging: bool,
 }
 
@@ -81,7 +82,21 @@ impl OpenTransaction {
     }
 
     /// Ages and classifies one raw transaction at wall-clock time `now_ms`.
-    pub fn derive(raw: &RawTransaction, now_ms: i64, hanging_after_ms: i64) -> OpenTransaction {
+    ///
+    /// The age counts from the coordinator's start time when the coordinator reports the
+    /// transaction as open here, otherwise from the producer's last write to the
+    /// partition. As Kafka's own `kafka-transactions.sh find-hanging` does, a transaction
+    /// is hanging only once it is older than the longest transaction the broker allows
+    /// (`max_timeout_ms`, or the transaction's own longer timeout) plus `margin_ms`:
+    /// a young transaction the coordinator does not confirm is far more often a race with
+    /// its commit, or a transactional id the exporter may not describe, than a hang. A
+    /// failed coordinator lookup never makes a transaction hanging.
+    pub fn derive(
+        raw: &RawTransaction,
+        now_ms: i64,
+        max_timeout_ms: i64,
+        margin_ms: i64,
+    ) -> OpenTransaction {
         let agrees =
             Self::coordinator_agrees(&raw.coordinator, raw.producer_id, raw.producer_epoch);
         let found = match &raw.coordinator {
@@ -93,7 +108,13 @@ impl OpenTransaction {
             _ => raw.last_timestamp_ms,
         };
         let age_ms = (now_ms - started_ms).max(0);
-        let disowned = !agrees && raw.coordinator != CoordinatorView::Unknown;
+        let limit_ms = max_timeout_ms.max(found.map_or(0, |t| i64::from(t.timeout_ms))) + margin_ms;
+        let coordinator = match (&raw.coordinator, agrees) {
+            (CoordinatorView::Unknown, _) => CoordinatorStatus::Unknown,
+            (_, true) => CoordinatorStatus::Open,
+            (CoordinatorView::NotFound, _) => CoordinatorStatus::NotFound,
+            (CoordinatorView::Found(_), false) => CoordinatorStatus::Disagrees,
+        };
         OpenTransaction {
             producer_id: raw.producer_id,
             producer_epoch: raw.producer_epoch,
@@ -104,7 +125,34 @@ impl OpenTransaction {
             state: found.map(|t| t.state.clone()),
             age_seconds: age_ms as f64 / 1000.0,
             timeout_ms: found.map(|t| t.timeout_ms),
-            hanging: disowned || age_ms > hanging_after_ms,
+            coordinator,
+            hanging: coordinator != CoordinatorStatus::Unknown && age_ms > limit_ms,
+        }
+    }
+}
+
+/// What the transaction coordinators said of an open transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoordinatorStatus {
+    /// Reported as the producer's open (or just ending) transaction in this partition.
+    Open,
+    /// The coordinator knows the transactional id, but not as open here with this
+    /// producer id and epoch (fenced, or already ended).
+    Disagrees,
+    /// Every coordinator answered and none lists the producer id (or the exporter may not
+    /// describe its transactional id).
+    NotFound,
+    /// The lookup failed in this cycle.
+    Unknown,
+}
+
+impl CoordinatorStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CoordinatorStatus::Open => "open",
+            CoordinatorStatus::Disagrees => "disagrees",
+            CoordinatorStatus::NotFound => "not_found",
+            CoordinatorStatus::Unknown => "unknown",
         }
     }
 }
@@ -353,10 +401,10 @@ pub fn derive(
     let now_ms = wall
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
-    let hanging_after_ms = raw
+    let max_timeout_ms = raw
         .transaction_max_timeout_ms
-        .unwrap_or(crate::kafka::DEFAULT_MAX_TIMEOUT_MS)
-        + hanging_margin.as_millis() as i64;
+        .unwrap_or(crate::kafka::DEFAULT_MAX_TIMEOUT_MS);
+    let margin_ms = hanging_margin.as_millis() as i64;
     let partitions: Vec<PartitionState> = raw
         .partitions
         .into_iter()
@@ -364,7 +412,7 @@ pub fn derive(
             let transactions: Option<Vec<OpenTransaction>> =
                 p.open_transactions.as_ref().map(|open| {
                     open.iter()
-                        .map(|t| OpenTransaction::derive(t, now_ms, hanging_after_ms))
+                        .map(|t| OpenTransaction::derive(t, now_ms, max_timeout_ms, margin_ms))
                         .collect()
                 });
             let visibility = match (p.high_watermark, p.last_stable_offset) {
@@ -609,89 +657,120 @@ mod tests {
 
     #[test]
     fn open_transaction_age_and_hanging_rule() {
-        let now_ms = 1_010_000; // 20 s after the coordinator's start, 10 s after the last write
-        let limit_ms = 900_000 + 60_000;
-        // (raw, expected transactional id, state, age seconds, hanging)
+        use CoordinatorStatus::*;
+        // The coordinator started the transaction at 990 s, the producer last wrote at
+        // 1,000 s; the broker allows 900 s, the margin is 60 s.
+        let (max_ms, margin_ms) = (900_000, 60_000);
+        let young = 1_010_000;
+        // (raw, transactional id, state, coordinator status, age at `young`)
         let cases = [
             (
                 raw_transaction("Ongoing", 4001, 3, true),
                 "etl",
                 Some("Ongoing"),
+                Open,
                 20.0,
-                false,
             ),
-            // The coordinator's epoch moved on (fenced): this partition's transaction is orphaned.
+            // The coordinator's epoch moved on (fenced): not this partition's transaction.
             (
                 raw_transaction("Ongoing", 4001, 4, true),
                 "etl",
                 Some("Ongoing"),
+                Disagrees,
                 10.0,
-                true,
             ),
             // The coordinator's transaction does not include this partition.
             (
                 raw_transaction("Ongoing", 4001, 3, false),
                 "etl",
                 Some("Ongoing"),
+                Disagrees,
                 10.0,
-                true,
             ),
-            // Markers being written: not hanging, whatever the epoch (KIP-890 bumps it).
+            // Markers being written: open, whatever the epoch (KIP-890 bumps it).
             (
                 raw_transaction("PrepareCommit", 4001, 4, true),
                 "etl",
                 Some("PrepareCommit"),
+                Open,
                 20.0,
-                false,
             ),
             (
                 raw_transaction("CompleteAbort", 4001, 4, false),
                 "etl",
                 Some("CompleteAbort"),
+                Open,
                 20.0,
-                false,
             ),
             // The coordinator holds nothing open for this producer.
             (
                 raw_transaction("Empty", 4001, 3, false),
                 "etl",
                 Some("Empty"),
+                Disagrees,
                 10.0,
-                true,
             ),
             // The transactional id now belongs to another producer id.
             (
                 raw_transaction("Ongoing", 5000, 0, true),
                 "",
                 None,
+                Disagrees,
                 10.0,
-                true,
             ),
         ];
-        for (raw, id, state, age, hanging) in cases {
-            let t = OpenTransaction::derive(&raw, now_ms, limit_ms);
+        for (raw, id, state, status, age) in cases {
+            let t = OpenTransaction::derive(&raw, young, max_ms, margin_ms);
             assert_eq!(
                 (
                     t.transactional_id.as_str(),
                     t.state.as_deref(),
+                    t.coordinator,
                     t.age_seconds,
                     t.hanging
                 ),
-                (id, state, age, hanging),
+                (id, state, status, age, false),
+                "young is never hanging: {raw:?}"
+            );
+            // Hanging once older than the limit, by the same clock as the age.
+            let started_ms = young - (age * 1000.0) as i64;
+            let at_limit = started_ms + max_ms + margin_ms;
+            assert!(
+                !OpenTransaction::derive(&raw, at_limit, max_ms, margin_ms).hanging,
+                "{raw:?}"
+            );
+            assert!(
+                OpenTransaction::derive(&raw, at_limit + 1, max_ms, margin_ms).hanging,
                 "{raw:?}"
             );
         }
+
+        // A failed lookup is never evidence, however old the last write.
         let mut unknown = raw_transaction("Ongoing", 4001, 3, true);
         unknown.coordinator = CoordinatorView::Unknown;
-        let t = OpenTransaction::derive(&unknown, now_ms, limit_ms);
-        assert!(!t.hanging, "a failed lookup is not evidence");
-        assert_eq!((t.transactional_id.as_str(), t.age_seconds), ("", 10.0));
+        let t = OpenTransaction::derive(&unknown, 10_000_000, max_ms, margin_ms);
+        assert_eq!(
+            (t.coordinator, t.hanging, t.transactional_id.as_str()),
+            (Unknown, false, "")
+        );
+        // Not listed by any coordinator: hanging only when old.
         unknown.coordinator = CoordinatorView::NotFound;
-        assert!(OpenTransaction::derive(&unknown, now_ms, limit_ms).hanging);
-        // Open longer than transaction.max.timeout.ms + margin, though the coordinator agrees.
-        let old = raw_transaction("Ongoing", 4001, 3, true);
-        assert!(!OpenTransaction::derive(&old, 990_000 + limit_ms, limit_ms).hanging);
-        assert!(OpenTransaction::derive(&old, 990_000 + limit_ms + 1, limit_ms).hanging);
+        assert!(!OpenTransaction::derive(&unknown, young, max_ms, margin_ms).hanging);
+        let t = OpenTransaction::derive(
+            &unknown,
+            1_000_000 + max_ms + margin_ms + 1,
+            max_ms,
+            margin_ms,
+        );
+        assert_eq!((t.coordinator, t.hanging), (NotFound, true));
+        // A transaction allowed a longer timeout than the broker's cap reported (an
+        // unreadable cap falls back to 15 min) is measured against its own.
+        let mut long = raw_transaction("Ongoing", 4001, 3, true);
+        if let CoordinatorView::Found(t) = &mut long.coordinator {
+            t.timeout_ms = 3_600_000;
+        }
+        assert!(!OpenTransaction::derive(&long, 990_000 + 3_600_000, max_ms, margin_ms).hanging);
+        assert!(OpenTransaction::derive(&long, 990_000 + 3_660_001, max_ms, margin_ms).hanging);
     }
 
     #[test]
@@ -893,7 +972,7 @@ mod tests {
         let mut partitions = partitions;
         partitions[1].transactions = Some(Vec::new());
         let raw = raw_transaction("Ongoing", 4001, 3, true);
-        partitions[0].transactions = Some(vec![OpenTransaction::derive(&raw, 0, 0)]);
+        partitions[0].transactions = Some(vec![OpenTransaction::derive(&raw, 0, 0, 0)]);
         assert_eq!(series_count(&partitions, &groups), 50 + 3 * 7 + 40 + 3 + 4);
     }
 

@@ -658,3 +658,66 @@ async fn broker_without_describe_producers_turns_forensics_off() {
     assert!(warnings[0].contains("DescribeProducers"), "{}", warnings[0]);
     rdkafka::producer::Producer::abort_transaction(&held, Duration::from_secs(30)).unwrap();
 }
+
+/// A broker without OffsetFetch v8 (Kafka before 3.0; the proxy caps the version the
+/// real broker announces at 7): the exporter's own client cannot batch group offsets
+/// there, says so once, and from then on fetches them through librdkafka. Every series
+/// is still exported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn broker_without_batched_offset_fetch_falls_back_to_librdkafka() {
+    require_kafka();
+    let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
+    proxy.cap_api(9, 7); // OffsetFetch
+    let topic = unique("old-offsets");
+    let group = unique("old-offsets-group");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 4);
+    consume_all_and_commit(&group, &topic, 1, "read_committed");
+
+    let exporter = Binary::start(
+        &[
+            "--bootstrap-servers",
+            "127.0.0.1:19097",
+            "--cluster-name",
+            "old",
+            "--interval",
+            "500ms",
+        ],
+        &[
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+                &format!("[\"^{topic}$\"]"),
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
+                &format!("[\"^{group}$\"]"),
+            ),
+        ],
+    );
+    let g = [
+        ("cluster", "old"),
+        ("group", group.as_str()),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    exporter
+        .wait_for(
+            "the committed offset, through librdkafka",
+            Duration::from_secs(20),
+            |s| (s.value("kafka_consumergroup_committed_offset", &g) == Some(4.0)).then_some(()),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let s = exporter.scrape().await;
+    assert_eq!(
+        s.value("kafka_consumergroup_committed_offset", &g),
+        Some(4.0)
+    );
+    let log = exporter.stop();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("cannot fetch committed offsets here"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning:\n{log}");
+    assert!(warnings[0].contains("OffsetFetch"), "{}", warnings[0]);
+}

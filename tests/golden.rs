@@ -11,8 +11,8 @@ use std::time::{Duration, UNIX_EPOCH};
 use kafka_lso_exporter::kafka::Stage;
 use kafka_lso_exporter::metrics::{to_prometheus_text, Metrics};
 use kafka_lso_exporter::snapshot::{
-    Anomaly, ClusterSnapshot, GroupPartitionState, GroupState, Lag, OpenTransaction,
-    PartitionState, Visibility,
+    Anomaly, ClusterSnapshot, CoordinatorStatus, GroupPartitionState, GroupState, Lag,
+    OpenTransaction, PartitionState, Visibility,
 };
 use tokio::sync::watch;
 
@@ -43,6 +43,7 @@ fn fixed_snapshot() -> ClusterSnapshot {
                     state: Some("Ongoing".into()),
                     age_seconds: 190.25,
                     timeout_ms: Some(60_000),
+                    coordinator: CoordinatorStatus::Open,
                     hanging: false,
                 }]),
             },

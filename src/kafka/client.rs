@@ -16,6 +16,7 @@
 //! grow, so this order yields `hw >= lso` and non-negative lag without clamping.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,9 @@ pub struct KafkaSampler {
     /// The kafka-protocol client (batched OffsetFetch, forensics); `None` when the
     /// cluster's security settings need something only librdkafka speaks (GSSAPI, ...).
     wire: Option<Arc<WireClient>>,
+    /// Committed offsets go through `wire` (until it proves unable to fetch them here).
+    wire_offsets: AtomicBool,
+    cluster: String,
     /// Who holds each pinned LSO; `None` when off for this cluster.
     forensics: Option<Forensics>,
 }
@@ -132,7 +136,9 @@ impl KafkaSampler {
             topics: config.topics.clone(),
             groups: config.groups.clone(),
             forensics: wire.clone().and_then(|w| Forensics::new(config, w)),
+            wire_offsets: AtomicBool::new(wire.is_some()),
             wire,
+            cluster: config.name.clone(),
         })
     }
 
@@ -164,6 +170,45 @@ impl KafkaSampler {
                 let _ = consumer.poll(Duration::ZERO);
             }
         }
+    }
+}
+
+impl KafkaSampler {
+    /// Committed offsets of `groups`: through the exporter's own client (one batched
+    /// FindCoordinator, one OffsetFetch per coordinator) while it can reach this cluster;
+    /// through librdkafka (one request per group) where it cannot, for good once it found
+    /// out. Group offsets get at most half of the time left, so that the LSO and HW,
+    /// sampled next, keep time of their own when coordinators are loading or gone.
+    fn committed_offsets(
+        &self,
+        groups: &[String],
+        brokers: &BTreeMap<i32, String>,
+        deadline: Instant,
+    ) -> Vec<Result<Vec<CommittedOffset>, String>> {
+        let deadline = Instant::now() + remaining(deadline) / 2;
+        if let Some(wire) = self
+            .wire
+            .as_ref()
+            .filter(|_| self.wire_offsets.load(Ordering::Relaxed))
+        {
+            let servers: Vec<String> = brokers.values().cloned().collect();
+            let fetched = wire.block_on(offsets::fetch(&wire.pool, groups, &servers, deadline));
+            match fetched.unusable {
+                None => return fetched.results,
+                Some(reason) => {
+                    tracing::warn!(
+                        cluster = %self.cluster,
+                        "the exporter's own Kafka client cannot fetch committed offsets here ({reason}); \
+                         from now on they are fetched through librdkafka, one request per group"
+                    );
+                    self.wire_offsets.store(false, Ordering::Relaxed);
+                }
+            }
+        }
+        list_consumer_group_offsets(self.read_uncommitted.client(), groups, deadline)
+            .into_iter()
+            .map(|r| r.map_err(|e| e.to_string()))
+            .collect()
     }
 }
 
@@ -263,20 +308,7 @@ impl Sampler for KafkaSampler {
                 groups.sort_by(|a, b| a.name.cmp(&b.name));
                 groups.dedup_by(|a, b| a.name == b.name);
                 let names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
-                let results: Vec<Result<Vec<CommittedOffset>, String>> = match &self.wire {
-                    Some(wire) => {
-                        let servers: Vec<String> = brokers.values().cloned().collect();
-                        wire.block_on(offsets::fetch(&wire.pool, &names, &servers, deadline))
-                    }
-                    None => list_consumer_group_offsets(
-                        self.read_uncommitted.client(),
-                        &names,
-                        deadline,
-                    )
-                    .into_iter()
-                    .map(|r| r.map_err(|e| e.to_string()))
-                    .collect(),
-                };
+                let results = self.committed_offsets(&names, &brokers, deadline);
                 for (group, result) in groups.iter_mut().zip(results) {
                     match result {
                         Ok(offsets) => group.committed = Some(offsets),

@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -39,10 +39,17 @@ pub struct Forensics {
 
 #[derive(Default)]
 struct State {
-    /// Why forensics turned itself off for this cluster (an old broker).
-    disabled: Option<String>,
+    /// Forensics is off for this cluster until then: a broker lacks DescribeProducers
+    /// (older than Kafka 3.0, or mid rolling upgrade); asked again after a while.
+    disabled_until: Option<Instant>,
     max_timeout_ms: Option<i64>,
+    /// `max_timeout_ms` is the default, not the broker's: read it again then.
+    max_timeout_retry: Option<Instant>,
 }
+
+/// How long forensics stays off after a broker turned out to lack an API, and how long a
+/// defaulted `transaction.max.timeout.ms` is used before it is read again.
+const RECHECK: Duration = Duration::from_secs(600);
 
 /// A pinned partition to ask about: its index in the sample and its leader.
 pub struct Target {
@@ -74,7 +81,11 @@ impl Forensics {
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
     ) {
-        if self.lock().disabled.is_some() {
+        if self
+            .lock()
+            .disabled_until
+            .is_some_and(|until| Instant::now() < until)
+        {
             return;
         }
         for p in &mut sample.partitions {
@@ -103,11 +114,20 @@ impl Forensics {
         if targets.is_empty() {
             return;
         }
-        if self.lock().max_timeout_ms.is_none() {
-            self.read_max_timeout(brokers, deadline).await;
-        }
+        let read_max_timeout = async {
+            let due = {
+                let state = self.lock();
+                state.max_timeout_ms.is_none()
+                    || state
+                        .max_timeout_retry
+                        .is_some_and(|at| Instant::now() >= at)
+            };
+            if due {
+                self.read_max_timeout(brokers, deadline).await;
+            }
+        };
 
-        // 1. DescribeProducers per leader.
+        // 1. DescribeProducers per leader (while the broker's timeout cap is read).
         let mut by_leader: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
         for target in targets {
             by_leader
@@ -143,7 +163,7 @@ impl Forensics {
                     .map_err(|e| self.unsupported(e))
             }
         });
-        let answers = join_all(requests).await;
+        let (answers, ()) = tokio::join!(join_all(requests), read_max_timeout);
 
         let mut found: HashMap<usize, Vec<RawTransaction>> = HashMap::new();
         let mut failed = 0u64;
@@ -162,6 +182,7 @@ impl Forensics {
                 let p = &sample.partitions[i];
                 by_name.insert((&p.topic, p.partition), i);
             }
+            let mut answered: HashSet<usize> = HashSet::new();
             for topic in &answer.topics {
                 for partition in &topic.partitions {
                     let Some(&index) =
@@ -169,6 +190,7 @@ impl Forensics {
                     else {
                         continue;
                     };
+                    answered.insert(index);
                     if let Some(error) = ResponseError::try_from_code(partition.error_code) {
                         failed += 1;
                         first_error.get_or_insert_with(|| {
@@ -195,7 +217,7 @@ impl Forensics {
                     found.insert(index, open);
                 }
             }
-            let missing = indices.iter().filter(|i| !found.contains_key(i)).count();
+            let missing = indices.iter().filter(|i| !answered.contains(i)).count();
             if missing > 0 {
                 failed += missing as u64;
                 first_error.get_or_insert_with(|| "partition missing from the answer".into());
@@ -264,11 +286,15 @@ impl Forensics {
         let mut first_error: Option<String> = None;
         // Coordinator address -> transactional ids it listed.
         let mut by_coordinator: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        // Producer ids some coordinator listed: if describing them fails, they are
+        // unknown, not missing.
+        let mut listed_ids: HashSet<i64> = HashSet::new();
         for (addr, answer) in listed {
             match answer {
                 Ok(answer) if answer.error_code == 0 => {
                     for state in answer.transaction_states {
                         if producer_ids.contains(&state.producer_id.0) {
+                            listed_ids.insert(state.producer_id.0);
                             by_coordinator
                                 .entry(addr)
                                 .or_default()
@@ -354,9 +380,11 @@ impl Forensics {
         }
         if complete {
             // Every coordinator answered: a producer id none of them listed has no
-            // transactional id behind it any more.
+            // transactional id behind it any more (or one this principal may not describe).
             for &id in producer_ids {
-                views.entry(id).or_insert(Lookup::NotFound);
+                if !listed_ids.contains(&id) {
+                    views.entry(id).or_insert(Lookup::NotFound);
+                }
             }
         }
         if let Some(error) = first_error {
@@ -366,6 +394,8 @@ impl Forensics {
     }
 
     /// DescribeConfigs for `transaction.max.timeout.ms` on one broker; kept once read.
+    /// When it cannot be read (no DescribeConfigs permission, an error), the broker
+    /// default is used and the value is asked for again after [`RECHECK`].
     async fn read_max_timeout(&self, brokers: &BTreeMap<i32, String>, deadline: Instant) {
         let Some((id, addr)) = brokers.iter().next() else {
             return;
@@ -378,42 +408,63 @@ impl Forensics {
         )]);
         let mut request = DescribeConfigsRequest::default();
         request.resources = vec![resource];
-        match self
+        let answer = self
             .wire
             .pool
             .send(addr, &request, "DescribeConfigs", deadline)
-            .await
-        {
-            Ok(answer) => {
-                let value = answer
-                    .results
-                    .iter()
-                    .filter(|r| r.error_code == 0)
-                    .flat_map(|r| &r.configs)
-                    .find(|c| c.name.as_str() == "transaction.max.timeout.ms")
-                    .and_then(|c| c.value.as_ref()?.as_str().parse::<i64>().ok());
-                if value.is_none() {
-                    tracing::debug!(cluster = %self.cluster, "transaction.max.timeout.ms not readable; using the default 15 min");
-                }
-                self.lock().max_timeout_ms = Some(value.unwrap_or(DEFAULT_MAX_TIMEOUT_MS));
+            .await;
+        let value = match &answer {
+            Ok(answer) => answer
+                .results
+                .iter()
+                .find_map(|r| match ResponseError::try_from_code(r.error_code) {
+                    Some(error) => Some(Err(error.to_string())),
+                    None => r
+                        .configs
+                        .iter()
+                        .find(|c| c.name.as_str() == "transaction.max.timeout.ms")
+                        .and_then(|c| c.value.as_ref()?.as_str().parse::<i64>().ok())
+                        .map(Ok),
+                })
+                .unwrap_or_else(|| Err("not in the answer".into())),
+            Err(error) => Err(error.to_string()),
+        };
+        let mut state = self.lock();
+        match value {
+            Ok(value) => {
+                state.max_timeout_ms = Some(value);
+                state.max_timeout_retry = None;
             }
-            Err(error) => {
-                tracing::debug!(cluster = %self.cluster, "cannot read transaction.max.timeout.ms: {error}")
+            Err(reason) => {
+                if state.max_timeout_ms.is_none() {
+                    tracing::warn!(
+                        cluster = %self.cluster,
+                        "cannot read the brokers' transaction.max.timeout.ms ({reason}); the hanging rule \
+                         assumes Kafka's default, 15 min, and asks again in 10 min (needs DescribeConfigs on the cluster)"
+                    );
+                }
+                state.max_timeout_ms = Some(state.max_timeout_ms.unwrap_or(DEFAULT_MAX_TIMEOUT_MS));
+                state.max_timeout_retry = Some(Instant::now() + RECHECK);
             }
         }
     }
 
-    /// Turns forensics off for good when the broker lacks the APIs; passes other errors.
+    /// Turns forensics off for a while when a broker lacks the APIs (older than Kafka
+    /// 3.0, or not yet upgraded in a rolling upgrade); passes other errors through.
     fn unsupported(&self, error: WireError) -> String {
         if error.is_unsupported() {
             let reason = format!("{error} (Kafka 3.0 or later is needed)");
             let mut state = self.lock();
-            if state.disabled.is_none() {
+            let off = state
+                .disabled_until
+                .is_some_and(|until| Instant::now() < until);
+            if !off {
                 tracing::warn!(
                     cluster = %self.cluster,
-                    "transaction forensics is off for this cluster: {reason}; every other metric is still sampled"
+                    "transaction forensics is off for this cluster: {reason}; every other metric is still \
+                     sampled; asked again in 10 min"
                 );
-                state.disabled = Some(reason.clone());
+                state.disabled_until = Some(Instant::now() + RECHECK);
             }
             return reason;
         }

@@ -15,7 +15,7 @@ use kafka_protocol::messages::{FindCoordinatorRequest, GroupId, OffsetFetchReque
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::wire::Pool;
+use super::wire::{Pool, WireError};
 use super::CommittedOffset;
 
 /// Groups per OffsetFetch request; keeps one answer to a few MiB.
@@ -42,6 +42,15 @@ fn next_step(error: ResponseError) -> Next {
     }
 }
 
+/// What [`fetch`] learned.
+pub struct Fetched {
+    /// The committed offsets of each group, in order, or why they are missing.
+    pub results: Vec<Result<Vec<CommittedOffset>, String>>,
+    /// This client cannot fetch offsets from this cluster at all (a broker without
+    /// OffsetFetch v8, a TLS or SASL setting only librdkafka understands).
+    pub unusable: Option<String>,
+}
+
 /// The committed offsets of each of `groups`, in order. `bootstrap` is the broker asked
 /// to find coordinators (any broker can answer).
 pub async fn fetch(
@@ -49,7 +58,8 @@ pub async fn fetch(
     groups: &[String],
     bootstrap: &[String],
     deadline: Instant,
-) -> Vec<Result<Vec<CommittedOffset>, String>> {
+) -> Fetched {
+    let mut unusable: Option<String> = None;
     let mut results: Vec<Result<Vec<CommittedOffset>, String>> =
         vec![Err("no answer before the cycle's deadline".into()); groups.len()];
     let mut pending: Vec<usize> = (0..groups.len()).collect();
@@ -67,7 +77,14 @@ pub async fn fetch(
         if !unknown.is_empty() && !bootstrap.is_empty() {
             let addr = &bootstrap[attempt % bootstrap.len()];
             let names: Vec<&str> = unknown.iter().map(|&i| groups[i].as_str()).collect();
-            match find_coordinators(pool, addr, &names, deadline).await {
+            match find_coordinators(pool, addr, &names, deadline)
+                .await
+                .map_err(|e| {
+                    if e.is_permanent() {
+                        unusable.get_or_insert_with(|| e.to_string());
+                    }
+                    format!("FindCoordinator: {e}")
+                }) {
                 Ok(found) => {
                     for (&i, answer) in unknown.iter().zip(found) {
                         match answer {
@@ -104,12 +121,22 @@ pub async fn fetch(
                     .map(move |chunk| (*addr, chunk))
             })
             .collect();
-        let answers = join_all(
+        let answers: Vec<_> = join_all(
             batches
                 .iter()
                 .map(|(addr, indices)| offset_fetch(pool, addr, groups, indices, deadline)),
         )
-        .await;
+        .await
+        .into_iter()
+        .map(|answer| {
+            answer.map_err(|e| {
+                if e.is_permanent() {
+                    unusable.get_or_insert_with(|| e.to_string());
+                }
+                format!("OffsetFetch: {e}")
+            })
+        })
+        .collect();
         let mut rediscover = Vec::new();
         for ((_, indices), answer) in batches.iter().zip(answers) {
             match answer {
@@ -144,14 +171,14 @@ pub async fn fetch(
             coordinator[i] = None;
         }
 
-        if pending.is_empty() || Instant::now() + backoff >= deadline {
+        if pending.is_empty() || unusable.is_some() || Instant::now() + backoff >= deadline {
             break;
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
         attempt += 1;
     }
-    results
+    Fetched { results, unusable }
 }
 
 type GroupAnswer<T> = Result<T, (Next, String)>;
@@ -163,11 +190,10 @@ async fn find_coordinators(
     addr: &str,
     groups: &[&str],
     deadline: Instant,
-) -> Result<Vec<GroupAnswer<String>>, String> {
+) -> Result<Vec<GroupAnswer<String>>, WireError> {
     let version = pool
         .version::<FindCoordinatorRequest>(addr, deadline)
-        .await
-        .map_err(|e| format!("FindCoordinator: {e}"))?;
+        .await?;
     let answer_of = |error_code: i16, message: Option<&StrBytes>, host: &str, port: i32| {
         match ResponseError::try_from_code(error_code) {
             None => Ok(super::wire::broker_address(host, port)),
@@ -192,8 +218,7 @@ async fn find_coordinators(
             .collect();
         let answer = pool
             .send(addr, &request, "FindCoordinator", deadline)
-            .await
-            .map_err(|e| format!("FindCoordinator: {e}"))?;
+            .await?;
         let mut by_key: BTreeMap<&str, GroupAnswer<String>> = BTreeMap::new();
         for c in &answer.coordinators {
             by_key.insert(
@@ -219,8 +244,7 @@ async fn find_coordinators(
         request.key = StrBytes::from_string(group.to_string());
         let answer = pool
             .send(addr, &request, "FindCoordinator", deadline)
-            .await
-            .map_err(|e| format!("FindCoordinator: {e}"))?;
+            .await?;
         found.push(answer_of(
             answer.error_code,
             answer.error_message.as_ref(),
@@ -238,7 +262,7 @@ async fn offset_fetch(
     groups: &[String],
     indices: &[usize],
     deadline: Instant,
-) -> Result<Vec<GroupAnswer<Vec<CommittedOffset>>>, String> {
+) -> Result<Vec<GroupAnswer<Vec<CommittedOffset>>>, WireError> {
     let mut request = OffsetFetchRequest::default();
     request.groups = indices
         .iter()
@@ -249,10 +273,7 @@ async fn offset_fetch(
             group
         })
         .collect();
-    let answer = pool
-        .send(addr, &request, "OffsetFetch", deadline)
-        .await
-        .map_err(|e| format!("OffsetFetch: {e}"))?;
+    let answer = pool.send(addr, &request, "OffsetFetch", deadline).await?;
     let mut by_group: BTreeMap<&str, GroupAnswer<Vec<CommittedOffset>>> = BTreeMap::new();
     for group in &answer.groups {
         let result = match ResponseError::try_from_code(group.error_code) {

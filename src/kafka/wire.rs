@@ -13,12 +13,12 @@ use std::fmt;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiVersionsRequest, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
-    SaslHandshakeRequest,
+    ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+    SaslAuthenticateRequest, SaslHandshakeRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use kafka_protocol::ResponseError;
@@ -34,6 +34,9 @@ use super::scram::{Mechanism, ScramClient};
 const MAX_FRAME: usize = 64 * 1024 * 1024;
 
 const CLIENT_ID: &str = "kafka-lso-exporter";
+
+/// A pooled connection idle longer than this is replaced rather than reused.
+const MAX_IDLE: Duration = Duration::from_secs(300);
 
 /// What can go wrong talking to one broker.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -62,6 +65,17 @@ impl WireError {
     /// A broker too old for an API: the capability cannot work on this cluster.
     pub fn is_unsupported(&self) -> bool {
         matches!(self, WireError::Unsupported { .. })
+    }
+
+    /// Retrying cannot help: the broker lacks an API, or refuses this client's TLS or
+    /// credentials.
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            WireError::Unsupported { .. }
+                | WireError::Tls { .. }
+                | WireError::Authentication { .. }
+        )
     }
 }
 
@@ -293,6 +307,9 @@ pub struct Connection {
     /// API key -> the highest version both sides speak.
     versions: HashMap<i16, i16>,
     next_correlation_id: i32,
+    last_used: Instant,
+    /// End of the SASL session (KIP-368), when the broker set one.
+    expires: Option<Instant>,
 }
 
 impl Connection {
@@ -334,6 +351,8 @@ impl Connection {
             stream,
             versions: HashMap::new(),
             next_correlation_id: 1,
+            last_used: Instant::now(),
+            expires: None,
         };
         connection.negotiate_versions().await?;
         if let Some(sasl) = &security.sasl {
@@ -344,6 +363,14 @@ impl Connection {
 
     pub fn addr(&self) -> &str {
         &self.addr
+    }
+
+    /// Still worth reusing: not idle for long (brokers close idle connections after
+    /// `connections.max.idle.ms`, 10 min by default) and within its SASL session.
+    fn reusable(&self) -> bool {
+        let now = Instant::now();
+        now.saturating_duration_since(self.last_used) < MAX_IDLE
+            && !self.expires.is_some_and(|at| now >= at)
     }
 
     /// The version this connection uses for `R`, if the broker speaks any we do.
@@ -371,6 +398,18 @@ impl Connection {
         version: i16,
         api: &'static str,
     ) -> Result<R::Response, WireError> {
+        let mut body = self.send_raw(request, version, api).await?;
+        R::Response::decode(&mut body, version)
+            .map_err(|e| self.protocol_error(format!("cannot decode answer: {e}")))
+    }
+
+    /// Sends `request` and returns the answer's body after its header, undecoded.
+    async fn send_raw<R: Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+        api: &'static str,
+    ) -> Result<Bytes, WireError> {
         // The benchmark counts requests per cycle from these lines.
         tracing::debug!(broker = %self.addr, "Sent {api}Request (v{version})");
         let correlation_id = self.next_correlation_id;
@@ -404,8 +443,8 @@ impl Connection {
                 answer.correlation_id
             )));
         }
-        R::Response::decode(&mut body, version)
-            .map_err(|e| self.protocol_error(format!("cannot decode answer: {e}")))
+        self.last_used = Instant::now();
+        Ok(body)
     }
 
     async fn read_frame(&mut self) -> Result<Bytes, WireError> {
@@ -428,22 +467,23 @@ impl Connection {
         Ok(Bytes::from(body))
     }
 
-    /// ApiVersions v3, falling back to v0 for brokers that answer UNSUPPORTED_VERSION.
+    /// ApiVersions v3. A broker older than Kafka 2.4 answers a version it does not know
+    /// with UNSUPPORTED_VERSION in the v0 format, with its API list: read that as v0.
     async fn negotiate_versions(&mut self) -> Result<(), WireError> {
         let mut request = ApiVersionsRequest::default();
         request.client_software_name = StrBytes::from_static_str(CLIENT_ID);
         request.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
-        let mut answer = self.send_version(&request, 3, "ApiVersions").await;
-        if answer
-            .as_ref()
-            .is_ok_and(|a| a.error_code == ResponseError::UnsupportedVersion.code())
-        {
-            answer = self
-                .send_version(&ApiVersionsRequest::default(), 0, "ApiVersions")
-                .await;
-        }
-        let answer = answer?;
-        if let Some(error) = ResponseError::try_from_code(answer.error_code) {
+        let body = self.send_raw(&request, 3, "ApiVersions").await?;
+        let unsupported = ResponseError::UnsupportedVersion.code();
+        let answer = match ApiVersionsResponse::decode(&mut body.clone(), 3) {
+            Ok(answer) if answer.error_code != unsupported => answer,
+            _ => ApiVersionsResponse::decode(&mut body.clone(), 0)
+                .map_err(|e| self.protocol_error(format!("cannot decode ApiVersions: {e}")))?,
+        };
+        if answer.error_code != 0 && answer.error_code != unsupported {
+            let error = ResponseError::try_from_code(answer.error_code)
+                .map(|e| e.to_string())
+                .unwrap_or_default();
             return Err(self.protocol_error(format!("ApiVersions: {error}")));
         }
         for api in answer.api_keys {
@@ -504,6 +544,12 @@ impl Connection {
         let mut request = SaslAuthenticateRequest::default();
         request.auth_bytes = Bytes::from(token);
         let answer = self.send(&request, "SaslAuthenticate").await?;
+        if answer.session_lifetime_ms > 0 {
+            // KIP-368: the broker closes the connection when the session ends; give it
+            // up a little before that.
+            let lifetime = Duration::from_millis(answer.session_lifetime_ms as u64);
+            self.expires = Some(Instant::now() + lifetime.mul_f64(0.9));
+        }
         if answer.error_code != 0 {
             let reason = answer
                 .error_message
@@ -578,7 +624,13 @@ impl Pool {
     }
 
     /// Sends one request to the broker at `addr` before `deadline`, connecting first if
-    /// needed. Any failure closes the connection; the next request opens a new one.
+    /// needed.
+    ///
+    /// The connection is taken out of the pool while in use and put back only after a
+    /// complete answer: a request cut short by its deadline drops its connection with it,
+    /// so no later request can meet a half-sent request or a half-read answer. A reused
+    /// connection that the broker closed meanwhile (idle timeout, re-authentication) is
+    /// replaced and the request sent once more; every request here only reads.
     pub async fn send<R: Request>(
         &self,
         addr: &str,
@@ -586,33 +638,29 @@ impl Pool {
         api: &'static str,
         deadline: Instant,
     ) -> Result<R::Response, WireError> {
-        let slot = {
-            let mut connections = self.connections.lock().unwrap_or_else(|p| p.into_inner());
-            connections.entry(addr.to_string()).or_default().clone()
-        };
-        let deadline = tokio::time::Instant::from_std(deadline);
+        if Instant::now() >= deadline {
+            return Err(WireError::Deadline);
+        }
+        let slot = self.slot(addr);
         let work = async {
             let mut slot = slot.lock().await;
-            if slot.is_none() {
-                *slot = Some(Connection::open(addr, &self.security).await?);
+            let (mut connection, reused) = match slot.take().filter(Connection::reusable) {
+                Some(connection) => (connection, true),
+                None => (Connection::open(addr, &self.security).await?, false),
+            };
+            let mut answer = connection.send(request, api).await;
+            if reused && matches!(answer, Err(WireError::Io { .. })) {
+                connection = Connection::open(addr, &self.security).await?;
+                answer = connection.send(request, api).await;
             }
-            let connection = slot.as_mut().expect("connected above");
-            let answer = connection.send(request, api).await;
-            if answer.as_ref().is_err_and(|e| !e.is_unsupported()) {
-                *slot = None;
+            if answer.is_ok() || answer.as_ref().is_err_and(WireError::is_unsupported) {
+                *slot = Some(connection);
             }
             answer
         };
-        match tokio::time::timeout_at(deadline, work).await {
-            Ok(answer) => answer,
-            Err(_) => {
-                // The request may be half sent or half answered: start over next time.
-                if let Ok(mut slot) = slot.try_lock() {
-                    *slot = None;
-                }
-                Err(WireError::Deadline)
-            }
-        }
+        tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), work)
+            .await
+            .unwrap_or(Err(WireError::Deadline))
     }
 
     /// The version `addr` speaks of `R` (connecting first if needed), or `None`.
@@ -624,10 +672,13 @@ impl Pool {
         let slot = self.slot(addr);
         let work = async {
             let mut slot = slot.lock().await;
-            if slot.is_none() {
-                *slot = Some(Connection::open(addr, &self.security).await?);
-            }
-            Ok(slot.as_ref().and_then(|c| c.version::<R>()))
+            let connection = match slot.take().filter(Connection::reusable) {
+                Some(connection) => connection,
+                None => Connection::open(addr, &self.security).await?,
+            };
+            let version = connection.version::<R>();
+            *slot = Some(connection);
+            Ok(version)
         };
         tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), work)
             .await

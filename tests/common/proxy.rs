@@ -44,8 +44,9 @@ struct State {
     failing_groups: HashMap<String, u32>,
     /// Errors injected so far.
     injected: u32,
-    /// API keys removed from ApiVersions answers: a broker that lacks them.
-    hidden_apis: Vec<i16>,
+    /// API key -> highest version left in ApiVersions answers (-1: the key is removed):
+    /// an older broker.
+    capped_apis: HashMap<i16, i16>,
 }
 
 pub struct Proxy {
@@ -119,7 +120,12 @@ impl Proxy {
     /// Removes `api_key` from every ApiVersions answer from now on, as an older broker
     /// would answer (e.g. 61, DescribeProducers, which Kafka before 3.0 lacks).
     pub fn hide_api(&self, api_key: i16) {
-        self.state.lock().unwrap().hidden_apis.push(api_key);
+        self.cap_api(api_key, -1);
+    }
+
+    /// Lowers the highest version of `api_key` in every ApiVersions answer to `max`.
+    pub fn cap_api(&self, api_key: i16, max: i16) {
+        self.state.lock().unwrap().capped_apis.insert(api_key, max);
     }
 
     /// How many OffsetFetch answers were replaced so far.
@@ -258,10 +264,10 @@ fn api_versions_request(frame: &Bytes) -> Option<(i32, i16)> {
     Some((correlation_id, version))
 }
 
-/// The broker's ApiVersions answer without the hidden API keys, if any are hidden.
+/// The broker's ApiVersions answer with the capped API keys lowered or removed.
 fn hide_apis(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Option<Bytes> {
-    let hidden = state.lock().unwrap().hidden_apis.clone();
-    if hidden.is_empty() {
+    let capped = state.lock().unwrap().capped_apis.clone();
+    if capped.is_empty() {
         return None;
     }
     let mut body = answer.clone();
@@ -270,7 +276,13 @@ fn hide_apis(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Option<
     let mut response = ApiVersionsResponse::decode(&mut body, version).ok()?;
     response
         .api_keys
-        .retain(|api| !hidden.contains(&api.api_key));
+        .retain_mut(|api| match capped.get(&api.api_key) {
+            None => true,
+            Some(&max) => {
+                api.max_version = api.max_version.min(max);
+                api.max_version >= api.min_version
+            }
+        });
     let mut buf = BytesMut::new();
     header
         .encode(&mut buf, ApiVersionsResponse::header_version(version))
