@@ -16,7 +16,9 @@ use kafka_lso_exporter::web::WebConfig;
 /// For every partition it samples the high watermark (what read_uncommitted consumers can
 /// read) and the last stable offset (what read_committed consumers can read), every
 /// consumer group's committed offsets, and serves the gap between them, how long each
-/// last stable offset has been stuck, and consumer lag against both on /metrics.
+/// last stable offset has been stuck, consumer lag against both, and which open
+/// transaction holds each stuck partition on /metrics; / and /api/v1/stuck list the
+/// stuck partitions with the groups they block.
 ///
 /// Settings come from the config file, then KAFKA_LSO_EXPORTER_* environment variables
 /// (nested keys joined by "__", e.g. KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS),
