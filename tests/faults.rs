@@ -567,25 +567,10 @@ async fn coordinator_loading_is_retried_then_counted() {
     exporter.stop().await;
 }
 
-/// A broker whose ApiVersions lacks DescribeProducers (as Kafka before 3.0 answers; the
-/// proxy removes the key from the real broker's answer): transaction forensics turns itself
-/// off with one warning, its series are absent, and everything else, committed offsets
-/// through the same client included, keeps working.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn broker_without_describe_producers_turns_forensics_off() {
-    require_kafka();
-    let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
-    proxy.hide_api(61); // DescribeProducers
-    let topic = unique("old-broker");
-    let group = unique("old-broker-group");
-    create_topic(&topic, 1).await;
-    send(&plain_producer(), &topic, 0, 3);
-    consume_all_and_commit(&group, &topic, 1, "read_committed");
-    let held = transactional_producer(&unique("old-broker-t"));
-    rdkafka::producer::Producer::begin_transaction(&held).unwrap();
-    send(&held, &topic, 0, 1);
-
-    let exporter = Binary::start(
+/// The exporter as cluster `old`, through the proxy, sampling one topic and one group
+/// every 500 ms.
+fn through_proxy_as_old(topic: &str, group: &str) -> Binary {
+    Binary::start(
         &[
             "--bootstrap-servers",
             "127.0.0.1:19097",
@@ -604,7 +589,28 @@ async fn broker_without_describe_producers_turns_forensics_off() {
                 &format!("[\"^{group}$\"]"),
             ),
         ],
-    );
+    )
+}
+
+/// A broker whose ApiVersions lacks DescribeProducers (as Kafka before 3.0 answers; the
+/// proxy removes the key from the real broker's answer): transaction forensics turns itself
+/// off with one warning, its series are absent, and everything else, committed offsets
+/// through the same client included, keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn broker_without_describe_producers_turns_forensics_off() {
+    require_kafka();
+    let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
+    proxy.hide_api(61); // DescribeProducers
+    let topic = unique("old-broker");
+    let group = unique("old-broker-group");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 3);
+    consume_all_and_commit(&group, &topic, 1, "read_committed");
+    let held = transactional_producer(&unique("old-broker-t"));
+    rdkafka::producer::Producer::begin_transaction(&held).unwrap();
+    send(&held, &topic, 0, 1);
+
+    let exporter = through_proxy_as_old(&topic, &group);
     let p = [
         ("cluster", "old"),
         ("topic", topic.as_str()),
@@ -674,26 +680,7 @@ async fn broker_without_batched_offset_fetch_falls_back_to_librdkafka() {
     send(&plain_producer(), &topic, 0, 4);
     consume_all_and_commit(&group, &topic, 1, "read_committed");
 
-    let exporter = Binary::start(
-        &[
-            "--bootstrap-servers",
-            "127.0.0.1:19097",
-            "--cluster-name",
-            "old",
-            "--interval",
-            "500ms",
-        ],
-        &[
-            (
-                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
-                &format!("[\"^{topic}$\"]"),
-            ),
-            (
-                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
-                &format!("[\"^{group}$\"]"),
-            ),
-        ],
-    );
+    let exporter = through_proxy_as_old(&topic, &group);
     let g = [
         ("cluster", "old"),
         ("group", group.as_str()),
