@@ -570,12 +570,18 @@ async fn coordinator_loading_is_retried_then_counted() {
 /// The exporter as cluster `old`, through the proxy, sampling one topic and one group
 /// every 500 ms.
 fn through_proxy_as_old(topic: &str, group: &str) -> Binary {
+    through_proxy("old", topic, group)
+}
+
+/// The exporter as `cluster`, through the proxy, sampling one topic and one group every
+/// 500 ms.
+fn through_proxy(cluster: &str, topic: &str, group: &str) -> Binary {
     Binary::start(
         &[
             "--bootstrap-servers",
             "127.0.0.1:19097",
             "--cluster-name",
-            "old",
+            cluster,
             "--interval",
             "500ms",
         ],
@@ -707,4 +713,82 @@ async fn broker_without_batched_offset_fetch_falls_back_to_librdkafka() {
         .collect();
     assert_eq!(warnings.len(), 1, "one warning:\n{log}");
     assert!(warnings[0].contains("OffsetFetch"), "{}", warnings[0]);
+}
+
+/// A hanging transaction end to end (the proxy rewrites the real broker's answers as a
+/// broker holding one would give them: the producer last wrote 20 minutes ago and no
+/// coordinator lists its transaction): the exporter counts it as hanging, says on
+/// `/api/v1/stuck` that no coordinator lists it, names the blocked group and the abort
+/// command; once the transaction is aborted, nothing is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hanging_transaction_is_reported() {
+    require_kafka();
+    let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
+    proxy.fake_hanging(Duration::from_secs(20 * 60));
+    let topic = unique("hanging");
+    let group = unique("hanging-group");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 3);
+    consume_all_and_commit(&group, &topic, 1, "read_committed");
+    let held = transactional_producer(&unique("hanging-t"));
+    rdkafka::producer::Producer::begin_transaction(&held).unwrap();
+    send(&held, &topic, 0, 1);
+
+    let exporter = through_proxy("hang", &topic, &group);
+    let p = [
+        ("cluster", "hang"),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    let info = exporter
+        .wait_for(
+            "the hanging transaction counted",
+            Duration::from_secs(20),
+            |s| {
+                (s.value("kafka_partition_hanging_transactions", &p) == Some(1.0)).then(|| {
+                    s.series("kafka_transaction_open_info", &p)
+                        .map(|(l, v)| (l.clone(), v))
+                        .collect::<Vec<_>>()
+                })
+            },
+        )
+        .await;
+    assert_eq!(info.len(), 1, "{info:?}");
+    let (labels, age) = &info[0];
+    assert_eq!(labels["transactional_id"], "", "no coordinator lists it");
+    assert_eq!(labels["start_offset"], "3");
+    assert!(
+        *age >= 20.0 * 60.0,
+        "age from the producer's last write: {age}"
+    );
+
+    let (status, body) = exporter.get("/api/v1/stuck").await.unwrap();
+    assert_eq!(status, 200);
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let entry = json["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["topic"] == topic.as_str())
+        .unwrap_or_else(|| panic!("{topic} not in {json}"));
+    let t = &entry["transactions"][0];
+    assert_eq!(t["hanging"], true);
+    assert_eq!(t["coordinator"], "not_found");
+    assert_eq!(entry["blocked_groups"], serde_json::json!([group]));
+    assert!(t["abort_command"].as_str().unwrap().ends_with(&format!(
+        "abort --topic {topic} --partition 0 --start-offset 3"
+    )));
+
+    rdkafka::producer::Producer::abort_transaction(&held, Duration::from_secs(30)).unwrap();
+    exporter
+        .wait_for(
+            "nothing left after the abort",
+            Duration::from_secs(10),
+            |s| {
+                (s.value("kafka_partition_hanging_transactions", &p) == Some(0.0)
+                    && s.series("kafka_transaction_open_info", &p).count() == 0)
+                    .then_some(())
+            },
+        )
+        .await;
 }

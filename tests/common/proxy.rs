@@ -16,7 +16,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
 use kafka_protocol::messages::{
-    ApiVersionsResponse, OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
+    ApiVersionsResponse, DescribeProducersResponse, ListTransactionsResponse, OffsetFetchRequest,
+    OffsetFetchResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -26,6 +27,8 @@ use tokio::sync::watch;
 
 const OFFSET_FETCH: i16 = 9;
 const API_VERSIONS: i16 = 18;
+const DESCRIBE_PRODUCERS: i16 = 61;
+const LIST_TRANSACTIONS: i16 = 66;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +50,10 @@ struct State {
     /// API key -> highest version left in ApiVersions answers (-1: the key is removed):
     /// an older broker.
     capped_apis: HashMap<i16, i16>,
+    /// Subtracted from every producer's last write in DescribeProducers answers.
+    producers_aged_by: Option<Duration>,
+    /// ListTransactions answers are emptied.
+    transactions_forgotten: bool,
 }
 
 pub struct Proxy {
@@ -123,6 +130,15 @@ impl Proxy {
         self.cap_api(api_key, -1);
     }
 
+    /// A hanging transaction, as a broker would show it: every producer last wrote `by`
+    /// ago (DescribeProducers), and no coordinator lists any transaction
+    /// (ListTransactions). The real broker cannot be made to hang one on demand.
+    pub fn fake_hanging(&self, by: Duration) {
+        let mut state = self.state.lock().unwrap();
+        state.producers_aged_by = Some(by);
+        state.transactions_forgotten = true;
+    }
+
     /// Lowers the highest version of `api_key` in every ApiVersions answer to `max`.
     pub fn cap_api(&self, api_key: i16, max: i16) {
         self.state.lock().unwrap().capped_apis.insert(api_key, max);
@@ -183,8 +199,8 @@ async fn pass(state: &Arc<Mutex<State>>) -> bool {
 /// OffsetFetch requests in flight on one connection: correlation id -> (version, groups).
 type InFlight = Arc<Mutex<HashMap<i32, (i16, Vec<String>)>>>;
 
-/// ApiVersions requests in flight on one connection: correlation id -> version.
-type VersionsInFlight = Arc<Mutex<HashMap<i32, i16>>>;
+/// Every request in flight on one connection: correlation id -> (API key, version).
+type RequestsInFlight = Arc<Mutex<HashMap<i32, (i16, i16)>>>;
 
 async fn serve(
     client: TcpStream,
@@ -198,18 +214,18 @@ async fn serve(
     let (mut client_read, mut client_write) = client.into_split();
     let (mut upstream_read, mut upstream_write) = upstream.into_split();
     let in_flight: InFlight = Arc::default();
-    let versions_in_flight: VersionsInFlight = Arc::default();
+    let requests_in_flight: RequestsInFlight = Arc::default();
 
     let to_broker = {
         let (state, in_flight) = (state.clone(), in_flight.clone());
-        let versions_in_flight = versions_in_flight.clone();
+        let requests_in_flight = requests_in_flight.clone();
         async move {
             while let Some(frame) = read_frame(&mut client_read).await {
-                if let Some((correlation_id, version)) = api_versions_request(&frame) {
-                    versions_in_flight
+                if let Some((correlation_id, api_key, version)) = request_key(&frame) {
+                    requests_in_flight
                         .lock()
                         .unwrap()
-                        .insert(correlation_id, version);
+                        .insert(correlation_id, (api_key, version));
                 }
                 if let Some((correlation_id, version, groups)) = offset_fetch_request(&frame) {
                     in_flight
@@ -229,13 +245,19 @@ async fn serve(
                 Some(id) => {
                     let correlation_id = i32::from_be_bytes(id.try_into().unwrap());
                     let request = in_flight.lock().unwrap().remove(&correlation_id);
-                    let versions = versions_in_flight.lock().unwrap().remove(&correlation_id);
-                    let replaced = match (request, versions) {
+                    let key = requests_in_flight.lock().unwrap().remove(&correlation_id);
+                    let replaced = match (request, key) {
                         (Some((version, groups)), _) => {
                             inject(&state, &frame, correlation_id, version, &groups)
                         }
-                        (None, Some(version)) => hide_apis(&state, &frame, version),
-                        (None, None) => None,
+                        (None, Some((API_VERSIONS, version))) => hide_apis(&state, &frame, version),
+                        (None, Some((DESCRIBE_PRODUCERS, version))) => {
+                            age_producers(&state, &frame, version)
+                        }
+                        (None, Some((LIST_TRANSACTIONS, version))) => {
+                            forget_transactions(&state, &frame, version)
+                        }
+                        _ => None,
                     };
                     replaced.unwrap_or(frame)
                 }
@@ -253,15 +275,52 @@ async fn serve(
     }
 }
 
-/// (correlation id, version) of an ApiVersions request frame.
-fn api_versions_request(frame: &Bytes) -> Option<(i32, i16)> {
+/// (correlation id, API key, version) of a request frame.
+fn request_key(frame: &Bytes) -> Option<(i32, i16, i16)> {
     let api_key = i16::from_be_bytes(frame.get(0..2)?.try_into().ok()?);
-    if api_key != API_VERSIONS {
-        return None;
-    }
     let version = i16::from_be_bytes(frame.get(2..4)?.try_into().ok()?);
     let correlation_id = i32::from_be_bytes(frame.get(4..8)?.try_into().ok()?);
-    Some((correlation_id, version))
+    Some((correlation_id, api_key, version))
+}
+
+/// Decodes a response frame, lets `change` edit it, and encodes it again.
+fn rewrite<R>(answer: &Bytes, version: i16, change: impl FnOnce(&mut R)) -> Option<Bytes>
+where
+    R: Decodable + Encodable + HeaderVersion,
+{
+    let mut body = answer.clone();
+    let header = ResponseHeader::decode(&mut body, R::header_version(version)).ok()?;
+    let mut response = R::decode(&mut body, version).ok()?;
+    change(&mut response);
+    let mut buf = BytesMut::new();
+    header.encode(&mut buf, R::header_version(version)).ok()?;
+    response.encode(&mut buf, version).ok()?;
+    Some(buf.freeze())
+}
+
+/// DescribeProducers answers with every producer's last write moved into the past: a
+/// producer that has not written for that long.
+fn age_producers(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Option<Bytes> {
+    let by = state.lock().unwrap().producers_aged_by?;
+    rewrite::<DescribeProducersResponse>(answer, version, |response| {
+        for topic in &mut response.topics {
+            for partition in &mut topic.partitions {
+                for producer in &mut partition.active_producers {
+                    producer.last_timestamp -= by.as_millis() as i64;
+                }
+            }
+        }
+    })
+}
+
+/// ListTransactions answers without any transaction: coordinators that lost track.
+fn forget_transactions(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Option<Bytes> {
+    if !state.lock().unwrap().transactions_forgotten {
+        return None;
+    }
+    rewrite::<ListTransactionsResponse>(answer, version, |response| {
+        response.transaction_states.clear();
+    })
 }
 
 /// The broker's ApiVersions answer with the capped API keys lowered or removed.
