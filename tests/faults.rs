@@ -3,135 +3,12 @@
 
 mod common;
 
-use std::io::Read;
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::binary::Binary;
 use common::proxy::{Mode, Proxy};
 use common::*;
-
-/// The exporter binary as a child process, killed on drop.
-struct Binary {
-    child: Child,
-    port: u16,
-    http: reqwest::Client,
-    /// Everything it logged so far: read continuously, as a full pipe would block it.
-    log: std::sync::Arc<std::sync::Mutex<String>>,
-}
-
-impl Binary {
-    fn start(args: &[&str], env: &[(&str, &str)]) -> Binary {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"))
-            .args(args)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .envs(env.iter().copied())
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut child = child;
-        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let mut stderr = child.stderr.take().unwrap();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 8192];
-            while let Ok(n) = stderr.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        });
-        Binary {
-            child,
-            port,
-            http: reqwest::Client::new(),
-            log,
-        }
-    }
-
-    async fn get(&self, path: &str) -> Option<(u16, String)> {
-        let response = self
-            .http
-            .get(format!("http://127.0.0.1:{}{path}", self.port))
-            .send()
-            .await
-            .ok()?;
-        Some((response.status().as_u16(), response.text().await.ok()?))
-    }
-
-    async fn scrape(&self) -> Scrape {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let answer = self.get("/metrics").await;
-            if let Some((200, body)) = answer {
-                return Scrape::parse(&body);
-            }
-            if Instant::now() >= deadline {
-                let log = self.log.lock().unwrap().clone();
-                panic!(
-                    "the exporter does not answer /metrics ({answer:?}); its log ends:\n{}",
-                    &log[log.len().saturating_sub(2000)..]
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    async fn wait_for<T>(
-        &self,
-        what: &str,
-        timeout: Duration,
-        check: impl Fn(&Scrape) -> Option<T>,
-    ) -> T {
-        wait_for_scrape(
-            what,
-            timeout,
-            Duration::from_millis(100),
-            || self.scrape(),
-            check,
-        )
-        .await
-    }
-
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap()
-    }
-
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-
-    /// Stops the process and returns what it logged.
-    fn stop(mut self) -> String {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-        // Let the reader thread take the last lines.
-        std::thread::sleep(Duration::from_millis(200));
-        let log = self.log.lock().unwrap().clone();
-        log
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn cycles(s: &Scrape, cluster: &str) -> f64 {
     s.value(
@@ -164,7 +41,7 @@ async fn cut_and_blackholed_broker() {
     consume_all_and_commit(&group, &topic, 3, "read_committed");
 
     let interval = "250ms";
-    let mut exporter = Binary::start(
+    let exporter = Binary::start(
         &[
             "--bootstrap-servers",
             "127.0.0.1:19097",

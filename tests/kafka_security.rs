@@ -10,11 +10,10 @@
 
 mod common;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::binary::Binary;
 use common::*;
 use kafka_lso_exporter::config::Config;
 use rdkafka::config::ClientConfig;
@@ -326,110 +325,24 @@ async fn a_cluster_with_a_wrong_password_does_not_affect_the_other() {
 
 // ---- the binary, with its logs ---------------------------------------------------------
 
-/// The exporter binary running as a child process, its standard error in a file. Killed
-/// when dropped, so a failing test leaves no process behind.
-struct Binary {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-    client: reqwest::Client,
-}
-
-impl Binary {
-    /// Starts the binary at `--log-level debug` with `env` (and no other
-    /// `KAFKA_LSO_EXPORTER_*` variable, nor `RUST_LOG`) and an empty config file.
-    fn start(env: &[(String, String)]) -> Binary {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let log = std::env::temp_dir().join(format!("{}.log", unique("kafka-security")));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"));
-        command
-            .arg("--config")
-            .arg(repo_root().join("tests/empty.toml"))
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args([
-                "--interval",
-                "1s",
-                "--log-level",
-                "debug",
-                "--log-format",
-                "text",
-            ])
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(&log).expect("log file"));
-        for (key, _) in std::env::vars() {
-            if key.starts_with("KAFKA_LSO_EXPORTER_") {
-                command.env_remove(key);
-            }
-        }
-        command.envs(env.iter().map(|(k, v)| (k, v)));
-        let child = command.spawn().expect("start the exporter binary");
-        Binary {
-            child,
-            port,
-            log,
-            client: reqwest::Client::new(),
-        }
-    }
-
-    async fn get(&self, path: &str) -> Option<(u16, String)> {
-        let response = self
-            .client
-            .get(format!("http://127.0.0.1:{}{path}", self.port))
-            .send()
-            .await
-            .ok()?;
-        let status = response.status().as_u16();
-        Some((status, response.text().await.ok()?))
-    }
-
-    /// Scrapes until `check` holds; fails with the last scrape and the log so far.
-    async fn wait_for(&mut self, what: &str, check: impl Fn(&Scrape) -> bool) -> Scrape {
-        let deadline = Instant::now() + FIRST_SAMPLE;
-        let mut last = String::new();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("the exporter exited ({status}):\n{}", self.log_text());
-            }
-            if let Some((200, body)) = self.get("/metrics").await {
-                let scrape = Scrape::parse(&body);
-                if check(&scrape) {
-                    return scrape;
-                }
-                last = body;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; last scrape:\n{last}\nlog:\n{}",
-                self.log_text()
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Kills the process and returns everything it logged.
-    fn kill(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.log_text()
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
-    }
+/// The binary at `--log-level debug` with `env` and an empty config file, its standard
+/// error in a file (see [`Binary`]).
+fn start_binary(env: &[(String, String)]) -> Binary {
+    let config = repo_root().join("tests/empty.toml");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Binary::start(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--interval",
+            "1s",
+            "--log-level",
+            "debug",
+            "--log-format",
+            "text",
+        ],
+        &env,
+    )
 }
 
 /// The binary with a wrong password: `up 0`, metadata errors counted, every endpoint
@@ -443,7 +356,7 @@ async fn a_wrong_password_is_counted_and_never_shown() {
     );
     let topic = topic_with("sec-wrong", 5).await;
     let wrong = unique("wrong-password");
-    let mut binary = Binary::start(&cluster_env(
+    let binary = start_binary(&cluster_env(
         0,
         "scram",
         &sasl_bootstrap(),
@@ -453,10 +366,11 @@ async fn a_wrong_password_is_counted_and_never_shown() {
     let cluster = [("cluster", "scram")];
     let metadata = [("cluster", "scram"), ("stage", "metadata")];
     let scrape = binary
-        .wait_for("up 0 after 3 failed cycles", |s| {
-            s.value("kafka_lso_exporter_up", &cluster) == Some(0.0)
+        .wait_for("up 0 after 3 failed cycles", FIRST_SAMPLE, |s| {
+            (s.value("kafka_lso_exporter_up", &cluster) == Some(0.0)
                 && s.value("kafka_lso_exporter_errors_total", &metadata)
-                    .is_some_and(|n| n >= 3.0)
+                    .is_some_and(|n| n >= 3.0))
+            .then(|| Scrape::parse(&s.text))
         })
         .await;
     assert_eq!(
@@ -523,7 +437,7 @@ async fn the_right_password_is_not_logged_at_debug_level() {
         &scram_client("SCRAM-SHA-512", PASSWORD),
     );
     let topic = topic_with("sec-right", 5).await;
-    let mut binary = Binary::start(&cluster_env(
+    let binary = start_binary(&cluster_env(
         0,
         "scram",
         &sasl_bootstrap(),
@@ -536,18 +450,19 @@ async fn the_right_password_is_not_logged_at_debug_level() {
         ("partition", "0"),
     ];
     binary
-        .wait_for("up 1 with HW 5", |s| {
-            s.value("kafka_lso_exporter_up", &[("cluster", "scram")]) == Some(1.0)
-                && s.value("kafka_partition_high_watermark", &p) == Some(5.0)
+        .wait_for("up 1 with HW 5", FIRST_SAMPLE, |s| {
+            (s.value("kafka_lso_exporter_up", &[("cluster", "scram")]) == Some(1.0)
+                && s.value("kafka_partition_high_watermark", &p) == Some(5.0))
+            .then_some(())
         })
         .await;
     // A few more cycles, so that debug lines of steady sampling are in the log too.
     let deadline = Instant::now() + FIRST_SAMPLE;
-    while !binary.log_text().contains("cycle done") {
+    while !binary.log().contains("cycle done") {
         assert!(
             Instant::now() < deadline,
             "no debug line of a finished cycle:\n{}",
-            binary.log_text()
+            binary.log()
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -2,6 +2,8 @@
 //! exporter-toolkit file format. No Kafka needed: the exporter samples an address where
 //! nothing listens and still serves `kafka_lso_exporter_up 0`.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -9,6 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use common::binary::Binary;
 use kafka_lso_exporter::config::{Config, Overrides};
 use kafka_lso_exporter::web::{WebConfig, WebConfigError};
 use tokio::sync::oneshot;
@@ -746,20 +749,18 @@ fn check_config_validates_the_web_config() {
 async fn binary_serves_tls_and_stops_on_sigterm() {
     let dir = TempDir::new("bin-sigterm");
     let (path, ca) = tls_web_config(&dir, &users_and_headers(USER, PASSWORD));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"))
-        .args(["--bootstrap-servers", UNREACHABLE, "--interval", "1s"])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--web.config.file", path.to_str().unwrap()])
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let exporter = Binary::start(
+        &[
+            "--bootstrap-servers",
+            UNREACHABLE,
+            "--interval",
+            "1s",
+            "--web.config.file",
+            path.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let port = exporter.port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let client = tls_client(&ca, addr);
     let url = format!("https://{HOST}:{port}/metrics");
@@ -777,10 +778,11 @@ async fn binary_serves_tls_and_stops_on_sigterm() {
                 break body;
             }
         }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("never served: {:?}", child.wait_with_output());
-        }
+        assert!(
+            Instant::now() < deadline,
+            "never served; log:\n{}",
+            exporter.log()
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert!(
@@ -788,25 +790,8 @@ async fn binary_serves_tls_and_stops_on_sigterm() {
         "{body}"
     );
 
-    let terminated = Instant::now();
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            break exit;
-        }
-        if terminated.elapsed() > Duration::from_secs(5) {
-            let _ = child.kill();
-            panic!("no exit within 5 s of SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let (exit, log) = exporter.terminate(Duration::from_secs(5));
     assert!(exit.success(), "exit status {exit:?}");
-    let output = child.wait_with_output().unwrap();
-    let log = String::from_utf8_lossy(&output.stderr);
     assert!(log.contains("tls=true"), "{log}");
     assert!(!log.contains(PASSWORD), "{log}");
     drop(client);

@@ -3,6 +3,7 @@
 //! running in-process on port 0 whose `/metrics` is parsed back into numbers.
 #![allow(dead_code)]
 
+pub mod binary;
 pub mod proxy;
 
 use std::collections::BTreeMap;
