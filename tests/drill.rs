@@ -14,8 +14,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::{Offset, TopicPartitionList};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kafka-lso-exporter");
 
@@ -230,10 +228,7 @@ async fn drills_a_sasl_scram_cluster_without_printing_the_password() {
     require_kafka();
     let topic = unique("drill-sasl");
     create_topic(&topic, 1).await;
-    // The SASL_PLAINTEXT listener of scripts/kafka-local, two ports above PLAINTEXT.
-    let plain = bootstrap();
-    let (host, port) = plain.rsplit_once(':').expect("host:port bootstrap");
-    let sasl = format!("{host}:{}", port.parse::<u16>().expect("port") + 2);
+    let sasl = sasl_bootstrap();
     let started = Instant::now();
     let mut drill = Drill::spawn_at(
         &sasl,
@@ -544,36 +539,5 @@ fn wait_unpinned(topic: &str, partition: i32, timeout: Duration) {
 
 /// How many records a read_committed consumer reads from the whole topic.
 fn read_committed_records(topic: &str, partitions: i32) -> usize {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap())
-        .set("group.id", unique("drill-reader"))
-        .set("isolation.level", "read_committed")
-        .set("enable.partition.eof", "true")
-        .create()
-        .expect("consumer");
-    let mut assignment = TopicPartitionList::new();
-    for p in 0..partitions {
-        assignment
-            .add_partition_offset(topic, p, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&assignment).expect("assign");
-    let mut at_end = std::collections::HashSet::new();
-    let mut records = 0;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while at_end.len() < partitions as usize {
-        assert!(
-            Instant::now() < deadline,
-            "never reached the end of {topic}"
-        );
-        match consumer.poll(Duration::from_millis(200)) {
-            Some(Err(KafkaError::PartitionEOF(p))) => {
-                at_end.insert(p);
-            }
-            Some(Err(e)) => panic!("consuming {topic}: {e}"),
-            Some(Ok(_)) => records += 1,
-            None => {}
-        }
-    }
-    records
+    read_to_end(&unique("drill-reader"), topic, partitions, "read_committed").1
 }

@@ -41,29 +41,10 @@ async fn cut_and_blackholed_broker() {
     consume_all_and_commit(&group, &topic, 3, "read_committed");
 
     let interval = "250ms";
-    let exporter = Binary::start(
-        &[
-            "--bootstrap-servers",
-            "127.0.0.1:19097",
-            "--cluster-name",
-            "proxied",
-            "--interval",
-            interval,
-        ],
-        // Group offsets are in flight when connections are cut: librdkafka 2.12.1's admin
-        // coordinator requests aborted the process here (an assertion in
-        // rd_kafka_enq_once_del_source_return); the exporter's own OffsetFetch must not.
-        &[
-            (
-                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
-                &format!("[\"^{topic}$\"]"),
-            ),
-            (
-                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
-                &format!("[\"^{group}$\"]"),
-            ),
-        ],
-    );
+    // Group offsets are in flight when connections are cut: librdkafka 2.12.1's admin
+    // coordinator requests aborted the process here (an assertion in
+    // rd_kafka_enq_once_del_source_return); the exporter's own OffsetFetch must not.
+    let exporter = through_proxy("proxied", interval, &topic, &group);
     let cluster = [("cluster", "proxied")];
     let p1 = [
         ("cluster", "proxied"),
@@ -444,15 +425,9 @@ async fn coordinator_loading_is_retried_then_counted() {
     exporter.stop().await;
 }
 
-/// The exporter as cluster `old`, through the proxy, sampling one topic and one group
-/// every 500 ms.
-fn through_proxy_as_old(topic: &str, group: &str) -> Binary {
-    through_proxy("old", topic, group)
-}
-
 /// The exporter as `cluster`, through the proxy, sampling one topic and one group every
-/// 500 ms.
-fn through_proxy(cluster: &str, topic: &str, group: &str) -> Binary {
+/// `interval`.
+fn through_proxy(cluster: &str, interval: &str, topic: &str, group: &str) -> Binary {
     Binary::start(
         &[
             "--bootstrap-servers",
@@ -460,7 +435,7 @@ fn through_proxy(cluster: &str, topic: &str, group: &str) -> Binary {
             "--cluster-name",
             cluster,
             "--interval",
-            "500ms",
+            interval,
         ],
         &[
             (
@@ -493,7 +468,7 @@ async fn broker_without_describe_producers_turns_forensics_off() {
     rdkafka::producer::Producer::begin_transaction(&held).unwrap();
     send(&held, &topic, 0, 1);
 
-    let exporter = through_proxy_as_old(&topic, &group);
+    let exporter = through_proxy("old", "500ms", &topic, &group);
     let p = [
         ("cluster", "old"),
         ("topic", topic.as_str()),
@@ -563,7 +538,7 @@ async fn broker_without_batched_offset_fetch_falls_back_to_librdkafka() {
     send(&plain_producer(), &topic, 0, 4);
     consume_all_and_commit(&group, &topic, 1, "read_committed");
 
-    let exporter = through_proxy_as_old(&topic, &group);
+    let exporter = through_proxy("old", "500ms", &topic, &group);
     let g = [
         ("cluster", "old"),
         ("group", group.as_str()),
@@ -611,7 +586,7 @@ async fn hanging_transaction_is_reported() {
     rdkafka::producer::Producer::begin_transaction(&held).unwrap();
     send(&held, &topic, 0, 1);
 
-    let exporter = through_proxy("hang", &topic, &group);
+    let exporter = through_proxy("hang", "500ms", &topic, &group);
     let p = [
         ("cluster", "hang"),
         ("topic", topic.as_str()),

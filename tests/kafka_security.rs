@@ -29,28 +29,6 @@ const CONFIG_DUMP: &str = "sasl.password = [redacted]";
 /// How long a cluster may take to show its first values.
 const FIRST_SAMPLE: Duration = Duration::from_secs(30);
 
-/// The listener `offset` ports above the PLAINTEXT bootstrap, as `scripts/kafka-local`
-/// lays them out.
-fn listener(offset: u16) -> String {
-    let plain = bootstrap();
-    let first = plain.split(',').next().unwrap_or_default();
-    let (host, port) = first
-        .rsplit_once(':')
-        .unwrap_or_else(|| panic!("bootstrap {plain:?} is not host:port"));
-    let port: u16 = port
-        .parse()
-        .unwrap_or_else(|_| panic!("bootstrap {plain:?} has no port"));
-    format!("{host}:{}", port + offset)
-}
-
-fn sasl_bootstrap() -> String {
-    listener(2)
-}
-
-fn ssl_bootstrap() -> String {
-    listener(3)
-}
-
 /// The CA certificate of the SSL listener (`scripts/kafka-local tls-ca`).
 fn ca_pem() -> PathBuf {
     let home = std::env::var_os("KAFKA_LOCAL_HOME")

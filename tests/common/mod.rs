@@ -27,6 +27,28 @@ pub fn bootstrap() -> String {
     std::env::var("KAFKA_BOOTSTRAP").unwrap_or_else(|_| "127.0.0.1:19092".to_string())
 }
 
+/// The listener `offset` ports above the PLAINTEXT bootstrap, as `scripts/kafka-local`
+/// lays them out.
+pub fn listener(offset: u16) -> String {
+    let plain = bootstrap();
+    let first = plain.split(',').next().unwrap_or_default();
+    let (host, port) = first
+        .rsplit_once(':')
+        .unwrap_or_else(|| panic!("bootstrap {plain:?} is not host:port"));
+    let port: u16 = port
+        .parse()
+        .unwrap_or_else(|_| panic!("bootstrap {plain:?} has no port"));
+    format!("{host}:{}", port + offset)
+}
+
+pub fn sasl_bootstrap() -> String {
+    listener(2)
+}
+
+pub fn ssl_bootstrap() -> String {
+    listener(3)
+}
+
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -189,14 +211,14 @@ pub fn send(producer: &Producer_, topic: &str, partition: i32, count: usize) {
 }
 
 /// A consumer in `group` that reads every partition of `topic` from the beginning as far
-/// as its isolation level lets it, then commits its position. Returns the committed
-/// offset per partition.
-pub fn consume_all_and_commit(
+/// as its isolation level lets it. Returns the consumer, at the end, and how many records
+/// it read.
+pub fn read_to_end(
     group: &str,
     topic: &str,
     partitions: i32,
     isolation: &str,
-) -> Vec<i64> {
+) -> (BaseConsumer, usize) {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap())
         .set("group.id", group)
@@ -213,6 +235,7 @@ pub fn consume_all_and_commit(
     }
     consumer.assign(&assignment).expect("assign");
     let mut at_end = std::collections::HashSet::new();
+    let mut records = 0;
     let deadline = Instant::now() + Duration::from_secs(30);
     while at_end.len() < partitions as usize {
         assert!(
@@ -224,9 +247,22 @@ pub fn consume_all_and_commit(
                 at_end.insert(p);
             }
             Some(Err(e)) => panic!("{group} consuming {topic}: {e}"),
-            Some(Ok(_)) | None => {}
+            Some(Ok(_)) => records += 1,
+            None => {}
         }
     }
+    (consumer, records)
+}
+
+/// [`read_to_end`], then commits the position. Returns the committed offset per
+/// partition.
+pub fn consume_all_and_commit(
+    group: &str,
+    topic: &str,
+    partitions: i32,
+    isolation: &str,
+) -> Vec<i64> {
+    let (consumer, _) = read_to_end(group, topic, partitions, isolation);
     let position = consumer.position().expect("position");
     let mut commit = TopicPartitionList::new();
     let mut offsets = Vec::new();
