@@ -26,11 +26,11 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::forensics::{Forensics, Target};
+use super::forensics::Forensics;
 use super::native::{list_consumer_group_offsets, queued_events};
 use super::offsets;
 use super::wire::{Security, WireClient};
-use super::{CommittedOffset, RawGroup, RawPartition, RawSample, Sampler, Stage};
+use super::{CommittedOffset, Planned, RawGroup, RawPartition, RawSample, Sampler, Stage};
 use crate::config::{ClusterConfig, NameFilter};
 
 /// Samples one cluster through librdkafka.
@@ -212,12 +212,6 @@ impl KafkaSampler {
     }
 }
 
-/// A partition's place in the request plan: its index in the sample and its leader.
-struct Planned {
-    index: usize,
-    leader: i32,
-}
-
 impl Sampler for KafkaSampler {
     fn sample(&self, deadline: Instant) -> RawSample {
         self.drain_events();
@@ -348,15 +342,11 @@ impl Sampler for KafkaSampler {
 
         // 7. Who holds the partitions whose LSO is behind the HW.
         if let Some(forensics) = &self.forensics {
-            let targets: Vec<Target> = planned
+            let targets: Vec<&Planned> = planned
                 .iter()
                 .filter(|t| {
                     let p = &sample.partitions[t.index];
                     matches!((p.high_watermark, p.last_stable_offset), (Some(hw), Some(lso)) if hw > lso)
-                })
-                .map(|t| Target {
-                    index: t.index,
-                    leader: t.leader,
                 })
                 .collect();
             forensics.describe(&mut sample, &targets, &brokers, deadline);

@@ -27,7 +27,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::wire::{WireClient, WireError};
-use super::{CoordinatorTransaction, CoordinatorView, RawSample, RawTransaction, Stage};
+use super::{CoordinatorTransaction, CoordinatorView, Planned, RawSample, RawTransaction, Stage};
 use crate::config::ClusterConfig;
 
 /// The forensics client of one cluster.
@@ -51,12 +51,6 @@ struct State {
 /// defaulted `transaction.max.timeout.ms` is used before it is read again.
 const RECHECK: Duration = Duration::from_secs(600);
 
-/// A pinned partition to ask about: its index in the sample and its leader.
-pub struct Target {
-    pub index: usize,
-    pub leader: i32,
-}
-
 impl Forensics {
     /// `None` when the cluster's settings turn forensics off.
     pub fn new(config: &ClusterConfig, wire: Arc<WireClient>) -> Option<Forensics> {
@@ -77,7 +71,7 @@ impl Forensics {
     pub fn describe(
         &self,
         sample: &mut RawSample,
-        targets: &[Target],
+        targets: &[&Planned],
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
     ) {
@@ -107,7 +101,7 @@ impl Forensics {
     async fn describe_pinned(
         &self,
         sample: &mut RawSample,
-        targets: &[Target],
+        targets: &[&Planned],
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
     ) {

@@ -61,6 +61,12 @@ impl fmt::Display for Stage {
     }
 }
 
+/// A partition's place in the request plan: its index in the sample and its leader.
+struct Planned {
+    index: usize,
+    leader: i32,
+}
+
 /// A partition as the broker reported it in one cycle. `None` means the request for that
 /// value failed in this cycle (the failure is in [`RawSample::failures`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -361,10 +361,6 @@ impl Connection {
         Ok(connection)
     }
 
-    pub fn addr(&self) -> &str {
-        &self.addr
-    }
-
     /// Still worth reusing: not idle for long (brokers close idle connections after
     /// `connections.max.idle.ms`, 10 min by default) and within its SASL session.
     fn reusable(&self) -> bool {
@@ -467,25 +463,13 @@ impl Connection {
         Ok(Bytes::from(body))
     }
 
-    /// ApiVersions v3. A broker older than Kafka 2.4 answers a version it does not know
-    /// with UNSUPPORTED_VERSION in the v0 format, with its API list: read that as v0.
+    /// ApiVersions v3 (see [`decode_api_versions`] for older brokers).
     async fn negotiate_versions(&mut self) -> Result<(), WireError> {
         let mut request = ApiVersionsRequest::default();
         request.client_software_name = StrBytes::from_static_str(CLIENT_ID);
         request.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
         let body = self.send_raw(&request, 3, "ApiVersions").await?;
-        let unsupported = ResponseError::UnsupportedVersion.code();
-        let answer = match ApiVersionsResponse::decode(&mut body.clone(), 3) {
-            Ok(answer) if answer.error_code != unsupported => answer,
-            _ => ApiVersionsResponse::decode(&mut body.clone(), 0)
-                .map_err(|e| self.protocol_error(format!("cannot decode ApiVersions: {e}")))?,
-        };
-        if answer.error_code != 0 && answer.error_code != unsupported {
-            let error = ResponseError::try_from_code(answer.error_code)
-                .map(|e| e.to_string())
-                .unwrap_or_default();
-            return Err(self.protocol_error(format!("ApiVersions: {error}")));
-        }
+        let answer = decode_api_versions(body).map_err(|e| self.protocol_error(e))?;
         for api in answer.api_keys {
             if let Some((min, max)) = ours(api.api_key) {
                 let version = max.min(api.max_version);
@@ -588,6 +572,21 @@ impl Connection {
     }
 }
 
+/// An ApiVersions v3 answer. A broker older than Kafka 2.4 answers that version with
+/// UNSUPPORTED_VERSION in the v0 format, with its API list: that is read as v0 and used.
+fn decode_api_versions(body: Bytes) -> Result<ApiVersionsResponse, String> {
+    let unsupported = ResponseError::UnsupportedVersion.code();
+    let answer = match ApiVersionsResponse::decode(&mut body.clone(), 3) {
+        Ok(answer) if answer.error_code != unsupported => answer,
+        _ => ApiVersionsResponse::decode(&mut body.clone(), 0)
+            .map_err(|e| format!("cannot decode ApiVersions: {e}"))?,
+    };
+    match ResponseError::try_from_code(answer.error_code) {
+        Some(error) if answer.error_code != unsupported => Err(format!("ApiVersions: {error}")),
+        _ => Ok(answer),
+    }
+}
+
 /// The version range this client implements for an API it uses.
 fn ours(key: i16) -> Option<(i16, i16)> {
     use kafka_protocol::messages::*;
@@ -644,10 +643,7 @@ impl Pool {
         let slot = self.slot(addr);
         let work = async {
             let mut slot = slot.lock().await;
-            let (mut connection, reused) = match slot.take().filter(Connection::reusable) {
-                Some(connection) => (connection, true),
-                None => (Connection::open(addr, &self.security).await?, false),
-            };
+            let (mut connection, reused) = self.checkout(&mut slot, addr).await?;
             let mut answer = connection.send(request, api).await;
             if reused && matches!(answer, Err(WireError::Io { .. })) {
                 connection = Connection::open(addr, &self.security).await?;
@@ -672,10 +668,7 @@ impl Pool {
         let slot = self.slot(addr);
         let work = async {
             let mut slot = slot.lock().await;
-            let connection = match slot.take().filter(Connection::reusable) {
-                Some(connection) => connection,
-                None => Connection::open(addr, &self.security).await?,
-            };
+            let (connection, _) = self.checkout(&mut slot, addr).await?;
             let version = connection.version::<R>();
             *slot = Some(connection);
             Ok(version)
@@ -685,17 +678,22 @@ impl Pool {
             .unwrap_or(Err(WireError::Deadline))
     }
 
+    /// Takes the pooled connection out of `slot` if it is still worth reusing (and says
+    /// so), or opens a new one.
+    async fn checkout(
+        &self,
+        slot: &mut Option<Connection>,
+        addr: &str,
+    ) -> Result<(Connection, bool), WireError> {
+        match slot.take().filter(Connection::reusable) {
+            Some(connection) => Ok((connection, true)),
+            None => Ok((Connection::open(addr, &self.security).await?, false)),
+        }
+    }
+
     fn slot(&self, addr: &str) -> Arc<tokio::sync::Mutex<Option<Connection>>> {
         let mut connections = self.connections.lock().unwrap_or_else(|p| p.into_inner());
         connections.entry(addr.to_string()).or_default().clone()
-    }
-
-    /// Closes every connection (e.g. after the broker list changed).
-    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
-        self.connections
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|addr, _| keep(addr));
     }
 }
 
@@ -758,6 +756,37 @@ mod tests {
         assert_eq!(broker_address("[fd00::7]", 9093), "[fd00::7]:9093");
         let parsed: std::net::SocketAddr = broker_address("::1", 9092).parse().unwrap();
         assert_eq!(parsed.port(), 9092);
+    }
+
+    #[test]
+    fn api_versions_of_a_broker_older_than_2_4() {
+        use kafka_protocol::messages::api_versions_response::ApiVersion;
+        let mut old = ApiVersionsResponse::default();
+        old.error_code = ResponseError::UnsupportedVersion.code();
+        let mut api = ApiVersion::default();
+        api.api_key = 9;
+        api.max_version = 6;
+        old.api_keys = vec![api];
+        let mut v0 = BytesMut::new();
+        old.encode(&mut v0, 0).unwrap();
+        let answer = decode_api_versions(v0.freeze()).expect("read as v0");
+        assert_eq!(answer.api_keys.len(), 1);
+        assert_eq!(
+            (answer.api_keys[0].api_key, answer.api_keys[0].max_version),
+            (9, 6)
+        );
+
+        let mut current = ApiVersionsResponse::default();
+        current.api_keys = vec![ApiVersion::default()];
+        let mut v3 = BytesMut::new();
+        current.encode(&mut v3, 3).unwrap();
+        assert_eq!(decode_api_versions(v3.freeze()).unwrap().api_keys.len(), 1);
+
+        let mut refused = ApiVersionsResponse::default();
+        refused.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        let mut body = BytesMut::new();
+        refused.encode(&mut body, 3).unwrap();
+        assert!(decode_api_versions(body.freeze()).is_err());
     }
 
     fn properties(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
