@@ -486,7 +486,8 @@ fn one_line(text: &str) -> String {
         .join(": ")
 }
 
-fn looks_secret(key: &str) -> bool {
+/// A setting whose value may be a secret (sasl.password, ssl.key.pem, ...): never shown.
+pub fn looks_secret(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
     ["password", "secret", "token", "key", "jaas", "credential"]
         .iter()

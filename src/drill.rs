@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
+use kafka_lso_exporter::config::looks_secret;
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::KafkaError;
@@ -735,14 +736,6 @@ impl Redactor {
             text.replace(secret.as_str(), "(not shown)")
         })
     }
-}
-
-/// The same words the configuration uses to keep values out of its errors.
-fn looks_secret(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    ["password", "secret", "token", "key", "jaas", "credential"]
-        .iter()
-        .any(|word| key.contains(word))
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
