@@ -26,6 +26,10 @@ pub const DEFAULT_CONFIG_FILE: &str = "kafka-lso-exporter.toml";
 /// Client properties the exporter sets itself; a user value would break sampling.
 /// Default of `clusters[].hanging_margin`.
 pub const DEFAULT_HANGING_MARGIN: Duration = Duration::from_secs(60);
+/// Default of `clusters[].read_window`, in records.
+pub const DEFAULT_READ_WINDOW: u64 = 1000;
+/// Largest `clusters[].read_window`: the window is kept in memory per partition.
+pub const MAX_READ_WINDOW: u64 = 100_000;
 
 const RESERVED_CLIENT_KEYS: &[&str] = &[
     "bootstrap.servers",
@@ -65,6 +69,12 @@ pub struct ClusterConfig {
     /// How much longer than the broker's `transaction.max.timeout.ms` a transaction may
     /// stay open before it counts as hanging.
     pub hanging_margin: Duration,
+    /// Read record-batch headers (Fetch) so that lags never count commit/abort markers or
+    /// aborted records, and for time lag and withheld age.
+    pub read_records: bool,
+    /// A group at most this many offsets below the HW has its lag counted exactly from
+    /// the log; further behind, markers beyond the window are counted as records.
+    pub read_window: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -193,6 +203,10 @@ struct RawCluster {
     transactions: bool,
     #[serde(default)]
     hanging_margin: Option<String>,
+    #[serde(default = "default_true")]
+    read_records: bool,
+    #[serde(default)]
+    read_window: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -672,6 +686,15 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             }
             None => DEFAULT_HANGING_MARGIN,
         };
+        let read_window = match cluster.read_window {
+            None => DEFAULT_READ_WINDOW,
+            Some(n) if (0..=MAX_READ_WINDOW as i64).contains(&n) => n as u64,
+            Some(n) => {
+                return Err(at("read_window")(format!(
+                    "{n} is out of range (0 to {MAX_READ_WINDOW} records)"
+                )))
+            }
+        };
         let mut client = BTreeMap::new();
         for (property, value) in cluster.client {
             if RESERVED_CLIENT_KEYS.contains(&property.as_str()) {
@@ -709,6 +732,8 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             priority_groups,
             transactions: cluster.transactions,
             hanging_margin,
+            read_records: cluster.read_records,
+            read_window,
         });
     }
 

@@ -162,8 +162,11 @@ pub struct StuckPartition<'a> {
     pub lso_stuck_seconds: f64,
     /// `null` when transaction forensics is off for the cluster or failed this cycle.
     pub transactions: Option<Vec<StuckTransaction<'a>>>,
-    /// Groups with lso_lag 0 and hw_lag > 0 here: caught up with what they may read,
-    /// waiting for the transaction.
+    /// Age of the record at the LSO, from its timestamp; `null` when it was not read.
+    pub withheld_age_seconds: Option<f64>,
+    /// Groups that have read everything a read_committed consumer may read here and
+    /// have not read past the LSO: held by the transaction. A read_uncommitted group
+    /// (committed past the LSO) is never listed.
     pub blocked_groups: Vec<&'a str>,
 }
 
@@ -197,7 +200,7 @@ impl<'a> StuckReport<'a> {
             let mut blocked: HashMap<(&str, i32), Vec<&str>> = HashMap::new();
             for group in &snapshot.groups {
                 for g in group.offsets.iter().flatten() {
-                    if g.lag.is_some_and(|l| l.lso_lag == 0 && l.hw_lag > 0) {
+                    if g.lag.is_some_and(|l| l.waits_at_lso()) {
                         blocked
                             .entry((&g.topic, g.partition))
                             .or_default()
@@ -238,6 +241,7 @@ impl<'a> StuckReport<'a> {
                     last_stable_offset: p.last_stable_offset.unwrap_or_default(),
                     hw_minus_lso: v.hw_minus_lso,
                     lso_stuck_seconds: v.lso_stuck_seconds,
+                    withheld_age_seconds: p.withheld_age_seconds,
                     transactions,
                     blocked_groups: blocked
                         .remove(&(&*p.topic, p.partition))
@@ -333,21 +337,23 @@ pub fn render_index(
             "<p>None: every partition's last stable offset equals its high watermark.</p>\n",
         );
     } else {
-        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">topic</th><th>partition</th><th>high watermark</th><th>last stable offset</th><th>HW &minus; LSO</th><th>LSO stuck for</th>\
+        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">topic</th><th>partition</th><th>high watermark</th><th>last stable offset</th><th>HW &minus; LSO</th><th>LSO stuck for</th><th>oldest withheld record</th>\
             <th class=\"l\">transactional.id</th><th>producer id/epoch</th><th class=\"l\">state</th><th>age</th><th class=\"l\">blocked groups</th><th class=\"l\">resolution</th></tr>\n");
         for p in &report.partitions {
             let transactions: &[StuckTransaction] = p.transactions.as_deref().unwrap_or(&[]);
             let rows = transactions.len().max(1);
             let _ = write!(
                 out,
-                "<tr><td class=\"l\" rowspan=\"{rows}\">{}</td><td class=\"l\" rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td>",
+                "<tr><td class=\"l\" rowspan=\"{rows}\">{}</td><td class=\"l\" rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td><td rowspan=\"{rows}\">{}</td>",
                 escape(p.cluster),
                 escape(p.topic),
                 p.partition,
                 p.high_watermark,
                 p.last_stable_offset,
                 p.hw_minus_lso,
-                human_duration(p.lso_stuck_seconds)
+                human_duration(p.lso_stuck_seconds),
+                p.withheld_age_seconds
+                    .map_or("-".to_string(), |age| format!("{} old", human_duration(age)))
             );
             let blocked = if p.blocked_groups.is_empty() {
                 "-".to_string()
@@ -410,7 +416,7 @@ pub fn render_index(
         out.push_str("</table>\n");
         out.push_str("<p>The abort command ends a transaction in one partition without its producer; use it for a hanging transaction or one whose producer is gone for good (a live producer would be fenced). Add <code>--command-config</code> for a secured cluster.</p>\n");
     }
-    out.push_str("<p>Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO, when forensics is on.</p>\n</body></html>\n");
+    out.push_str("<p>Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the age of the oldest withheld record (an upper bound). The oldest withheld record's age comes from its timestamp in the log.</p>\n</body></html>\n");
     out
 }
 
@@ -458,6 +464,7 @@ mod tests {
                 hw_minus_lso: hw - lso,
                 lso_stuck_seconds: stuck,
             }),
+            withheld_age_seconds: Some(stuck + 1.0),
             transactions: None,
         }
     }
@@ -478,7 +485,9 @@ mod tests {
                 topic: Arc::from(topic),
                 partition,
                 committed_offset: committed,
-                lag: Some(crate::snapshot::lag(committed, hw, lso).0),
+                lag: Some(crate::snapshot::lag(committed, hw, lso, None).0),
+                hw_lag_seconds: None,
+                lso_lag_seconds: None,
             }]),
         }
     }
@@ -576,7 +585,8 @@ mod tests {
         let groups = vec![
             group(hostile_group, "orders", 0, 880, 900, 880), // caught up, still behind: blocked
             group("audit", "orders", 0, 900, 900, 880),       // read_uncommitted: not blocked
-            group("slow", "orders", 0, 100, 900, 880),        // has committed data to read
+            group("peek", "orders", 0, 895, 900, 880), // read_uncommitted, behind the HW: not blocked
+            group("slow", "orders", 0, 100, 900, 880), // has committed data to read
         ];
         let clusters = vec![(
             "prod".to_string(),
@@ -614,7 +624,7 @@ mod tests {
         assert!(!page.contains("<b>"), "unescaped group name: {page}");
         assert!(page.contains("<td>4001/7</td><td class=\"l\"><span class=\"hang\">Ongoing (hanging)</span></td><td>3m 10s</td>"));
         assert!(page.contains("<code>kafka-transactions.sh --bootstrap-server kafka-0:9092,kafka-1:9092 abort --topic orders --partition 0 --start-offset 890</code>"));
-        assert!(!page.contains(">slow<") && !page.contains(">audit<"));
+        assert!(!page.contains(">slow<") && !page.contains(">audit<") && !page.contains(">peek<"));
         // An empty id says why it is empty, never that no coordinator knows it when the
         // lookup merely failed.
         assert!(page.contains("<i>unknown: the coordinator lookup failed</i>"));

@@ -379,7 +379,7 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
             .collect();
 
         type PartitionValue = fn(&crate::snapshot::PartitionState) -> Option<Value>;
-        let partition_families: [(&str, &str, PartitionValue); 8] = [
+        let partition_families: [(&str, &str, PartitionValue); 9] = [
             ("kafka_partition_log_start_offset", "Earliest offset of the partition", |p| {
                 p.log_start_offset.map(Value::Count)
             }),
@@ -394,6 +394,9 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
             }),
             ("kafka_partition_lso_stuck_seconds", "Seconds the last stable offset has not moved while behind the high watermark; 0 when they are equal", |p| {
                 p.visibility.map(|v| Value::Seconds(v.lso_stuck_seconds))
+            }),
+            ("kafka_partition_withheld_age_seconds", "Age of the oldest record withheld from read_committed consumers (the record at the last stable offset), from its timestamp; 0 when the high watermark equals the last stable offset", |p| {
+                p.withheld_age_seconds.map(Value::Seconds)
             }),
             ("kafka_partition_open_transactions", "Open transactions in the partition (asked of the leader only while HW > LSO; 0 when they are equal)", |p| {
                 p.transactions.as_ref().map(|t| Value::Count(t.len() as i64))
@@ -445,18 +448,24 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
         }
 
         type LagValue = fn(&crate::snapshot::GroupPartitionState) -> Option<Value>;
-        let group_partition_families: [(&str, &str, LagValue); 4] = [
+        let group_partition_families: [(&str, &str, LagValue); 6] = [
             ("kafka_consumergroup_committed_offset", "Committed offset of the group", |g| {
                 Some(Value::Count(g.committed_offset))
             }),
-            ("kafka_consumergroup_hw_lag", "max(0, high watermark - committed offset)", |g| {
+            ("kafka_consumergroup_hw_lag", "Records a consumer at the committed offset would still receive up to the high watermark: max(0, high watermark - committed offset) less the commit/abort markers in that range", |g| {
                 g.lag.map(|l| Value::Count(l.hw_lag))
             }),
-            ("kafka_consumergroup_lso_lag", "max(0, last stable offset - committed offset): what a read_committed consumer can still read now", |g| {
+            ("kafka_consumergroup_lso_lag", "Records a read_committed consumer at the committed offset can still read now: up to the last stable offset, less commit/abort markers and records of aborted transactions", |g| {
                 g.lag.map(|l| Value::Count(l.lso_lag))
             }),
             ("kafka_consumergroup_committed_beyond_lso", "max(0, committed offset - last stable offset): records read before their transaction was decided", |g| {
                 g.lag.map(|l| Value::Count(l.committed_beyond_lso))
+            }),
+            ("kafka_consumergroup_hw_lag_seconds", "Seconds since the first record the group would still receive up to the high watermark was written; 0 when there is none", |g| {
+                g.hw_lag_seconds.map(Value::Seconds)
+            }),
+            ("kafka_consumergroup_lso_lag_seconds", "Seconds since the first record a read_committed consumer at the committed offset could read now was written; 0 when there is none", |g| {
+                g.lso_lag_seconds.map(Value::Seconds)
             }),
         ];
         for (name, help, value) in group_partition_families {

@@ -6,7 +6,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::kafka::{CoordinatorView, RawSample, RawTransaction, Stage, StageFailure};
+use crate::kafka::records::FirstRecord;
+use crate::kafka::{CoordinatorView, PartitionLog, RawSample, RawTransaction, Stage, StageFailure};
 
 /// What one cycle learned about one cluster; immutable once published.
 #[derive(Debug, Clone)]
@@ -34,6 +35,9 @@ pub struct PartitionState {
     pub last_stable_offset: Option<i64>,
     /// Present when both the HW and the LSO were sampled in this cycle.
     pub visibility: Option<Visibility>,
+    /// Age of the record at the LSO (the oldest one withheld from read_committed
+    /// consumers) while HW > LSO, 0 when they are equal; absent when it was not read.
+    pub withheld_age_seconds: Option<f64>,
     /// The open transactions, oldest first: empty when HW == LSO, absent when forensics
     /// is off for the cluster or failed for this partition in this cycle.
     pub transactions: Option<Vec<OpenTransaction>>,
@@ -184,17 +188,35 @@ pub struct GroupPartitionState {
     pub committed_offset: i64,
     /// Present when the partition's HW and LSO were sampled in this cycle.
     pub lag: Option<Lag>,
+    /// Seconds since the first record the group would still receive up to the HW was
+    /// written; 0 when there is none; absent when it could not be read.
+    pub hw_lag_seconds: Option<f64>,
+    /// The same up to the LSO, for what a read_committed consumer can read now.
+    pub lso_lag_seconds: Option<f64>,
 }
 
-/// Lag of a committed offset against both bounds.
+/// Lag of a committed offset against both bounds, in records a consumer would receive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lag {
-    /// max(0, HW - committed).
+    /// Records a read_uncommitted consumer at the committed offset would still receive
+    /// up to the HW: max(0, HW - committed) less the commit/abort markers in that range.
     pub hw_lag: i64,
-    /// max(0, LSO - committed): what a read_committed consumer can still read now.
+    /// Records a read_committed consumer can still read now: up to the LSO, less markers
+    /// and records of aborted transactions.
     pub lso_lag: i64,
     /// max(0, committed - LSO): records read before their transaction was decided.
     pub committed_beyond_lso: i64,
+}
+
+impl Lag {
+    /// The group has read everything a read_committed consumer may read and has not
+    /// read past the LSO: where the partition's HW > LSO it is held by the transaction
+    /// at the LSO, not slow (SPEC §3 "blocked"). A group committed past the LSO reads
+    /// uncommitted and is never held. An exactly-once group whose committed offset sits
+    /// below a commit marker that precedes the LSO is held too: it has nothing to read.
+    pub fn waits_at_lso(&self) -> bool {
+        self.lso_lag == 0 && self.committed_beyond_lso == 0
+    }
 }
 
 /// An impossible value that was clamped to 0; the `kind` label of
@@ -228,15 +250,83 @@ pub fn hw_minus_lso(high_watermark: i64, last_stable_offset: i64) -> (i64, Optio
 
 /// Both lags and the beyond-LSO distance of a committed offset. A committed offset above
 /// the LSO is normal for a read_uncommitted consumer; above the HW it is an anomaly.
-pub fn lag(committed: i64, high_watermark: i64, last_stable_offset: i64) -> (Lag, Option<Anomaly>) {
-    let hw_lag = high_watermark - committed;
+///
+/// Without `log` the lags are offset differences. With it, offsets the exporter has read
+/// count only if a consumer would receive them: never a commit/abort marker, and for
+/// the LSO lag never a record of an aborted transaction. Offsets it has not read still
+/// count one each, so the lag is exact where the log was read and an upper bound
+/// elsewhere.
+pub fn lag(
+    committed: i64,
+    high_watermark: i64,
+    last_stable_offset: i64,
+    log: Option<&PartitionLog>,
+) -> (Lag, Option<Anomaly>) {
+    let hw_gap = high_watermark - committed;
+    let window = log.and_then(|l| l.window.as_deref());
+    let count = |bound: i64, committed_only: bool| match window {
+        Some(w) if committed < bound => w.receivable(committed, bound, committed_only).0,
+        _ => (bound - committed).max(0),
+    };
     let lag = Lag {
-        hw_lag: hw_lag.max(0),
-        lso_lag: (last_stable_offset - committed).max(0),
+        hw_lag: count(high_watermark, false),
+        lso_lag: count(last_stable_offset, true),
         committed_beyond_lso: (committed - last_stable_offset).max(0),
     };
-    let anomaly = (hw_lag < 0).then_some(Anomaly::CommittedBeyondHighWatermark);
+    let anomaly = (hw_gap < 0).then_some(Anomaly::CommittedBeyondHighWatermark);
     (lag, anomaly)
+}
+
+/// Seconds since `written_ms`, never negative (a producer's clock may run ahead).
+fn age_seconds(now_ms: i64, written_ms: i64) -> f64 {
+    (now_ms - written_ms).max(0) as f64 / 1000.0
+}
+
+/// Seconds since the first record a consumer at `from` would receive below `bound` was
+/// written: 0 when there is none, `None` when the log read does not say.
+fn first_record_age(
+    log: Option<&PartitionLog>,
+    from: i64,
+    bound: i64,
+    committed_only: bool,
+    now_ms: i64,
+) -> Option<f64> {
+    if from >= bound {
+        return Some(0.0);
+    }
+    match log?
+        .extent_at(from)?
+        .first_receivable(from, bound, committed_only)
+    {
+        FirstRecord::At(written_ms) => Some(age_seconds(now_ms, written_ms)),
+        FirstRecord::None => Some(0.0),
+        FirstRecord::Unknown => None,
+    }
+}
+
+/// Time lag of a committed offset against the HW and against the LSO (see
+/// [`GroupPartitionState::hw_lag_seconds`]).
+pub fn time_lag(
+    committed: i64,
+    high_watermark: i64,
+    last_stable_offset: i64,
+    log: Option<&PartitionLog>,
+    now_ms: i64,
+) -> (Option<f64>, Option<f64>) {
+    (
+        first_record_age(log, committed, high_watermark, false, now_ms),
+        first_record_age(log, committed, last_stable_offset, true, now_ms),
+    )
+}
+
+/// Age of the record at the LSO while HW > LSO; 0 when they are equal.
+pub fn withheld_age(
+    high_watermark: i64,
+    last_stable_offset: i64,
+    log: Option<&PartitionLog>,
+    now_ms: i64,
+) -> Option<f64> {
+    first_record_age(log, last_stable_offset, high_watermark, false, now_ms)
 }
 
 /// Per partition, when the LSO was first seen standing at its current value behind the
@@ -323,10 +413,12 @@ fn state_series(group: &GroupState) -> usize {
         + usize::from(!crate::metrics::GROUP_STATES.contains(&group.state.as_str()))
 }
 
-/// Series one group-partition renders: the committed offset, and the three lags when the
-/// partition's offsets were sampled.
+/// Series one group-partition renders: the committed offset, the three lags when the
+/// partition's offsets were sampled, and the time lags when they are known.
 fn offset_series(offset: &GroupPartitionState) -> usize {
     1 + 3 * usize::from(offset.lag.is_some())
+        + usize::from(offset.hw_lag_seconds.is_some())
+        + usize::from(offset.lso_lag_seconds.is_some())
 }
 
 /// How many series `/metrics` renders for these partitions and groups.
@@ -338,6 +430,7 @@ pub fn series_count(partitions: &[PartitionState], groups: &[GroupState]) -> usi
                 + usize::from(p.high_watermark.is_some())
                 + usize::from(p.last_stable_offset.is_some())
                 + 2 * usize::from(p.visibility.is_some())
+                + usize::from(p.withheld_age_seconds.is_some())
                 + p.transactions.as_ref().map_or(0, |t| 3 + t.len())
         })
         .sum();
@@ -405,25 +498,36 @@ pub fn derive(
         .transaction_max_timeout_ms
         .unwrap_or(crate::kafka::DEFAULT_MAX_TIMEOUT_MS);
     let margin_ms = hanging_margin.as_millis() as i64;
+    let mut raw = raw;
+    // What was read of each partition's log, by the partition's index.
+    let logs: Vec<Option<PartitionLog>> = raw.partitions.iter_mut().map(|p| p.log.take()).collect();
     let partitions: Vec<PartitionState> = raw
         .partitions
         .into_iter()
-        .map(|p| {
+        .zip(&logs)
+        .map(|(p, log)| {
             let transactions: Option<Vec<OpenTransaction>> =
                 p.open_transactions.as_ref().map(|open| {
                     open.iter()
                         .map(|t| OpenTransaction::derive(t, now_ms, max_timeout_ms, margin_ms))
                         .collect()
                 });
+            let mut withheld_age_seconds = None;
             let visibility = match (p.high_watermark, p.last_stable_offset) {
                 (Some(hw), Some(lso)) => {
                     let (gap, anomaly) = hw_minus_lso(hw, lso);
                     anomalies.extend(anomaly);
-                    // The coordinator's age of the transaction the LSO stands at.
+                    withheld_age_seconds = withheld_age(hw, lso, log.as_ref(), now_ms);
+                    // How long the LSO can have stood at most: the coordinator's age of
+                    // the transaction the LSO stands at, or else the age of the record
+                    // at the LSO (it cannot have arrived there before that was written).
                     let open_for = transactions.iter().flatten().find(|t| {
                         t.start_offset == lso && t.state.as_deref() == Some("Ongoing") && !t.hanging
                     });
-                    let open_for = open_for.map(|t| Duration::from_secs_f64(t.age_seconds));
+                    let open_for = open_for
+                        .map(|t| t.age_seconds)
+                        .or(withheld_age_seconds.filter(|_| gap > 0))
+                        .map(Duration::from_secs_f64);
                     let stuck = clock.observe(&p.topic, p.partition, hw, lso, now, open_for);
                     Some(Visibility {
                         hw_minus_lso: gap,
@@ -439,6 +543,7 @@ pub fn derive(
                 high_watermark: p.high_watermark,
                 last_stable_offset: p.last_stable_offset,
                 visibility,
+                withheld_age_seconds,
                 transactions,
             }
         })
@@ -452,9 +557,10 @@ pub fn derive(
         clock.retain(|topic, partition| present.contains(&(&**topic, partition)));
     }
 
-    let index: HashMap<(&str, i32), &PartitionState> = partitions
+    let index: HashMap<(&str, i32), (&PartitionState, Option<&PartitionLog>)> = partitions
         .iter()
-        .map(|p| ((&*p.topic, p.partition), p))
+        .zip(&logs)
+        .map(|(p, log)| ((&*p.topic, p.partition), (p, log.as_ref())))
         .collect();
     let groups = raw
         .groups
@@ -464,21 +570,25 @@ pub fn derive(
                 let mut offsets: Vec<GroupPartitionState> = committed
                     .into_iter()
                     .filter_map(|c| {
-                        let partition = index.get(&(c.topic.as_str(), c.partition))?;
-                        let lag = match (partition.high_watermark, partition.last_stable_offset) {
-                            (Some(hw), Some(lso)) => {
-                                let (lag, anomaly) = lag(c.offset, hw, lso);
-                                anomalies.extend(anomaly);
-                                Some(lag)
-                            }
-                            _ => None,
-                        };
-                        Some(GroupPartitionState {
+                        let &(partition, log) = index.get(&(c.topic.as_str(), c.partition))?;
+                        let mut state = GroupPartitionState {
                             topic: partition.topic.clone(),
                             partition: c.partition,
                             committed_offset: c.offset,
-                            lag,
-                        })
+                            lag: None,
+                            hw_lag_seconds: None,
+                            lso_lag_seconds: None,
+                        };
+                        if let (Some(hw), Some(lso)) =
+                            (partition.high_watermark, partition.last_stable_offset)
+                        {
+                            let (lag, anomaly) = lag(c.offset, hw, lso, log);
+                            anomalies.extend(anomaly);
+                            state.lag = Some(lag);
+                            (state.hw_lag_seconds, state.lso_lag_seconds) =
+                                time_lag(c.offset, hw, lso, log, now_ms);
+                        }
+                        Some(state)
                     })
                     .collect();
                 offsets.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
@@ -551,7 +661,7 @@ mod tests {
                 committed_beyond_lso: beyond,
             };
             assert_eq!(
-                lag(committed, hw, lso),
+                lag(committed, hw, lso, None),
                 (expected, anomaly),
                 "committed {committed} hw {hw} lso {lso}"
             );
@@ -804,6 +914,7 @@ mod tests {
             log_start_offset: Some(0),
             last_stable_offset: lso,
             high_watermark: hw,
+            log: None,
         }
     }
 
@@ -813,6 +924,99 @@ mod tests {
             partition,
             offset,
         }
+    }
+
+    /// The log as read: SPEC §1's worked example at 1/1000 scale, with timestamps. Plain
+    /// records 870..880 written at 100 s; T1 (producer 1) opens at 880 at 200 s; 4 plain
+    /// at 300 s; T2 writes 5 at 400 s and commits (marker 890); 9 plain at 500 s. HW 900,
+    /// LSO 880.
+    fn worked_example_log() -> PartitionLog {
+        use crate::kafka::records::tests::{data, marker, txn};
+        use crate::kafka::records::{LogExtent, Marker};
+        let mut window = LogExtent::new(870);
+        window.append(
+            &[
+                data(870, 10, 100_000),
+                txn(880, 1, 200_000, 1),
+                data(881, 4, 300_000),
+                txn(885, 5, 400_000, 2),
+                marker(890, 2, Marker::Commit),
+                data(891, 9, 500_000),
+            ],
+            900,
+            None,
+        );
+        PartitionLog {
+            window: Some(Arc::new(window)),
+            positions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn lags_from_the_log_never_count_markers() {
+        let log = worked_example_log();
+        let now_ms = 1_000_000;
+        // (committed, hw_lag, lso_lag, hw_lag_seconds, lso_lag_seconds)
+        let cases = [
+            // Blocked at the LSO: 19 records behind the HW (the marker at 890 is not
+            // one), nothing to read, and the record at the LSO was written at 200 s.
+            (880, 19, 0, Some(800.0), Some(0.0)),
+            // Five plain records before the LSO; the batch 870..879 spans 100.00 s to
+            // 100.09 s, so the record at 875 is taken as written at 100.05 s.
+            (875, 24, 5, Some(899.95), Some(899.95)),
+            // A read_uncommitted group between the LSO and the HW.
+            (891, 9, 0, Some(500.0), Some(0.0)),
+            // Caught up.
+            (900, 0, 0, Some(0.0), Some(0.0)),
+            // Below the window: the unread part counts every offset; no time known.
+            (860, 39, 20, None, None),
+        ];
+        for (committed, hw_lag, lso_lag, hw_seconds, lso_seconds) in cases {
+            let (l, _) = lag(committed, 900, 880, Some(&log));
+            assert_eq!(
+                (l.hw_lag, l.lso_lag),
+                (hw_lag, lso_lag),
+                "committed {committed}"
+            );
+            assert_eq!(
+                time_lag(committed, 900, 880, Some(&log), now_ms),
+                (hw_seconds, lso_seconds),
+                "committed {committed}"
+            );
+        }
+        assert_eq!(withheld_age(900, 880, Some(&log), now_ms), Some(800.0));
+        assert_eq!(withheld_age(900, 900, None, now_ms), Some(0.0));
+        assert_eq!(withheld_age(900, 880, None, now_ms), None);
+        // Without reads, nothing is guessed: offset differences, and time only where
+        // there is nothing to read.
+        assert_eq!(lag(880, 900, 880, None).0.hw_lag, 20);
+        assert_eq!(time_lag(880, 900, 880, None, now_ms), (None, Some(0.0)));
+    }
+
+    #[test]
+    fn blocked_means_nothing_to_read_and_not_past_the_lso() {
+        let log = worked_example_log();
+        let waits = |committed| lag(committed, 900, 880, Some(&log)).0.waits_at_lso();
+        assert!(waits(880), "read_committed at the LSO");
+        assert!(!waits(891), "read_uncommitted between LSO and HW");
+        assert!(!waits(875), "records left to read");
+        // An exactly-once group committed below a commit marker that precedes the LSO.
+        let mut window = crate::kafka::records::LogExtent::new(0);
+        use crate::kafka::records::tests::{marker, txn};
+        window.append(
+            &[
+                txn(0, 10, 0, 1),
+                marker(10, 1, crate::kafka::records::Marker::Commit),
+                txn(11, 1, 0, 2),
+            ],
+            12,
+            None,
+        );
+        let log = PartitionLog {
+            window: Some(Arc::new(window)),
+            positions: Vec::new(),
+        };
+        assert!(lag(10, 12, 11, Some(&log)).0.waits_at_lso());
     }
 
     #[test]
@@ -924,6 +1128,8 @@ mod tests {
                             lso_lag: 0,
                             committed_beyond_lso: 0,
                         }),
+                        hw_lag_seconds: None,
+                        lso_lag_seconds: None,
                     })
                     .collect(),
             ),
@@ -943,6 +1149,7 @@ mod tests {
                     hw_minus_lso: 0,
                     lso_stuck_seconds: 0.0,
                 }),
+                withheld_age_seconds: None,
                 transactions: None,
             })
             .collect();

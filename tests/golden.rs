@@ -35,6 +35,7 @@ fn fixed_snapshot() -> ClusterSnapshot {
                     hw_minus_lso: 20,
                     lso_stuck_seconds: 184.5,
                 }),
+                withheld_age_seconds: Some(186.75),
                 transactions: Some(vec![OpenTransaction {
                     producer_id: 4001,
                     producer_epoch: 7,
@@ -57,6 +58,7 @@ fn fixed_snapshot() -> ClusterSnapshot {
                     hw_minus_lso: 0,
                     lso_stuck_seconds: 0.0,
                 }),
+                withheld_age_seconds: Some(0.0),
                 transactions: Some(Vec::new()),
             },
             // HW request failed this cycle: only what was sampled is shown.
@@ -67,6 +69,7 @@ fn fixed_snapshot() -> ClusterSnapshot {
                 high_watermark: None,
                 last_stable_offset: Some(77),
                 visibility: None,
+                withheld_age_seconds: None,
                 transactions: None,
             },
         ],
@@ -80,10 +83,12 @@ fn fixed_snapshot() -> ClusterSnapshot {
                     partition: 0,
                     committed_offset: 880,
                     lag: Some(Lag {
-                        hw_lag: 20,
+                        hw_lag: 19,
                         lso_lag: 0,
                         committed_beyond_lso: 0,
                     }),
+                    hw_lag_seconds: Some(186.75),
+                    lso_lag_seconds: Some(0.0),
                 }]),
             },
             GroupState {
@@ -99,6 +104,8 @@ fn fixed_snapshot() -> ClusterSnapshot {
                         lso_lag: 0,
                         committed_beyond_lso: 20,
                     }),
+                    hw_lag_seconds: Some(0.0),
+                    lso_lag_seconds: Some(0.0),
                 }]),
             },
         ],

@@ -10,7 +10,9 @@
 //! 5. last stable offsets (ListOffsets LATEST, read_committed, one request per leader);
 //! 6. high watermarks (ListOffsets LATEST, read_uncommitted, one request per leader);
 //! 7. for partitions with HW > LSO only, the open transactions holding them
-//!    ([`super::forensics`]).
+//!    ([`super::forensics`]);
+//! 8. record-batch headers near the groups' committed offsets and at the LSO, for lag
+//!    that never counts markers and for time lag ([`super::reads`]).
 //!
 //! Committed offsets come before the LSO, and the LSO before the HW: all three only
 //! grow, so this order yields `hw >= lso` and non-negative lag without clamping.
@@ -29,6 +31,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use super::forensics::Forensics;
 use super::native::{list_consumer_group_offsets, queued_events};
 use super::offsets;
+use super::reads::Reads;
 use super::wire::{Security, WireClient};
 use super::{CommittedOffset, Planned, RawGroup, RawPartition, RawSample, Sampler, Stage};
 use crate::config::{ClusterConfig, NameFilter};
@@ -47,6 +50,8 @@ pub struct KafkaSampler {
     cluster: String,
     /// Who holds each pinned LSO; `None` when off for this cluster.
     forensics: Option<Forensics>,
+    /// Record-batch headers for exact and time lag; `None` when off for this cluster.
+    reads: Option<Reads>,
 }
 
 /// Routes librdkafka's own log lines and errors into `tracing`, tagged with the cluster.
@@ -136,6 +141,7 @@ impl KafkaSampler {
             topics: config.topics.clone(),
             groups: config.groups.clone(),
             forensics: wire.clone().and_then(|w| Forensics::new(config, w)),
+            reads: wire.clone().and_then(|w| Reads::new(config, w)),
             wire_offsets: AtomicBool::new(wire.is_some()),
             wire,
             cluster: config.name.clone(),
@@ -253,6 +259,7 @@ impl Sampler for KafkaSampler {
                 last_stable_offset: None,
                 high_watermark: None,
                 open_transactions: None,
+                log: None,
             })
             .collect();
         let planned: Vec<Planned> = plan
@@ -350,6 +357,12 @@ impl Sampler for KafkaSampler {
                 })
                 .collect();
             forensics.describe(&mut sample, &targets, &brokers, deadline);
+        }
+
+        // 8. Record-batch headers where groups are close to the end, at offsets of groups
+        // further behind, and at the LSO.
+        if let Some(reads) = &self.reads {
+            reads.read(&mut sample, &planned, &brokers, deadline);
         }
 
         sample

@@ -8,6 +8,8 @@ mod client;
 mod forensics;
 mod native;
 mod offsets;
+mod reads;
+pub mod records;
 mod scram;
 pub mod wire;
 
@@ -38,6 +40,7 @@ pub enum Stage {
     HighWatermark,
     DescribeProducers,
     DescribeTransactions,
+    ReadRecords,
 }
 
 impl Stage {
@@ -51,6 +54,7 @@ impl Stage {
             Stage::HighWatermark => "high_watermark",
             Stage::DescribeProducers => "describe_producers",
             Stage::DescribeTransactions => "describe_transactions",
+            Stage::ReadRecords => "read_records",
         }
     }
 }
@@ -79,6 +83,36 @@ pub struct RawPartition {
     /// The open transactions: `Some(empty)` when HW == LSO (none can be open), `None`
     /// when transaction forensics is off or its requests failed in this cycle.
     pub open_transactions: Option<Vec<RawTransaction>>,
+    /// What was read of the partition's log (record-batch headers); `None` when record
+    /// reads are off for the cluster.
+    pub log: Option<PartitionLog>,
+}
+
+/// The parts of one partition's log the exporter has read ([`reads`]): the window below
+/// the HW, and short reads at single offsets further down.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartitionLog {
+    /// Read continuously from some offset up to (at most) the HW.
+    pub window: Option<Arc<records::LogExtent>>,
+    /// Short reads at committed offsets outside the window (and at the LSO): read_committed
+    /// below the LSO, read_uncommitted at or above it.
+    pub positions: Vec<(i64, Arc<records::LogExtent>)>,
+}
+
+impl PartitionLog {
+    /// The extent that starts no later than `offset`: the window if it covers it, else the
+    /// read made at exactly that offset.
+    pub fn extent_at(&self, offset: i64) -> Option<&records::LogExtent> {
+        self.window
+            .as_deref()
+            .filter(|w| w.from() <= offset)
+            .or_else(|| {
+                self.positions
+                    .iter()
+                    .find(|(at, _)| *at == offset)
+                    .map(|(_, extent)| &**extent)
+            })
+    }
 }
 
 /// An open transaction in one partition as its leader reported it (DescribeProducers),

@@ -604,6 +604,8 @@ fn ours(key: i16) -> Option<(i16, i16)> {
         FindCoordinatorRequest::KEY => range::<FindCoordinatorRequest>(),
         // v8 and v9 batch many groups in one request; v10 names topics by id.
         OffsetFetchRequest::KEY => (8, 9),
+        // v13 names topics by id.
+        FetchRequest::KEY => (4, 12),
         _ => return None,
     })
 }

@@ -1,0 +1,710 @@
+//! What the exporter learns from reading a partition's log: record-batch headers parsed
+//! from Fetch answers, and [`LogExtent`], a summary of a range of the log that answers
+//! "how many records would a consumer at offset X still receive below bound B, and when
+//! was the first of them written". Pure code, no I/O.
+//!
+//! Only batch headers are read (61 bytes each, plus the key of a control record): no
+//! record is decompressed. A consumer never receives control records (commit and abort
+//! markers), and a read_committed consumer never receives records of aborted
+//! transactions; both take offsets, which is why `HW - committed` overstates lag on
+//! transactional topics.
+
+use std::collections::HashMap;
+
+/// Size of a v2 record-batch header, up to and including the record count.
+const HEADER: usize = 61;
+
+/// Control record type of an abort marker (the key's second int16).
+const ABORT: i16 = 0;
+/// Control record type of a commit marker.
+const COMMIT: i16 = 1;
+
+/// A transaction marker, from the key of a control batch's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    Commit,
+    Abort,
+    /// A control record of another type (none are written to user topics today).
+    Other,
+}
+
+/// One record batch as its header describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batch {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub record_count: i32,
+    /// Timestamp of the batch's first record (CreateTime topics).
+    pub first_timestamp: i64,
+    /// Largest timestamp in the batch; with LogAppendTime, every record's timestamp.
+    pub max_timestamp: i64,
+    pub log_append_time: bool,
+    pub transactional: bool,
+    /// `Some` for a control batch (commit/abort marker).
+    pub control: Option<Marker>,
+    pub producer_id: i64,
+}
+
+/// Parses the record batches of one partition of a Fetch answer. A batch cut short at
+/// the end (the broker fills the byte budget and may cut the last batch) is kept when its
+/// header is complete, since only the header is needed; a control batch also needs the
+/// key of its record. Errors on anything that is not a v2 record batch.
+pub fn parse_batches(mut bytes: &[u8]) -> Result<Vec<Batch>, String> {
+    let mut batches = Vec::new();
+    while bytes.len() >= HEADER {
+        let i64_at = |at: usize| i64::from_be_bytes(bytes[at..at + 8].try_into().unwrap());
+        let i32_at = |at: usize| i32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+        let base_offset = i64_at(0);
+        let length = i32_at(8);
+        let magic = bytes[16] as i8;
+        if magic != 2 {
+            return Err(format!(
+                "record batch at offset {base_offset} has message format v{magic} (only v2 is read)"
+            ));
+        }
+        // The length counts from the partition leader epoch on (byte 12).
+        if length < (HEADER - 12) as i32 {
+            return Err(format!(
+                "record batch at offset {base_offset} has a length of {length} bytes"
+            ));
+        }
+        let end = 12usize.saturating_add(length as usize);
+        let attributes = i16::from_be_bytes([bytes[21], bytes[22]]);
+        let last_offset_delta = i32_at(23);
+        let record_count = i32_at(57);
+        if last_offset_delta < 0 || record_count < 0 {
+            return Err(format!(
+                "record batch at offset {base_offset} has a negative offset delta or record count"
+            ));
+        }
+        let control = if attributes & (1 << 5) != 0 {
+            if attributes & 0x7 != 0 {
+                return Err(format!(
+                    "control batch at offset {base_offset} is compressed"
+                ));
+            }
+            let body = &bytes[HEADER..bytes.len().min(end)];
+            match control_type(body) {
+                Some(kind) => Some(match kind {
+                    ABORT => Marker::Abort,
+                    COMMIT => Marker::Commit,
+                    _ => Marker::Other,
+                }),
+                // Its record is cut off: stop here, the next read starts at this batch.
+                None if bytes.len() < end => break,
+                None => {
+                    return Err(format!(
+                        "control batch at offset {base_offset} has no readable key"
+                    ))
+                }
+            }
+        } else {
+            None
+        };
+        batches.push(Batch {
+            base_offset,
+            last_offset: base_offset.saturating_add(i64::from(last_offset_delta)),
+            record_count,
+            first_timestamp: i64_at(27),
+            max_timestamp: i64_at(35),
+            log_append_time: attributes & (1 << 3) != 0,
+            transactional: attributes & (1 << 4) != 0,
+            control,
+            producer_id: i64_at(43),
+        });
+        if bytes.len() <= end {
+            break;
+        }
+        bytes = &bytes[end..];
+    }
+    Ok(batches)
+}
+
+/// The type of the first control record in `records` (the bytes after a batch header):
+/// length, attributes, timestamp delta, offset delta, key length, then the key
+/// (version: int16, type: int16).
+fn control_type(mut records: &[u8]) -> Option<i16> {
+    let _length = varint(&mut records)?;
+    records = records.get(1..)?; // attributes
+    let _timestamp_delta = varint(&mut records)?;
+    let _offset_delta = varint(&mut records)?;
+    let key_length = varint(&mut records)?;
+    if key_length < 4 {
+        return None;
+    }
+    let key = records.get(..4)?;
+    Some(i16::from_be_bytes([key[2], key[3]]))
+}
+
+/// A zig-zag varint (Kafka's varint and varlong), at most 10 bytes.
+fn varint(bytes: &mut &[u8]) -> Option<i64> {
+    let mut value: u64 = 0;
+    for i in 0..10 {
+        let byte = *bytes.get(i)?;
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            *bytes = &bytes[i + 1..];
+            return Some((value >> 1) as i64 ^ -((value & 1) as i64));
+        }
+    }
+    None
+}
+
+/// What became of a batch's records, as far as this extent knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// Plain records, or a transaction's records that were committed.
+    Delivered,
+    /// Records of an aborted transaction: delivered to read_uncommitted consumers only.
+    Aborted,
+    /// A transaction not decided within this extent (open, or its marker lies beyond).
+    Undecided,
+    /// Commit/abort marker: delivered to nobody.
+    Control,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    base_offset: i64,
+    last_offset: i64,
+    record_count: i32,
+    first_timestamp: i64,
+    max_timestamp: i64,
+    log_append_time: bool,
+    fate: Fate,
+}
+
+impl Entry {
+    /// Records of this batch at or after `from` and before `bound`, and whether that
+    /// count is exact (a batch with holes left by compaction is counted as if full).
+    fn records_in(&self, from: i64, bound: i64) -> (i64, bool) {
+        let lo = from.max(self.base_offset);
+        let hi = bound.min(self.last_offset + 1);
+        if lo >= hi {
+            return (0, true);
+        }
+        let span = self.last_offset - self.base_offset + 1;
+        if i64::from(self.record_count) == span {
+            (hi - lo, true)
+        } else {
+            ((hi - lo).min(i64::from(self.record_count)), false)
+        }
+    }
+
+    /// The write time of the first record at or after `from` in this batch. Within a
+    /// batch (CreateTime) it is interpolated between the batch's first and largest
+    /// timestamps: exact at the batch's start, off by at most the batch's time span
+    /// (the producer's linger) inside it.
+    fn timestamp_at(&self, from: i64) -> i64 {
+        if self.log_append_time {
+            return self.max_timestamp;
+        }
+        if from <= self.base_offset || self.last_offset == self.base_offset {
+            return self.first_timestamp;
+        }
+        let span = (self.max_timestamp - self.first_timestamp).max(0) as i128;
+        let position = i128::from(from - self.base_offset);
+        let width = i128::from(self.last_offset - self.base_offset);
+        self.first_timestamp + (span * position / width) as i64
+    }
+}
+
+/// The answer to "when was the first record a consumer would receive written".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstRecord {
+    /// Written at this time (ms since the epoch).
+    At(i64),
+    /// There is none before the bound: nothing left to receive.
+    None,
+    /// The extent does not reach far enough to say.
+    Unknown,
+}
+
+/// A contiguous range `[from, to)` of one partition's log as read: every batch in it,
+/// with what became of its records. Built from Fetch answers in offset order; extended
+/// as the log grows; transactions are decided by the markers read after them, or by the
+/// aborted-transaction list a read_committed Fetch returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogExtent {
+    from: i64,
+    to: i64,
+    entries: Vec<Entry>,
+    /// Producer id -> indices of its undecided batches, awaiting the marker.
+    open: HashMap<i64, Vec<usize>>,
+}
+
+impl LogExtent {
+    /// An empty extent starting at `from`.
+    pub fn new(from: i64) -> LogExtent {
+        LogExtent {
+            from,
+            to: from,
+            entries: Vec::new(),
+            open: HashMap::new(),
+        }
+    }
+
+    /// First offset covered.
+    pub fn from(&self) -> i64 {
+        self.from
+    }
+
+    /// End of what was read (exclusive).
+    pub fn to(&self) -> i64 {
+        self.to
+    }
+
+    pub fn batches(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Adds the batches of one Fetch answer that starts at [`LogExtent::to`].
+    ///
+    /// `end` is how far the answer is known to be complete: the next offset after the
+    /// last batch, or the bound the broker read to (its HW or LSO) when the answer ends
+    /// there. `read_committed` carries the answer's aborted transactions (producer id,
+    /// first offset) and the LSO it was read under: below it, every transaction is
+    /// decided, and a transactional batch not listed as aborted was committed.
+    pub fn append(
+        &mut self,
+        batches: &[Batch],
+        end: i64,
+        read_committed: Option<(&[(i64, i64)], i64)>,
+    ) {
+        let mut aborted_list: Vec<(i64, i64)> = read_committed
+            .map(|(list, _)| list.to_vec())
+            .unwrap_or_default();
+        aborted_list.sort_by_key(|&(_, first_offset)| first_offset);
+        let mut aborted_list = aborted_list.into_iter().peekable();
+        // As Kafka's consumer does: a producer is aborting from the first offset its
+        // aborted transaction lists until its abort marker.
+        let mut aborting: std::collections::HashSet<i64> = Default::default();
+        for batch in batches {
+            if batch.last_offset < self.to {
+                continue; // already read (a Fetch returns the whole batch holding its offset)
+            }
+            while let Some((producer_id, _)) =
+                aborted_list.next_if(|&(_, first)| first <= batch.last_offset)
+            {
+                aborting.insert(producer_id);
+            }
+            let fate = match batch.control {
+                Some(marker) => {
+                    let decided = match marker {
+                        Marker::Commit => Some(Fate::Delivered),
+                        Marker::Abort => Some(Fate::Aborted),
+                        Marker::Other => None,
+                    };
+                    if let Some(fate) = decided {
+                        for index in self.open.remove(&batch.producer_id).unwrap_or_default() {
+                            self.entries[index].fate = fate;
+                        }
+                        if marker == Marker::Abort {
+                            aborting.remove(&batch.producer_id);
+                        }
+                    }
+                    Fate::Control
+                }
+                None if !batch.transactional => Fate::Delivered,
+                None if aborting.contains(&batch.producer_id) => Fate::Aborted,
+                None => match read_committed {
+                    Some((_, lso)) if batch.last_offset < lso => Fate::Delivered,
+                    _ => Fate::Undecided,
+                },
+            };
+            if fate == Fate::Undecided {
+                self.open
+                    .entry(batch.producer_id)
+                    .or_default()
+                    .push(self.entries.len());
+            }
+            self.entries.push(Entry {
+                base_offset: batch.base_offset,
+                last_offset: batch.last_offset,
+                record_count: batch.record_count,
+                first_timestamp: batch.first_timestamp,
+                max_timestamp: batch.max_timestamp,
+                log_append_time: batch.log_append_time,
+                fate,
+            });
+            self.to = self.to.max(batch.last_offset + 1);
+        }
+        self.to = self.to.max(end);
+    }
+
+    /// Forgets the batches that end before `offset` (no consumer of interest is there
+    /// any more); the extent then starts at the first batch kept.
+    pub fn trim_before(&mut self, offset: i64) {
+        let keep_from = self.entries.partition_point(|e| e.last_offset < offset);
+        if keep_from == 0 {
+            return;
+        }
+        self.entries.drain(..keep_from);
+        self.from = self.from.max(offset.min(self.to));
+        if let Some(first) = self.entries.first() {
+            self.from = self.from.min(first.base_offset);
+        }
+        for indices in self.open.values_mut() {
+            indices.retain(|&i| i >= keep_from);
+            for i in indices.iter_mut() {
+                *i -= keep_from;
+            }
+        }
+        self.open.retain(|_, indices| !indices.is_empty());
+    }
+
+    /// Records a consumer at `from` would receive below `bound`: a read_uncommitted one
+    /// (`committed_only` false) every record but markers, a read_committed one also
+    /// not those of aborted transactions. Offsets outside the extent count as records
+    /// (an upper bound); the flag says whether the count is exact.
+    pub fn receivable(&self, from: i64, bound: i64, committed_only: bool) -> (i64, bool) {
+        if from >= bound {
+            return (0, true);
+        }
+        let mut count = 0;
+        let mut exact = true;
+        let lo = from.max(self.from);
+        let hi = bound.min(self.to);
+        if from < self.from {
+            count += self.from.min(bound) - from;
+            exact = false;
+        }
+        if bound > self.to {
+            count += bound - self.to.max(from);
+            exact = false;
+        }
+        if lo < hi {
+            let start = self.entries.partition_point(|e| e.last_offset < lo);
+            for entry in self.entries[start..]
+                .iter()
+                .take_while(|e| e.base_offset < hi)
+            {
+                let counted = match entry.fate {
+                    Fate::Control => false,
+                    Fate::Aborted => !committed_only,
+                    Fate::Delivered => true,
+                    Fate::Undecided => {
+                        // Below the LSO every transaction is decided; one this extent
+                        // could not decide is counted, and the count is not exact.
+                        exact &= !committed_only;
+                        true
+                    }
+                };
+                if counted {
+                    let (n, n_exact) = entry.records_in(lo, hi);
+                    count += n;
+                    exact &= n_exact;
+                }
+            }
+        }
+        (count, exact)
+    }
+
+    /// When the first record a consumer at `from` would receive below `bound` was
+    /// written (see [`LogExtent::receivable`] for `committed_only`).
+    pub fn first_receivable(&self, from: i64, bound: i64, committed_only: bool) -> FirstRecord {
+        if from >= bound {
+            return FirstRecord::None;
+        }
+        if from < self.from {
+            return FirstRecord::Unknown;
+        }
+        let start = self.entries.partition_point(|e| e.last_offset < from);
+        for entry in self.entries[start..]
+            .iter()
+            .take_while(|e| e.base_offset < bound)
+        {
+            match entry.fate {
+                Fate::Control => continue,
+                Fate::Aborted if committed_only => continue,
+                Fate::Undecided if committed_only => return FirstRecord::Unknown,
+                _ => return FirstRecord::At(entry.timestamp_at(from)),
+            }
+        }
+        if self.to >= bound {
+            FirstRecord::None
+        } else {
+            FirstRecord::Unknown
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Encodes a v2 record batch as a broker stores it: the header, then `records` plain
+    /// records, or one control record with `marker`'s key.
+    pub(crate) fn encode_batch(batch: &Batch) -> Vec<u8> {
+        fn zigzag(out: &mut Vec<u8>, v: i64) {
+            let mut z = ((v << 1) ^ (v >> 63)) as u64;
+            loop {
+                let byte = (z & 0x7f) as u8;
+                z >>= 7;
+                if z == 0 {
+                    out.push(byte);
+                    break;
+                }
+                out.push(byte | 0x80);
+            }
+        }
+        let mut records = Vec::new();
+        for i in 0..batch.record_count {
+            let mut record = vec![0u8]; // attributes
+            zigzag(&mut record, 0); // timestamp delta
+            zigzag(&mut record, i64::from(i)); // offset delta
+            match batch.control {
+                Some(marker) => {
+                    let kind: i16 = match marker {
+                        Marker::Abort => ABORT,
+                        Marker::Commit => COMMIT,
+                        Marker::Other => 5,
+                    };
+                    zigzag(&mut record, 4);
+                    record.extend_from_slice(&0i16.to_be_bytes());
+                    record.extend_from_slice(&kind.to_be_bytes());
+                    zigzag(&mut record, 6);
+                    record.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+                }
+                None => {
+                    zigzag(&mut record, -1); // no key
+                    zigzag(&mut record, 3);
+                    record.extend_from_slice(b"abc");
+                }
+            }
+            zigzag(&mut record, 0); // no headers
+            zigzag(&mut records, record.len() as i64);
+            records.extend_from_slice(&record);
+        }
+        let mut attributes: i16 = 0;
+        if batch.log_append_time {
+            attributes |= 1 << 3;
+        }
+        if batch.transactional {
+            attributes |= 1 << 4;
+        }
+        if batch.control.is_some() {
+            attributes |= 1 << 5;
+        }
+        let mut out = Vec::new();
+        out.extend_from_slice(&batch.base_offset.to_be_bytes());
+        out.extend_from_slice(&((HEADER - 12 + records.len()) as i32).to_be_bytes());
+        out.extend_from_slice(&0i32.to_be_bytes()); // leader epoch
+        out.push(2);
+        out.extend_from_slice(&0u32.to_be_bytes()); // crc (not checked)
+        out.extend_from_slice(&attributes.to_be_bytes());
+        out.extend_from_slice(&((batch.last_offset - batch.base_offset) as i32).to_be_bytes());
+        out.extend_from_slice(&batch.first_timestamp.to_be_bytes());
+        out.extend_from_slice(&batch.max_timestamp.to_be_bytes());
+        out.extend_from_slice(&batch.producer_id.to_be_bytes());
+        out.extend_from_slice(&0i16.to_be_bytes());
+        out.extend_from_slice(&0i32.to_be_bytes());
+        out.extend_from_slice(&batch.record_count.to_be_bytes());
+        out.extend_from_slice(&records);
+        out
+    }
+
+    pub(crate) fn data(base: i64, count: i32, ts: i64) -> Batch {
+        Batch {
+            base_offset: base,
+            last_offset: base + i64::from(count) - 1,
+            record_count: count,
+            first_timestamp: ts,
+            max_timestamp: ts + i64::from(count - 1) * 10,
+            log_append_time: false,
+            transactional: false,
+            control: None,
+            producer_id: -1,
+        }
+    }
+
+    pub(crate) fn txn(base: i64, count: i32, ts: i64, producer_id: i64) -> Batch {
+        Batch {
+            transactional: true,
+            producer_id,
+            ..data(base, count, ts)
+        }
+    }
+
+    pub(crate) fn marker(offset: i64, producer_id: i64, marker: Marker) -> Batch {
+        Batch {
+            control: Some(marker),
+            ..txn(offset, 1, 0, producer_id)
+        }
+    }
+
+    fn encode_all(batches: &[Batch]) -> Vec<u8> {
+        batches.iter().flat_map(encode_batch).collect()
+    }
+
+    #[test]
+    fn parses_headers_markers_and_a_cut_last_batch() {
+        let batches = vec![
+            data(0, 3, 1_000),
+            txn(3, 2, 2_000, 7),
+            marker(5, 7, Marker::Commit),
+            txn(6, 1, 3_000, 8),
+            marker(7, 8, Marker::Abort),
+        ];
+        let bytes = encode_all(&batches);
+        assert_eq!(parse_batches(&bytes).unwrap(), batches);
+        // Cut inside the last data batch's records: its header is enough.
+        let bytes = encode_all(&batches[..4]);
+        assert_eq!(
+            parse_batches(&bytes[..bytes.len() - 3]).unwrap(),
+            batches[..4]
+        );
+        // Cut inside a header, or inside a marker's key: that batch is left out.
+        let bytes = encode_all(&batches[..3]);
+        let marker_at = bytes.len() - encode_batch(&batches[2]).len();
+        assert_eq!(
+            parse_batches(&bytes[..marker_at + 30]).unwrap(),
+            batches[..2]
+        );
+        assert_eq!(
+            parse_batches(&bytes[..marker_at + HEADER + 3]).unwrap(),
+            batches[..2]
+        );
+        assert_eq!(parse_batches(&[]).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_v2_batch() {
+        let mut bytes = encode_batch(&data(0, 1, 0));
+        bytes[16] = 1;
+        assert!(parse_batches(&bytes).unwrap_err().contains("format v1"));
+        let mut bytes = encode_batch(&data(0, 1, 0));
+        bytes[8..12].copy_from_slice(&3i32.to_be_bytes());
+        assert!(parse_batches(&bytes).is_err());
+        let mut bytes = encode_batch(&marker(0, 1, Marker::Commit));
+        bytes[22] |= 1; // compressed control batch
+        assert!(parse_batches(&bytes).is_err());
+        // Garbage of every length never panics.
+        let junk: Vec<u8> = (0..400u32).map(|i| (i * 31 % 251) as u8).collect();
+        for len in 0..junk.len() {
+            let _ = parse_batches(&junk[..len]);
+        }
+    }
+
+    /// The issue's exactly-once example: 10 records in one committed transaction, the
+    /// marker at 10, HW 11.
+    #[test]
+    fn a_commit_marker_is_not_lag() {
+        let mut log = LogExtent::new(0);
+        log.append(
+            &[txn(0, 10, 5_000, 1), marker(10, 1, Marker::Commit)],
+            11,
+            None,
+        );
+        assert_eq!(log.receivable(10, 11, false), (0, true));
+        assert_eq!(log.receivable(10, 11, true), (0, true));
+        assert_eq!(log.first_receivable(10, 11, true), FirstRecord::None);
+        // Three data records behind: 3, not 4.
+        assert_eq!(log.receivable(7, 11, false), (3, true));
+        assert_eq!(log.receivable(7, 11, true), (3, true));
+        assert_eq!(log.first_receivable(7, 11, false), FirstRecord::At(5_070));
+    }
+
+    /// SPEC §1's worked example, scaled: plain records to 880; T1 (producer 1) opens at
+    /// 880; 4 plain; T2 (producer 2) writes 5 and commits (marker at 890); 9 plain.
+    /// HW 900, LSO 880. A group at 880 would receive 19 records up to the HW (the marker
+    /// is not one), none up to the LSO.
+    #[test]
+    fn worked_example_behind_an_open_transaction() {
+        let batches = [
+            data(870, 10, 100),
+            txn(880, 1, 200, 1),
+            data(881, 4, 300),
+            txn(885, 5, 400, 2),
+            marker(890, 2, Marker::Commit),
+            data(891, 9, 500),
+        ];
+        let mut log = LogExtent::new(870);
+        log.append(&batches, 900, None);
+        assert_eq!(log.receivable(880, 900, false), (19, true));
+        assert_eq!(log.receivable(880, 880, true), (0, true));
+        assert_eq!(log.first_receivable(880, 900, false), FirstRecord::At(200));
+        assert_eq!(log.first_receivable(880, 880, true), FirstRecord::None);
+        assert_eq!(log.receivable(875, 880, true), (5, true));
+        // T1 commits: its marker at 900, HW = LSO = 901; the backlog is 19 records.
+        log.append(&[marker(900, 1, Marker::Commit)], 901, None);
+        assert_eq!(log.receivable(880, 901, true), (19, true));
+        assert_eq!(log.receivable(880, 901, false), (19, true));
+    }
+
+    #[test]
+    fn aborted_records_are_lag_only_for_read_uncommitted() {
+        // By markers (a read_uncommitted read), even when the marker comes in a later
+        // read.
+        let mut log = LogExtent::new(0);
+        log.append(&[data(0, 2, 10), txn(2, 3, 20, 9)], 5, None);
+        assert_eq!(log.receivable(0, 5, false), (5, true));
+        log.append(&[marker(5, 9, Marker::Abort), data(6, 1, 30)], 7, None);
+        assert_eq!(log.receivable(0, 7, false), (6, true));
+        assert_eq!(log.receivable(0, 7, true), (3, true));
+        assert_eq!(log.first_receivable(2, 7, true), FirstRecord::At(30));
+        assert_eq!(log.first_receivable(2, 7, false), FirstRecord::At(20));
+
+        // By the aborted list of a read_committed read whose marker lies beyond it.
+        let mut log = LogExtent::new(2);
+        log.append(
+            &[txn(2, 3, 20, 9), txn(5, 1, 25, 4)],
+            6,
+            Some((&[(9, 2)], 6)),
+        );
+        assert_eq!(log.receivable(2, 6, true), (1, true));
+        assert_eq!(log.first_receivable(2, 6, true), FirstRecord::At(25));
+    }
+
+    #[test]
+    fn outside_the_extent_counts_every_offset_and_says_so() {
+        let mut log = LogExtent::new(100);
+        log.append(
+            &[txn(100, 1, 0, 1), marker(101, 1, Marker::Commit)],
+            102,
+            None,
+        );
+        assert_eq!(log.receivable(90, 102, false), (11, false));
+        assert_eq!(log.receivable(100, 110, false), (9, false));
+        assert_eq!(log.first_receivable(90, 102, false), FirstRecord::Unknown);
+        assert_eq!(log.first_receivable(101, 110, false), FirstRecord::Unknown);
+        assert_eq!(log.first_receivable(101, 102, false), FirstRecord::None);
+    }
+
+    #[test]
+    fn batches_straddling_the_committed_offset() {
+        let mut log = LogExtent::new(0);
+        // Compaction left 2 of 5 offsets in the second batch.
+        let compacted = Batch {
+            record_count: 2,
+            ..data(10, 5, 1_000)
+        };
+        log.append(&[data(0, 10, 0), compacted], 15, None);
+        assert_eq!(log.receivable(4, 10, false), (6, true));
+        assert_eq!(log.receivable(4, 15, false), (8, false));
+        // Timestamps: 0, 10, ..., 90 in the first batch.
+        assert_eq!(log.first_receivable(0, 15, false), FirstRecord::At(0));
+        assert_eq!(log.first_receivable(9, 15, false), FirstRecord::At(90));
+        let appended = Batch {
+            log_append_time: true,
+            max_timestamp: 777,
+            ..data(15, 3, 1)
+        };
+        log.append(&[appended], 18, None);
+        assert_eq!(log.first_receivable(16, 18, false), FirstRecord::At(777));
+    }
+
+    #[test]
+    fn trimming_keeps_what_later_consumers_need() {
+        let mut log = LogExtent::new(0);
+        log.append(&[data(0, 5, 0), txn(5, 2, 50, 3), data(7, 3, 70)], 10, None);
+        log.trim_before(6);
+        assert_eq!(log.from(), 5);
+        assert_eq!(log.batches(), 2);
+        log.append(&[marker(10, 3, Marker::Abort)], 11, None);
+        assert_eq!(log.receivable(6, 11, true), (3, true));
+        assert_eq!(log.receivable(6, 11, false), (4, true));
+        log.trim_before(100);
+        assert_eq!((log.from(), log.batches()), (11, 0));
+    }
+}
