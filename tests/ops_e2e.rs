@@ -3,9 +3,13 @@
 //! and a real Alertmanager whose webhook receiver is a listener in this test.
 //!
 //! Scenario: a transaction held open, a read_committed group caught up behind it, a
-//! read_uncommitted group past the LSO. Asserts: every dashboard panel query returns data;
-//! KafkaLsoStuck and KafkaConsumerGroupBlockedByTransaction fire; the webhook receives
-//! KafkaLsoStuck with topic and partition; after the commit the alerts resolve.
+//! read_uncommitted group at the HW and another between the LSO and the HW (its LSO lag is 0
+//! and its HW lag > 0, like the blocked group's, but it has committed past the LSO).
+//! Asserts: every dashboard panel query returns data; KafkaLsoStuck and
+//! KafkaConsumerGroupBlockedByTransaction fire, the latter for the read_committed group and
+//! never for a read_uncommitted one (Prometheus's ALERTS history and the webhook); the
+//! webhook receives KafkaLsoStuck with topic and partition; after the commit the alerts
+//! resolve.
 
 mod common;
 
@@ -16,7 +20,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::Producer;
+use rdkafka::{Message, Offset, TopicPartitionList};
 use serde_json::Value;
 
 /// A child process killed when the test ends, whatever happens.
@@ -88,6 +95,40 @@ fn test_sized_rules(source: &str) -> String {
         rules = rules.replace(from, to);
     }
     rules
+}
+
+/// A read_uncommitted consumer in `group` reads `partition` of `topic` from the beginning
+/// up to `offset` (exclusive) and commits `offset`.
+fn read_uncommitted_and_commit_at(group: &str, topic: &str, partition: i32, offset: i64) {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("group.id", group)
+        .set("isolation.level", "read_uncommitted")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, partition, Offset::Beginning)
+        .unwrap();
+    consumer.assign(&assignment).expect("assign");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "{group} did not read {topic}/{partition} up to {offset}"
+        );
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(record)) if record.offset() + 1 >= offset => break,
+            Some(Ok(_)) | None => {}
+            Some(Err(e)) => panic!("{group} consuming {topic}: {e}"),
+        }
+    }
+    let mut commit = TopicPartitionList::new();
+    commit
+        .add_partition_offset(topic, partition, Offset::Offset(offset))
+        .unwrap();
+    consumer.commit(&commit, CommitMode::Sync).expect("commit");
 }
 
 /// Every PromQL query of every dashboard panel, with the dashboard's variables filled in.
@@ -236,6 +277,8 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
     let topic = unique("e2e");
     let committed_group = unique("e2e-billing");
     let uncommitted_group = unique("e2e-audit");
+    // read_uncommitted, committed between the LSO (10) and the HW (20) of partition 0.
+    let between_group = unique("e2e-search");
     create_topic(&topic, 2).await;
     let plain = plain_producer();
     send(&plain, &topic, 0, 10);
@@ -253,8 +296,9 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
         consume_all_and_commit(&uncommitted_group, &topic, 2, "read_uncommitted"),
         vec![20, 10]
     );
+    read_uncommitted_and_commit_at(&between_group, &topic, 0, 15);
 
-    let groups = format!("^({committed_group}|{uncommitted_group})$");
+    let groups = format!("^({committed_group}|{uncommitted_group}|{between_group})$");
     let exporter = Exporter::start(&format!("^{topic}$"), &groups, &[]).await;
 
     // Alertmanager with a webhook receiver in this process.
@@ -334,11 +378,13 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
         )
     };
 
-    // (1) Every dashboard query returns at least one series.
+    // (1) Every dashboard query returns at least one series. Well within the transaction's
+    // timeout (librdkafka's default transaction.timeout.ms, 60 s): past it the coordinator
+    // aborts the transaction, and a failure would also list every query that needs it.
     let queries = dashboard_queries(&topic);
     let pending = eventually(
         "every dashboard query to return data",
-        Duration::from_secs(60),
+        Duration::from_secs(40),
         || async {
             let mut empty = Vec::new();
             for (panel, expr) in &queries {
@@ -364,11 +410,25 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
     .await;
     let () = pending;
 
-    // (2) The two alerts fire.
+    // (2) The two alerts fire, the blocked one for the read_committed group, while the group
+    // between the LSO and the HW shows what a rule on the lags alone mistook for blocked:
+    // LSO lag 0 and HW lag > 0 (but committed past the LSO).
+    let between_looks_blocked = format!(
+        "(kafka_consumergroup_hw_lag{{group=\"{between_group}\", topic=\"{topic}\", partition=\"0\"}} > 0)
+          and on (cluster, group, topic, partition) (kafka_consumergroup_lso_lag == 0)
+          and on (cluster, group, topic, partition) (kafka_consumergroup_committed_beyond_lso > 0)"
+    );
     eventually(
         "KafkaLsoStuck and KafkaConsumerGroupBlockedByTransaction firing",
         Duration::from_secs(60),
         || async {
+            let between = prometheus.query(&between_looks_blocked).await?;
+            if between.is_empty() {
+                return Err(format!(
+                    "{between_group} not yet between the LSO and the HW in Prometheus\n{}",
+                    context()
+                ));
+            }
             let alerts = prometheus.alerts().await;
             let firing: BTreeSet<String> = alerts
                 .iter()
@@ -388,16 +448,35 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
         },
     )
     .await;
+    // The read_uncommitted groups are never blocked: checked again over the whole run below.
+    let blocked_read_uncommitted = |labels: &Value| {
+        labels["alertname"] == "KafkaConsumerGroupBlockedByTransaction"
+            && (labels["group"] == uncommitted_group.as_str()
+                || labels["group"] == between_group.as_str())
+    };
     let alerts = prometheus.alerts().await;
+    let wrong: Vec<&Value> = alerts
+        .iter()
+        .map(|(_, _, labels)| labels)
+        .filter(|labels| blocked_read_uncommitted(labels))
+        .collect();
     assert!(
-        !alerts.iter().any(
-            |(name, _, labels)| name == "KafkaConsumerGroupBlockedByTransaction"
-                && labels["group"] == uncommitted_group.as_str()
-        ),
-        "the read_uncommitted group is not blocked"
+        wrong.is_empty(),
+        "a read_uncommitted group reported as blocked: {wrong:?}"
     );
 
-    // (3) The webhook receives KafkaLsoStuck with the topic and partition.
+    // (3) The webhook receives KafkaLsoStuck with the topic and partition, and
+    // KafkaConsumerGroupBlockedByTransaction for the read_committed group.
+    let is_blocked_notification = || {
+        let received = received.lock().unwrap();
+        received.iter().any(|n| {
+            n["alerts"].as_array().into_iter().flatten().any(|a| {
+                a["labels"]["alertname"] == "KafkaConsumerGroupBlockedByTransaction"
+                    && a["labels"]["group"] == committed_group.as_str()
+                    && a["status"] == "firing"
+            })
+        })
+    };
     let is_stuck_notification = |status: &str| {
         let received = received.lock().unwrap();
         received.iter().any(|n| {
@@ -411,10 +490,10 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
         })
     };
     eventually(
-        "the KafkaLsoStuck notification at the webhook",
+        "the KafkaLsoStuck and KafkaConsumerGroupBlockedByTransaction notifications at the webhook",
         Duration::from_secs(60),
         || async {
-            if is_stuck_notification("firing") {
+            if is_stuck_notification("firing") && is_blocked_notification() {
                 Ok(())
             } else {
                 Err(format!(
@@ -450,6 +529,41 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
         }
     })
     .await;
+
+    // (5) Over the whole run, KafkaConsumerGroupBlockedByTransaction was active for the
+    // read_committed group only: Prometheus's ALERTS series keep every evaluation in which an
+    // alert was pending or firing, and no notification named a read_uncommitted group.
+    let history = |group: &str| {
+        format!(
+            "count_over_time(ALERTS{{alertname=\"KafkaConsumerGroupBlockedByTransaction\", group=\"{group}\"}}[1h])"
+        )
+    };
+    assert!(
+        !prometheus
+            .query(&history(&committed_group))
+            .await
+            .unwrap()
+            .is_empty(),
+        "ALERTS has no history of the blocked group: the check below would prove nothing"
+    );
+    for group in [&uncommitted_group, &between_group] {
+        let active = prometheus.query(&history(group)).await.unwrap();
+        assert!(
+            active.is_empty(),
+            "KafkaConsumerGroupBlockedByTransaction was active for the read_uncommitted group {group}: {active:?}"
+        );
+    }
+    let notified: Vec<Value> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|n| n["alerts"].as_array().cloned().unwrap_or_default())
+        .filter(|a| blocked_read_uncommitted(&a["labels"]))
+        .collect();
+    assert!(
+        notified.is_empty(),
+        "notified as blocked although read_uncommitted: {notified:?}"
+    );
 
     drop(prometheus_service);
     drop(alertmanager);
