@@ -195,17 +195,17 @@ struct RawCluster {
     /// Client properties read from files (secrets mounted by Kubernetes or Docker).
     #[serde(default)]
     client_files: BTreeMap<String, PathBuf>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "integer")]
     max_series: Option<i64>,
     #[serde(default)]
     priority_groups: Vec<String>,
-    #[serde(default = "default_true")]
+    #[serde(default = "default_true", deserialize_with = "boolean")]
     transactions: bool,
     #[serde(default)]
     hanging_margin: Option<String>,
-    #[serde(default = "default_true")]
+    #[serde(default = "default_true", deserialize_with = "boolean")]
     read_records: bool,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "integer")]
     read_window: Option<i64>,
 }
 
@@ -259,6 +259,44 @@ fn default_log_format() -> LogFormat {
 fn default_log_level() -> String {
     "info".into()
 }
+/// An integer, also from an environment variable (whose value is text).
+fn integer<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum IntegerOrText {
+        Integer(i64),
+        Text(String),
+    }
+    match IntegerOrText::deserialize(deserializer)? {
+        IntegerOrText::Integer(n) => Ok(Some(n)),
+        IntegerOrText::Text(text) => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| serde::de::Error::custom(format!("\"{text}\" is not a whole number"))),
+    }
+}
+
+/// `true` or `false`, also from an environment variable (whose value is text).
+fn boolean<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum BoolOrText {
+        Bool(bool),
+        Text(String),
+    }
+    match BoolOrText::deserialize(deserializer)? {
+        BoolOrText::Bool(b) => Ok(b),
+        BoolOrText::Text(text) => match text.trim().to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(serde::de::Error::custom(format!(
+                "\"{text}\" is neither true nor false"
+            ))),
+        },
+    }
+}
+
 fn default_true() -> bool {
     true
 }
