@@ -261,40 +261,50 @@ fn default_log_level() -> String {
 }
 /// An integer, also from an environment variable (whose value is text).
 fn integer<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum IntegerOrText {
-        Integer(i64),
-        Text(String),
+    struct Integer;
+    impl serde::de::Visitor<'_> for Integer {
+        type Value = Option<i64>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a whole number")
+        }
+        fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Self::Value, E> {
+            Ok(Some(n))
+        }
+        fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Self::Value, E> {
+            i64::try_from(n)
+                .map(Some)
+                .map_err(|_| E::custom(format!("{n} is too large")))
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+            text.trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| E::custom(format!("\"{text}\" is not a whole number")))
+        }
     }
-    match IntegerOrText::deserialize(deserializer)? {
-        IntegerOrText::Integer(n) => Ok(Some(n)),
-        IntegerOrText::Text(text) => text
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| serde::de::Error::custom(format!("\"{text}\" is not a whole number"))),
-    }
+    deserializer.deserialize_any(Integer)
 }
 
 /// `true` or `false`, also from an environment variable (whose value is text).
 fn boolean<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum BoolOrText {
-        Bool(bool),
-        Text(String),
+    struct Boolean;
+    impl serde::de::Visitor<'_> for Boolean {
+        type Value = bool;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("true or false")
+        }
+        fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<bool, E> {
+            Ok(b)
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<bool, E> {
+            match text.trim().to_ascii_lowercase().as_str() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(E::custom(format!("\"{text}\" is neither true nor false"))),
+            }
+        }
     }
-    match BoolOrText::deserialize(deserializer)? {
-        BoolOrText::Bool(b) => Ok(b),
-        BoolOrText::Text(text) => match text.trim().to_ascii_lowercase().as_str() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(serde::de::Error::custom(format!(
-                "\"{text}\" is neither true nor false"
-            ))),
-        },
-    }
+    deserializer.deserialize_any(Boolean)
 }
 
 fn default_true() -> bool {

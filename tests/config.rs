@@ -47,7 +47,33 @@ fn the_reference_config_loads() {
         prod.client.get("client.id").map(String::as_str),
         Some("kafka-lso-exporter")
     );
+    assert!(prod.read_records);
+    assert_eq!(prod.read_window, 1000);
     assert_eq!(config.clusters[1].name, "staging");
+}
+
+#[test]
+fn numbers_and_switches_from_environment_variables() {
+    let config = Config::load(
+        None,
+        env(&[
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS",
+                "k:9092",
+            ),
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__READ_WINDOW", "250"),
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__READ_RECORDS", "false"),
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTIONS", "False"),
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__MAX_SERIES", "5000"),
+        ]),
+        &Overrides::default(),
+    )
+    .expect("config from the environment");
+    let cluster = &config.clusters[0];
+    assert_eq!(cluster.read_window, 250);
+    assert!(!cluster.read_records);
+    assert!(!cluster.transactions);
+    assert_eq!(cluster.max_series, Some(5000));
 }
 
 #[test]
@@ -278,6 +304,27 @@ fn bad_configs() -> Vec<BadConfig> {
             format!("{CLUSTER}hanging_margin = \"a while\"\n"),
             vec![],
             "clusters[0].hanging_margin",
+            "bad-",
+        ),
+        (
+            "read_window out of range",
+            format!("{CLUSTER}read_window = 1000000\n"),
+            vec![],
+            "clusters[0].read_window",
+            "bad-",
+        ),
+        (
+            "read_window not a number (environment)",
+            CLUSTER.to_string(),
+            vec![("KAFKA_LSO_EXPORTER_CLUSTERS__0__READ_WINDOW", "lots")],
+            "clusters[0].read_window",
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__READ_WINDOW",
+        ),
+        (
+            "read_records not a boolean",
+            format!("{CLUSTER}read_records = 3\n"),
+            vec![],
+            "clusters[0].read_records",
             "bad-",
         ),
         (
