@@ -4,7 +4,9 @@
 //! groups each with committed offsets on 40 partitions (21,600 group-partition series), one
 //! transaction held open across 5 partitions. The release binary runs as a child process, sampling
 //! every 2 s; the harness reports, for 200 and 2,000 partitions sampled with 5 of them
-//! pinned, and 2,000 with none pinned (the transaction aborted): cycle time (median, max
+//! pinned (at rest), 2,000 under churn (every committed partition receiving records and
+//! transactions committing, so the record-batch reads extend each cycle), and 2,000 with
+//! none pinned (the transaction aborted): cycle time (median, max
 //! over 20 cycles), Kafka requests per cycle by API (counted from librdkafka's protocol
 //! debug log and the exporter's own client's debug log, in a separate run), exporter RSS,
 //! and /metrics latency.
@@ -177,6 +179,56 @@ async fn scrape_latency(port: u16, gzip: bool) -> (Vec<f64>, usize, usize) {
     (times, bytes, series)
 }
 
+/// Writes while it lives: one record a second to each of the 800 partitions the groups
+/// have committed offsets on (so that every group's read window grows), and one committed
+/// transaction a second across 10 of them (markers to step over).
+struct Churn {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Churn {
+    fn start() -> Churn {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let plain = plain_producer();
+            let transactional = transactional_producer("bench-churn");
+            while !flag.load(Ordering::Relaxed) {
+                let second = Instant::now();
+                for t in 0..workload::TOPICS {
+                    for p in 0..workload::GROUP_PARTITIONS {
+                        workload::send_no_flush(&plain, &topic(t), p, 1);
+                    }
+                }
+                plain.flush(Duration::from_secs(30)).unwrap();
+                transactional.begin_transaction().unwrap();
+                for p in 0..10 {
+                    send(&transactional, &topic(1), p, 1);
+                }
+                transactional
+                    .commit_transaction(Duration::from_secs(30))
+                    .unwrap();
+                std::thread::sleep(Duration::from_secs(1).saturating_sub(second.elapsed()));
+            }
+        });
+        Churn {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Churn {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 fn median_requests(requests: &[BTreeMap<String, u32>]) -> BTreeMap<String, u32> {
     let mut apis: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     for cycle in requests {
@@ -214,13 +266,15 @@ async fn main() {
 
     println!("\nworkload: {TOPICS} topics x {PARTITIONS} partitions, {GROUPS} groups x {GROUP_PARTITIONS} committed partitions, interval {INTERVAL}, 1 broker");
     for (label, topics, port) in [
-        ("200 partitions (5 pinned)", "^bench-t0[01]$", 19745u16),
-        ("2000 partitions (5 pinned)", "^bench-t", 19746u16),
-        ("2000 partitions (none pinned)", "^bench-t", 19747u16),
+        ("200 partitions (5 pinned, at rest)", "^bench-t0[01]$", 19745u16),
+        ("2000 partitions (5 pinned, at rest)", "^bench-t", 19746u16),
+        ("2000 partitions (5 pinned, under churn)", "^bench-t", 19748u16),
+        ("2000 partitions (none pinned, at rest)", "^bench-t", 19747u16),
     ] {
         if label.contains("none pinned") {
             held.abort_transaction(Duration::from_secs(30)).unwrap();
         }
+        let churn = label.contains("churn").then(Churn::start);
         // Requests per cycle, counted from librdkafka's protocol log.
         let run = start_exporter(topics, port, true);
         let (_, requests) = observe_cycles(&run, 5);
@@ -240,6 +294,7 @@ async fn main() {
         let mut child = run.child;
         let _ = child.kill();
         let _ = child.wait();
+        drop(churn);
 
         println!(
             "\n## {label} sampled ({series} series on /metrics, {} KiB, {} KiB gzipped)",

@@ -79,7 +79,7 @@ pub async fn setup() {
     );
 }
 
-fn send_no_flush(producer: &Producer_, topic: &str, partition: i32, count: usize) {
+pub fn send_no_flush(producer: &Producer_, topic: &str, partition: i32, count: usize) {
     use rdkafka::producer::BaseRecord;
     for _ in 0..count {
         let mut record = BaseRecord::<(), _>::to(topic)
