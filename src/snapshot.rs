@@ -1181,6 +1181,13 @@ mod tests {
         let raw = raw_transaction("Ongoing", 4001, 3, true);
         partitions[0].transactions = Some(vec![OpenTransaction::derive(&raw, 0, 0, 0)]);
         assert_eq!(series_count(&partitions, &groups), 50 + 3 * 7 + 40 + 3 + 4);
+        // Withheld age, and each time lag, is one series where it is known.
+        partitions[0].withheld_age_seconds = Some(1.0);
+        let kept = groups[0].offsets.as_mut().unwrap();
+        kept[0].hw_lag_seconds = Some(0.0);
+        kept[0].lso_lag_seconds = Some(0.0);
+        kept[1].hw_lag_seconds = Some(2.0);
+        assert_eq!(series_count(&partitions, &groups), 50 + 3 * 7 + 40 + 3 + 4 + 1 + 3);
     }
 
     #[test]
