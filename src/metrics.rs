@@ -194,6 +194,7 @@ impl Metrics {
             Stage::HighWatermark,
             Stage::DescribeProducers,
             Stage::DescribeTransactions,
+            Stage::ReadRecords,
         ];
         for stage in stages {
             drop(self.errors.get_or_create(&StageLabels {
