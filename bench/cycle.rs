@@ -266,10 +266,22 @@ async fn main() {
 
     println!("\nworkload: {TOPICS} topics x {PARTITIONS} partitions, {GROUPS} groups x {GROUP_PARTITIONS} committed partitions, interval {INTERVAL}, 1 broker");
     for (label, topics, port) in [
-        ("200 partitions (5 pinned, at rest)", "^bench-t0[01]$", 19745u16),
+        (
+            "200 partitions (5 pinned, at rest)",
+            "^bench-t0[01]$",
+            19745u16,
+        ),
         ("2000 partitions (5 pinned, at rest)", "^bench-t", 19746u16),
-        ("2000 partitions (5 pinned, under churn)", "^bench-t", 19748u16),
-        ("2000 partitions (none pinned, at rest)", "^bench-t", 19747u16),
+        (
+            "2000 partitions (5 pinned, under churn)",
+            "^bench-t",
+            19748u16,
+        ),
+        (
+            "2000 partitions (none pinned, at rest)",
+            "^bench-t",
+            19747u16,
+        ),
     ] {
         if label.contains("none pinned") {
             held.abort_transaction(Duration::from_secs(30)).unwrap();

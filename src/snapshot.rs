@@ -1187,7 +1187,10 @@ mod tests {
         kept[0].hw_lag_seconds = Some(0.0);
         kept[0].lso_lag_seconds = Some(0.0);
         kept[1].hw_lag_seconds = Some(2.0);
-        assert_eq!(series_count(&partitions, &groups), 50 + 3 * 7 + 40 + 3 + 4 + 1 + 3);
+        assert_eq!(
+            series_count(&partitions, &groups),
+            50 + 3 * 7 + 40 + 3 + 4 + 1 + 3
+        );
     }
 
     #[test]

@@ -115,7 +115,7 @@ impl Reads {
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
     ) {
-        let needs = self.plan(sample);
+        let needs = plan(sample, self.window);
         let mut state = std::mem::take(&mut *self.lock());
 
         // Windows: keep what is still useful, forget what is not.
@@ -303,59 +303,6 @@ impl Reads {
         *self.lock() = state;
     }
 
-    /// What each partition needs read (see the module docs).
-    fn plan(&self, sample: &RawSample) -> Vec<Need> {
-        let index: HashMap<(&str, i32), usize> = sample
-            .partitions
-            .iter()
-            .enumerate()
-            .map(|(i, p)| ((&*p.topic, p.partition), i))
-            .collect();
-        let mut committed: Vec<Vec<i64>> = vec![Vec::new(); sample.partitions.len()];
-        for group in &sample.groups {
-            for c in group.committed.iter().flatten() {
-                if let Some(&i) = index.get(&(c.topic.as_str(), c.partition)) {
-                    committed[i].push(c.offset);
-                }
-            }
-        }
-        sample
-            .partitions
-            .iter()
-            .zip(committed)
-            .map(|(p, mut offsets)| {
-                let (Some(hw), Some(lso)) = (p.high_watermark, p.last_stable_offset) else {
-                    return Need::default();
-                };
-                let log_start = p.log_start_offset.unwrap_or(0);
-                if hw > lso {
-                    offsets.push(lso);
-                }
-                offsets.sort_unstable();
-                offsets.dedup();
-                let mut need = Need::default();
-                for offset in offsets {
-                    // Nothing left to read there, or no longer in the log (the group's
-                    // consumers will reset): no read can say more.
-                    if offset >= hw || offset < log_start {
-                        continue;
-                    }
-                    if hw - offset <= self.window {
-                        need.window_from = Some(need.window_from.map_or(offset, |f| f.min(offset)));
-                    } else {
-                        need.positions.push(PositionKey {
-                            topic: p.topic.clone(),
-                            partition: p.partition,
-                            offset,
-                            read_committed: offset < lso,
-                        });
-                    }
-                }
-                need
-            })
-            .collect()
-    }
-
     /// One Fetch to one leader for `items`: the answer for each item, in order.
     async fn fetch(
         &self,
@@ -452,10 +399,138 @@ impl Reads {
     }
 }
 
+/// What each partition needs read (see the module docs).
+fn plan(sample: &RawSample, window: i64) -> Vec<Need> {
+    let index: HashMap<(&str, i32), usize> = sample
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| ((&*p.topic, p.partition), i))
+        .collect();
+    let mut committed: Vec<Vec<i64>> = vec![Vec::new(); sample.partitions.len()];
+    for group in &sample.groups {
+        for c in group.committed.iter().flatten() {
+            if let Some(&i) = index.get(&(c.topic.as_str(), c.partition)) {
+                committed[i].push(c.offset);
+            }
+        }
+    }
+    sample
+        .partitions
+        .iter()
+        .zip(committed)
+        .map(|(p, mut offsets)| {
+            let (Some(hw), Some(lso)) = (p.high_watermark, p.last_stable_offset) else {
+                return Need::default();
+            };
+            let log_start = p.log_start_offset.unwrap_or(0);
+            if hw > lso {
+                offsets.push(lso);
+            }
+            offsets.sort_unstable();
+            offsets.dedup();
+            let mut need = Need::default();
+            for offset in offsets {
+                // Nothing left to read there, or no longer in the log (the group's
+                // consumers will reset): no read can say more.
+                if offset >= hw || offset < log_start {
+                    continue;
+                }
+                if hw - offset <= window {
+                    need.window_from = Some(need.window_from.map_or(offset, |f| f.min(offset)));
+                } else {
+                    need.positions.push(PositionKey {
+                        topic: p.topic.clone(),
+                        partition: p.partition,
+                        offset,
+                        read_committed: offset < lso,
+                    });
+                }
+            }
+            need
+        })
+        .collect()
+}
+
 /// One partition's part of a Fetch answer.
 struct Read {
     records: bytes::Bytes,
     high_watermark: i64,
     last_stable_offset: i64,
     aborted: Vec<(i64, i64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::{CommittedOffset, RawGroup, RawPartition};
+
+    fn partition(topic: &str, hw: i64, lso: i64) -> RawPartition {
+        RawPartition {
+            topic: Arc::from(topic),
+            partition: 0,
+            log_start_offset: Some(100),
+            last_stable_offset: Some(lso),
+            high_watermark: Some(hw),
+            open_transactions: None,
+            log: None,
+        }
+    }
+
+    fn group(name: &str, topic: &str, offset: i64) -> RawGroup {
+        RawGroup {
+            name: name.into(),
+            state: "Stable".into(),
+            members: 1,
+            committed: Some(vec![CommittedOffset {
+                topic: topic.into(),
+                partition: 0,
+                offset,
+            }]),
+        }
+    }
+
+    #[test]
+    fn plan_reads_windows_near_the_end_and_positions_further_down() {
+        let sample = RawSample {
+            reached: true,
+            partitions: vec![
+                partition("at-rest", 5_000, 5_000),
+                partition("pinned", 5_000, 4_000),
+                partition("near", 5_000, 5_000),
+            ],
+            groups: vec![
+                group("caught-up", "at-rest", 5_000),
+                group("far", "pinned", 1_000),
+                group("blocked", "pinned", 4_000),
+                group("far-ru", "pinned", 4_500),
+                group("gone", "pinned", 50), // below the log start
+                group("a", "near", 4_990),
+                group("b", "near", 4_995),
+            ],
+            ..Default::default()
+        };
+        let needs = plan(&sample, 300);
+        // Caught up: nothing to read at all.
+        assert!(needs[0].window_from.is_none() && needs[0].positions.is_empty());
+        // Pinned 1,000 below the HW: the LSO and the groups are positions, read_committed
+        // below the LSO only; nothing is read below the log start.
+        assert_eq!(needs[1].window_from, None);
+        let positions: Vec<(i64, bool)> = needs[1]
+            .positions
+            .iter()
+            .map(|k| (k.offset, k.read_committed))
+            .collect();
+        assert_eq!(
+            positions,
+            vec![(1_000, true), (4_000, false), (4_500, false)]
+        );
+        // Two groups close to the end share one window from the lower one.
+        assert_eq!(needs[2].window_from, Some(4_990));
+        assert!(needs[2].positions.is_empty());
+        // A window wide enough covers the pinned LSO and the groups near it.
+        let needs = plan(&sample, 1_000);
+        assert_eq!(needs[1].window_from, Some(4_000));
+        assert_eq!(needs[1].positions.len(), 1);
+    }
 }
