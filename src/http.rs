@@ -480,7 +480,9 @@ mod tests {
         GroupState {
             name: name.into(),
             state: "Stable".into(),
-            members: 1,
+            members: Some(1),
+            group_type: "classic".into(),
+            protocol: "consumer".into(),
             offsets: Some(vec![GroupPartitionState {
                 topic: Arc::from(topic),
                 partition,

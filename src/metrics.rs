@@ -34,8 +34,8 @@ pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// Content type of the OpenMetrics text format.
 pub const OPENMETRICS_TEXT: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// Group states librdkafka reports; each group gets one series per state, 1 for the
-/// current one (an unexpected state is added as its own series).
+/// States of a classic group; each group gets one series per state of its protocol, 1
+/// for the current one (an unexpected state is added as its own series).
 pub const GROUP_STATES: &[&str] = &[
     "Stable",
     "Empty",
@@ -44,6 +44,29 @@ pub const GROUP_STATES: &[&str] = &[
     "Dead",
     "Unknown",
 ];
+/// States of a consumer group of the KIP-848 protocol.
+pub const CONSUMER_GROUP_STATES: &[&str] = &["Stable", "Empty", "Assigning", "Reconciling", "Dead"];
+/// States of a share group (KIP-932).
+pub const SHARE_GROUP_STATES: &[&str] = &["Stable", "Empty", "Dead"];
+/// States of a streams group (KIP-1071).
+pub const STREAMS_GROUP_STATES: &[&str] = &[
+    "Stable",
+    "Empty",
+    "NotReady",
+    "Assigning",
+    "Reconciling",
+    "Dead",
+];
+
+/// The states a group of `group_type` can be in, in its protocol's own names.
+pub fn group_states(group_type: &str) -> &'static [&'static str] {
+    match group_type {
+        "consumer" => CONSUMER_GROUP_STATES,
+        "share" => SHARE_GROUP_STATES,
+        "streams" => STREAMS_GROUP_STATES,
+        _ => GROUP_STATES,
+    }
+}
 
 /// Cycle duration histogram buckets, seconds.
 const CYCLE_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
@@ -488,15 +511,35 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
         }
 
         let mut family = encoder.encode_descriptor(
+            "kafka_consumergroup_info",
+            "The group's type (classic, consumer, share, streams) and its members' protocol type; always 1",
+            None,
+            MetricType::Gauge,
+        )?;
+        for snapshot in &snapshots {
+            for group in &snapshot.groups {
+                let labels: &Labels = &[
+                    ("cluster", &snapshot.cluster),
+                    ("group", &group.name),
+                    ("type", &group.group_type),
+                    ("protocol", &group.protocol),
+                ];
+                gauge(&mut family, &labels, 1)?;
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
             "kafka_consumergroup_members",
-            "Members of the consumer group",
+            "Live members of the consumer group (absent when it could not be described)",
             None,
             MetricType::Gauge,
         )?;
         for snapshot in &snapshots {
             for group in &snapshot.groups {
                 let labels: &Labels = &[("cluster", &snapshot.cluster), ("group", &group.name)];
-                gauge(&mut family, &labels, group.members as i64)?;
+                if let Some(members) = group.members {
+                    gauge(&mut family, &labels, members as i64)?;
+                }
             }
         }
 
@@ -508,9 +551,10 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
         )?;
         for snapshot in &snapshots {
             for group in &snapshot.groups {
-                let known = GROUP_STATES.contains(&group.state.as_str());
+                let states = group_states(&group.group_type);
+                let known = states.contains(&group.state.as_str());
                 let extra = (!known).then_some(group.state.as_str());
-                for state in GROUP_STATES.iter().copied().chain(extra) {
+                for state in states.iter().copied().chain(extra) {
                     let labels: &Labels = &[
                         ("cluster", &snapshot.cluster),
                         ("group", &group.name),

@@ -174,8 +174,14 @@ pub struct Visibility {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupState {
     pub name: String,
+    /// classic, consumer, share or streams.
+    pub group_type: String,
+    /// The members' protocol type (`consumer`, `connect`, ...).
+    pub protocol: String,
+    /// In the names of the group's own protocol ([`crate::metrics::group_states`]).
     pub state: String,
-    pub members: usize,
+    /// Live members; absent when the group could not be described in this cycle.
+    pub members: Option<usize>,
     /// Absent when the group's offsets could not be fetched in this cycle.
     pub offsets: Option<Vec<GroupPartitionState>>,
 }
@@ -407,10 +413,11 @@ impl StuckClock {
     }
 }
 
-/// Series a group state renders: one per state (the known ones, plus its own if unknown).
+/// Series a group's state renders: one per state of its protocol (plus its own if
+/// unknown).
 fn state_series(group: &GroupState) -> usize {
-    crate::metrics::GROUP_STATES.len()
-        + usize::from(!crate::metrics::GROUP_STATES.contains(&group.state.as_str()))
+    let states = crate::metrics::group_states(&group.group_type);
+    states.len() + usize::from(!states.contains(&group.state.as_str()))
 }
 
 /// Series one group-partition renders: the committed offset, the three lags when the
@@ -436,7 +443,12 @@ pub fn series_count(partitions: &[PartitionState], groups: &[GroupState]) -> usi
         .sum();
     let group_series: usize = groups
         .iter()
-        .map(|g| 1 + state_series(g) + g.offsets.iter().flatten().map(offset_series).sum::<usize>())
+        .map(|g| {
+            // kafka_consumergroup_info, members, the states, the offsets.
+            1 + usize::from(g.members.is_some())
+                + state_series(g)
+                + g.offsets.iter().flatten().map(offset_series).sum::<usize>()
+        })
         .sum();
     partition_series + group_series
 }
@@ -596,6 +608,8 @@ pub fn derive(
             });
             GroupState {
                 name: g.name,
+                group_type: g.group_type,
+                protocol: g.protocol,
                 state: g.state,
                 members: g.members,
                 offsets,
@@ -1031,7 +1045,9 @@ mod tests {
                 RawGroup {
                     name: "billing".into(),
                     state: "Stable".into(),
-                    members: 2,
+                    members: Some(2),
+                    group_type: "classic".into(),
+                    protocol: "consumer".into(),
                     committed: Some(vec![
                         committed("orders", 0, 880),
                         committed("orders", 1, 40),
@@ -1041,7 +1057,9 @@ mod tests {
                 RawGroup {
                     name: "audit".into(),
                     state: "Empty".into(),
-                    members: 0,
+                    members: Some(0),
+                    group_type: "classic".into(),
+                    protocol: "consumer".into(),
                     committed: None, // offset fetch failed
                 },
             ],
@@ -1085,7 +1103,9 @@ mod tests {
             groups: vec![RawGroup {
                 name: "g".into(),
                 state: "Empty".into(),
-                members: 0,
+                members: Some(0),
+                group_type: "classic".into(),
+                protocol: "consumer".into(),
                 committed: Some(vec![committed("t", 0, 15)]),
             }],
             failures: Default::default(),
@@ -1116,7 +1136,9 @@ mod tests {
         GroupState {
             name: name.into(),
             state: "Stable".into(),
-            members: 1,
+            members: Some(1),
+            group_type: "classic".into(),
+            protocol: "consumer".into(),
             offsets: Some(
                 (0..partitions)
                     .map(|p| GroupPartitionState {
@@ -1154,14 +1176,14 @@ mod tests {
             })
             .collect();
         let mut groups = vec![group("a-critical", 10), group("b", 10), group("c", 10)];
-        // 10 partitions x 5 + 3 groups x (1 member + 6 states + 10 x 4) = 50 + 141 = 191.
-        assert_eq!(series_count(&partitions, &groups), 191);
+        // 10 partitions x 5 + 3 groups x (1 info + 1 member + 6 states + 10 x 4) = 50 + 144.
+        assert_eq!(series_count(&partitions, &groups), 194);
 
         let dropped = enforce_series_limit(&partitions, &mut groups, 1000, |_| false);
         assert_eq!(dropped, 0, "under the limit nothing is dropped");
 
         let dropped =
-            enforce_series_limit(&partitions, &mut groups, 151, |g| g.ends_with("critical"));
+            enforce_series_limit(&partitions, &mut groups, 154, |g| g.ends_with("critical"));
         assert_eq!(dropped, 40, "one group (the last by name) is enough");
         assert!(groups[2].offsets.as_ref().unwrap().is_empty());
         assert_eq!(groups[1].offsets.as_ref().unwrap().len(), 10);
@@ -1173,14 +1195,14 @@ mod tests {
             "the priority group is kept even over the limit"
         );
         assert_eq!(groups[0].offsets.as_ref().unwrap().len(), 10);
-        assert_eq!(series_count(&partitions, &groups), 50 + 3 * 7 + 40);
+        assert_eq!(series_count(&partitions, &groups), 50 + 3 * 8 + 40);
 
         // Forensics adds three series per partition, and one per open transaction.
         let mut partitions = partitions;
         partitions[1].transactions = Some(Vec::new());
         let raw = raw_transaction("Ongoing", 4001, 3, true);
         partitions[0].transactions = Some(vec![OpenTransaction::derive(&raw, 0, 0, 0)]);
-        assert_eq!(series_count(&partitions, &groups), 50 + 3 * 7 + 40 + 3 + 4);
+        assert_eq!(series_count(&partitions, &groups), 50 + 3 * 8 + 40 + 3 + 4);
         // Withheld age, and each time lag, is one series where it is known.
         partitions[0].withheld_age_seconds = Some(1.0);
         let kept = groups[0].offsets.as_mut().unwrap();
@@ -1189,7 +1211,7 @@ mod tests {
         kept[1].hw_lag_seconds = Some(2.0);
         assert_eq!(
             series_count(&partitions, &groups),
-            50 + 3 * 7 + 40 + 3 + 4 + 1 + 3
+            50 + 3 * 8 + 40 + 3 + 4 + 1 + 3
         );
     }
 

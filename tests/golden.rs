@@ -77,7 +77,9 @@ fn fixed_snapshot() -> ClusterSnapshot {
             GroupState {
                 name: "billing-read-committed".into(),
                 state: "Stable".into(),
-                members: 3,
+                members: Some(3),
+                group_type: "classic".into(),
+                protocol: "consumer".into(),
                 offsets: Some(vec![GroupPartitionState {
                     topic: topic.clone(),
                     partition: 0,
@@ -93,8 +95,10 @@ fn fixed_snapshot() -> ClusterSnapshot {
             },
             GroupState {
                 name: "audit \"legacy\"\\ <read_uncommitted>\nç".into(),
-                state: "Empty".into(),
-                members: 0,
+                state: "Reconciling".into(),
+                members: Some(2),
+                group_type: "consumer".into(),
+                protocol: "consumer".into(),
                 offsets: Some(vec![GroupPartitionState {
                     topic,
                     partition: 0,
@@ -234,6 +238,10 @@ fn every_catalog_metric_is_present_with_its_labels() {
         ("kafka_partition_withheld_age_seconds{cluster=\"prod\",topic=\"orders\",partition=\"0\"} 186.75", true),
         ("kafka_partition_withheld_age_seconds{cluster=\"prod\",topic=\"orders\",partition=\"2\"}", false),
         ("kafka_consumergroup_members{cluster=\"prod\",group=\"billing-read-committed\"} 3", true),
+        ("kafka_consumergroup_info{cluster=\"prod\",group=\"billing-read-committed\",type=\"classic\",protocol=\"consumer\"} 1", true),
+        // A KIP-848 group: its own protocol's states, not the classic ones.
+        ("kafka_consumergroup_state{cluster=\"prod\",group=\"audit \\\"legacy\\\"\\\\ <read_uncommitted>\\nç\",state=\"Reconciling\"} 1", true),
+        ("kafka_consumergroup_state{cluster=\"prod\",group=\"audit \\\"legacy\\\"\\\\ <read_uncommitted>\\nç\",state=\"PreparingRebalance\"}", false),
         ("kafka_consumergroup_state{cluster=\"prod\",group=\"billing-read-committed\",state=\"Stable\"} 1", true),
         ("kafka_consumergroup_state{cluster=\"prod\",group=\"billing-read-committed\",state=\"Empty\"} 0", true),
         ("kafka_lso_exporter_up{cluster=\"prod\"} 1", true),

@@ -428,6 +428,9 @@ async fn groups_outside_the_window_get_time_lag_from_a_short_read() {
     t.begin_transaction().unwrap();
     send_at(&t, &topic, 0, 10, t0 - 1_000_000);
     t.commit_transaction(Duration::from_secs(30)).unwrap();
+    // The coordinator writes the marker after the commit returns: wait for it, so that
+    // it sits at 10, before the plain records.
+    wait_high_watermark(&topic, 0, 11);
     send_at(&plain_producer(), &topic, 0, 10, t0 - 500_000);
     wait_high_watermark(&topic, 0, 21);
     commit(&far, &topic, 3);

@@ -4,7 +4,8 @@
 //! One cycle, in this order (SPEC §2):
 //! 1. metadata (topics, partitions, leaders), filtered by the topic regexes;
 //! 2. log start offsets (ListOffsets EARLIEST, one request per leader);
-//! 3. group list with state and members (ListGroups + DescribeGroups per broker);
+//! 3. group list with type, state and members (ListGroups v5 per broker, then each group
+//!    described by its own protocol, per coordinator: [`super::groups`]);
 //! 4. committed offsets of every selected group: one FindCoordinator for all of them and
 //!    one OffsetFetch per coordinator ([`super::offsets`]);
 //! 5. last stable offsets (ListOffsets LATEST, read_committed, one request per leader);
@@ -47,6 +48,9 @@ pub struct KafkaSampler {
     wire: Option<Arc<WireClient>>,
     /// Committed offsets go through `wire` (until it proves unable to fetch them here).
     wire_offsets: AtomicBool,
+    /// Groups are listed and described through `wire` (until a broker turns out not to
+    /// name group types).
+    wire_groups: AtomicBool,
     cluster: String,
     /// Who holds each pinned LSO; `None` when off for this cluster.
     forensics: Option<Forensics>,
@@ -143,6 +147,7 @@ impl KafkaSampler {
             forensics: wire.clone().and_then(|w| Forensics::new(config, w)),
             reads: wire.clone().and_then(|w| Reads::new(config, w)),
             wire_offsets: AtomicBool::new(wire.is_some()),
+            wire_groups: AtomicBool::new(wire.is_some()),
             wire,
             cluster: config.name.clone(),
         })
@@ -218,6 +223,83 @@ impl KafkaSampler {
     }
 }
 
+impl KafkaSampler {
+    /// The selected groups with their type, state and members: through the exporter's
+    /// own client, by each group's protocol ([`super::groups`]), while the brokers name
+    /// group types; through librdkafka's classic ListGroups and DescribeGroups where they
+    /// do not (Kafka before 3.8), or where the own client cannot work. `None` when the
+    /// group list failed (recorded in `sample`).
+    fn groups(
+        &self,
+        sample: &mut RawSample,
+        brokers: &BTreeMap<i32, String>,
+        deadline: Instant,
+    ) -> Option<Vec<RawGroup>> {
+        if let Some(wire) = self
+            .wire
+            .as_ref()
+            .filter(|_| self.wire_groups.load(Ordering::Relaxed))
+        {
+            let listed = wire.block_on(super::groups::list(
+                &wire.pool,
+                brokers,
+                |name| self.groups.accepts(name),
+                deadline,
+            ));
+            match listed {
+                Ok(listed) => {
+                    let list_failed = listed.list_failures.len();
+                    if let Some(first) = listed.list_failures.first() {
+                        sample.fail(Stage::ListGroups, list_failed as u64, first);
+                    }
+                    if let Some(first) = listed.describe_failures.first() {
+                        sample.fail(
+                            Stage::DescribeGroups,
+                            listed.describe_failures.len() as u64,
+                            first,
+                        );
+                    }
+                    // Every broker failed: the group list is unknown, not empty.
+                    if list_failed > 0 && list_failed == brokers.len() {
+                        return None;
+                    }
+                    return Some(listed.groups);
+                }
+                Err(reason) => {
+                    tracing::warn!(
+                        cluster = %self.cluster,
+                        "groups are listed with the classic APIs from now on ({reason}): consumer groups of the new protocol (KIP-848), share and streams groups may show a wrong state and member count"
+                    );
+                    self.wire_groups.store(false, Ordering::Relaxed);
+                }
+            }
+        }
+        match self
+            .read_uncommitted
+            .fetch_group_list(None, remaining(deadline))
+        {
+            Ok(list) => Some(
+                list.groups()
+                    .iter()
+                    .filter(|g| self.groups.accepts(g.name()))
+                    .map(|g| RawGroup {
+                        name: g.name().to_string(),
+                        group_type: "classic".to_string(),
+                        protocol: g.protocol_type().to_string(),
+                        state: g.state().to_string(),
+                        members: Some(g.members().len()),
+                        committed: None,
+                    })
+                    .collect(),
+            ),
+            Err(error) => {
+                sample.fail(Stage::ListGroups, 1, error);
+                None
+            }
+        }
+    }
+}
+
 impl Sampler for KafkaSampler {
     fn sample(&self, deadline: Instant) -> RawSample {
         self.drain_events();
@@ -290,39 +372,35 @@ impl Sampler for KafkaSampler {
         });
 
         // 3. Groups, 4. their committed offsets.
-        match self
-            .read_uncommitted
-            .fetch_group_list(None, remaining(deadline))
-        {
-            Ok(list) => {
-                let mut groups: Vec<RawGroup> = list
-                    .groups()
-                    .iter()
-                    .filter(|g| self.groups.accepts(g.name()))
-                    .map(|g| RawGroup {
-                        name: g.name().to_string(),
-                        state: g.state().to_string(),
-                        members: g.members().len(),
-                        committed: None,
-                    })
-                    .collect();
-                groups.sort_by(|a, b| a.name.cmp(&b.name));
-                groups.dedup_by(|a, b| a.name == b.name);
-                let names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
-                let results = self.committed_offsets(&names, &brokers, deadline);
-                for (group, result) in groups.iter_mut().zip(results) {
-                    match result {
-                        Ok(offsets) => group.committed = Some(offsets),
-                        Err(error) => sample.fail(
-                            Stage::GroupOffsets,
-                            1,
-                            format!("group {:?}: {error}", group.name),
-                        ),
-                    }
+        if let Some(mut groups) = self.groups(&mut sample, &brokers, deadline) {
+            groups.sort_by(|a, b| a.name.cmp(&b.name));
+            groups.dedup_by(|a, b| a.name == b.name);
+            // A share group has no committed offsets: its members acknowledge records
+            // one by one (DescribeShareGroupOffsets reports its progress).
+            let names: Vec<String> = groups
+                .iter()
+                .filter(|g| g.group_type != "share")
+                .map(|g| g.name.clone())
+                .collect();
+            let mut results = self
+                .committed_offsets(&names, &brokers, deadline)
+                .into_iter();
+            for group in groups.iter_mut() {
+                if group.group_type == "share" {
+                    group.committed = Some(Vec::new());
+                    continue;
                 }
-                sample.groups = groups;
+                match results.next() {
+                    Some(Ok(offsets)) => group.committed = Some(offsets),
+                    Some(Err(error)) => sample.fail(
+                        Stage::GroupOffsets,
+                        1,
+                        format!("group {:?}: {error}", group.name),
+                    ),
+                    None => {}
+                }
             }
-            Err(error) => sample.fail(Stage::ListGroups, 1, error),
+            sample.groups = groups;
         }
 
         // 5. Last stable offsets, then 6. high watermarks.

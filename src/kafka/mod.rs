@@ -6,6 +6,7 @@
 
 mod client;
 mod forensics;
+mod groups;
 mod native;
 mod offsets;
 mod reads;
@@ -35,6 +36,7 @@ pub enum Stage {
     Metadata,
     LogStartOffset,
     ListGroups,
+    DescribeGroups,
     GroupOffsets,
     LastStableOffset,
     HighWatermark,
@@ -55,6 +57,7 @@ impl Stage {
             Stage::DescribeProducers => "describe_producers",
             Stage::DescribeTransactions => "describe_transactions",
             Stage::ReadRecords => "read_records",
+            Stage::DescribeGroups => "describe_groups",
         }
     }
 }
@@ -158,8 +161,16 @@ pub struct CoordinatorTransaction {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawGroup {
     pub name: String,
+    /// classic, consumer (KIP-848), share (KIP-932) or streams (KIP-1071), as ListGroups
+    /// names it; classic where the brokers do not name types.
+    pub group_type: String,
+    /// The protocol type the group's members use (`consumer`, `connect`, ...), empty
+    /// when the broker reports none.
+    pub protocol: String,
+    /// The state in the group's own protocol's names.
     pub state: String,
-    pub members: usize,
+    /// Live members; `None` when the group could not be described in this cycle.
+    pub members: Option<usize>,
     pub committed: Option<Vec<CommittedOffset>>,
 }
 

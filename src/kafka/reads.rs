@@ -481,7 +481,9 @@ mod tests {
         RawGroup {
             name: name.into(),
             state: "Stable".into(),
-            members: 1,
+            members: Some(1),
+            group_type: "classic".into(),
+            protocol: "consumer".into(),
             committed: Some(vec![CommittedOffset {
                 topic: topic.into(),
                 partition: 0,

@@ -602,6 +602,10 @@ fn ours(key: i16) -> Option<(i16, i16)> {
         DescribeTransactionsRequest::KEY => range::<DescribeTransactionsRequest>(),
         DescribeConfigsRequest::KEY => range::<DescribeConfigsRequest>(),
         FindCoordinatorRequest::KEY => range::<FindCoordinatorRequest>(),
+        ListGroupsRequest::KEY => range::<ListGroupsRequest>(),
+        DescribeGroupsRequest::KEY => range::<DescribeGroupsRequest>(),
+        ConsumerGroupDescribeRequest::KEY => range::<ConsumerGroupDescribeRequest>(),
+        ShareGroupDescribeRequest::KEY => range::<ShareGroupDescribeRequest>(),
         // v8 and v9 batch many groups in one request; v10 names topics by id.
         OffsetFetchRequest::KEY => (8, 9),
         // v13 names topics by id.

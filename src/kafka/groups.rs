@@ -1,0 +1,269 @@
+//! Consumer groups of every protocol: classic, consumer (KIP-848), share (KIP-932) and
+//! streams (KIP-1071).
+//!
+//! ListGroups v5 goes to every broker (each answers for the groups it coordinates) and
+//! names each group's type and state. Each group is then described by its own protocol's
+//! API, batched per coordinator: DescribeGroups for classic groups, ConsumerGroupDescribe
+//! for consumer groups, ShareGroupDescribe for share groups. The classic API does not
+//! know the others (it reports a KIP-848 group with live members as Dead with none).
+//! Streams groups are not described (the `kafka-protocol` crate has no
+//! StreamsGroupDescribe): their state comes from ListGroups and their member count is
+//! absent.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use kafka_protocol::messages::{
+    ConsumerGroupDescribeRequest, DescribeGroupsRequest, GroupId, ListGroupsRequest,
+    ShareGroupDescribeRequest,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::wire::{Pool, WireError};
+use super::RawGroup;
+
+/// ListGroups v5 names each group's type (Kafka 3.8 and later).
+const LIST_GROUPS_WITH_TYPES: i16 = 5;
+
+/// What [`list`] learned.
+pub struct Listed {
+    /// Selected groups, sorted by name, without committed offsets yet.
+    pub groups: Vec<RawGroup>,
+    /// One message per broker whose ListGroups failed (its groups are absent).
+    pub list_failures: Vec<String>,
+    /// One message per describe request that failed (its groups have no member count).
+    pub describe_failures: Vec<String>,
+}
+
+/// A group as ListGroups reported it, with the broker that coordinates it.
+struct Listing {
+    name: String,
+    group_type: String,
+    protocol: String,
+    state: String,
+    coordinator: String,
+}
+
+/// Lists and describes the groups `accepts` selects. `Err` when some broker does not
+/// name group types (older than Kafka 3.8): the caller then keeps the classic path.
+pub async fn list(
+    pool: &Pool,
+    brokers: &BTreeMap<i32, String>,
+    accepts: impl Fn(&str) -> bool,
+    deadline: Instant,
+) -> Result<Listed, String> {
+    let answers = join_all(brokers.values().map(|addr| async move {
+        let answer = async {
+            match pool.version::<ListGroupsRequest>(addr, deadline).await? {
+                Some(v) if v >= LIST_GROUPS_WITH_TYPES => {}
+                _ => {
+                    return Ok(Err(format!(
+                        "{addr} does not list group types (ListGroups v5, Kafka 3.8)"
+                    )))
+                }
+            }
+            let request = ListGroupsRequest::default();
+            let response = pool.send(addr, &request, "ListGroups", deadline).await?;
+            Ok::<_, WireError>(Ok(response))
+        }
+        .await;
+        (addr, answer)
+    }))
+    .await;
+
+    let mut listings: BTreeMap<String, Listing> = BTreeMap::new();
+    let mut list_failures = Vec::new();
+    for (addr, answer) in answers {
+        let response = match answer {
+            Ok(Ok(response)) => response,
+            Ok(Err(unusable)) => return Err(unusable),
+            Err(error) => {
+                list_failures.push(error.to_string());
+                continue;
+            }
+        };
+        if let Some(error) = ResponseError::try_from_code(response.error_code) {
+            list_failures.push(format!("{addr}: ListGroups: {error:?}"));
+            continue;
+        }
+        for g in response.groups {
+            let name = g.group_id.0.to_string();
+            if !accepts(&name) {
+                continue;
+            }
+            // A group moving between coordinators may be listed twice: keep one.
+            listings.entry(name.clone()).or_insert(Listing {
+                name,
+                group_type: normalize_type(&g.group_type),
+                protocol: g.protocol_type.to_string(),
+                state: g.group_state.to_string(),
+                coordinator: addr.clone(),
+            });
+        }
+    }
+
+    // Describe each group by its protocol, one request per coordinator and protocol.
+    let mut batches: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+    for l in listings.values() {
+        if matches!(l.group_type.as_str(), "classic" | "consumer" | "share") {
+            batches
+                .entry((l.coordinator.as_str(), l.group_type.as_str()))
+                .or_default()
+                .push(&l.name);
+        }
+    }
+    let described = join_all(
+        batches
+            .into_iter()
+            .map(|((addr, group_type), names)| describe(pool, addr, group_type, names, deadline)),
+    )
+    .await;
+    let mut found: BTreeMap<String, Option<Described>> = BTreeMap::new();
+    let mut describe_failures = Vec::new();
+    for result in described {
+        match result {
+            Ok((groups, failure)) => {
+                found.extend(groups);
+                describe_failures.extend(failure);
+            }
+            Err(error) => describe_failures.push(error),
+        }
+    }
+
+    let groups = listings
+        .into_values()
+        .filter_map(|l| {
+            let described = found.remove(&l.name);
+            // Described as gone (deleted between the list and the describe): absent.
+            if let Some(None) = described {
+                return None;
+            }
+            let described = described.flatten();
+            Some(RawGroup {
+                state: described.as_ref().map_or(l.state, |d| d.state.clone()),
+                members: described.map(|d| d.members),
+                name: l.name,
+                group_type: l.group_type,
+                protocol: l.protocol,
+                committed: None,
+            })
+        })
+        .collect();
+    Ok(Listed {
+        groups,
+        list_failures,
+        describe_failures,
+    })
+}
+
+/// A group's type as the metrics name it: lower case, as Kafka's tools print it.
+fn normalize_type(group_type: &str) -> String {
+    if group_type.is_empty() {
+        // Brokers before KIP-848 list only classic groups.
+        "classic".to_string()
+    } else {
+        group_type.to_ascii_lowercase()
+    }
+}
+
+struct Described {
+    state: String,
+    members: usize,
+}
+
+/// Per group of one describe answer: its state and live members, or `None` when the
+/// coordinator no longer knows it; and the first error of a group that failed (that group
+/// keeps its listed state, without a member count).
+type DescribeAnswer = (Vec<(String, Option<Described>)>, Option<String>);
+
+/// One describe request for `names` of one type at their coordinator.
+async fn describe(
+    pool: &Pool,
+    addr: &str,
+    group_type: &str,
+    names: Vec<&str>,
+    deadline: Instant,
+) -> Result<DescribeAnswer, String> {
+    let ids: Vec<GroupId> = names
+        .iter()
+        .map(|n| GroupId(StrBytes::from_string(n.to_string())))
+        .collect();
+    // Per group: id, error code, state, member count.
+    let answers: Vec<(String, i16, String, usize)> = match group_type {
+        "classic" => {
+            let mut request = DescribeGroupsRequest::default();
+            request.groups = ids;
+            let response = pool
+                .send(addr, &request, "DescribeGroups", deadline)
+                .await
+                .map_err(|e| e.to_string())?;
+            response
+                .groups
+                .into_iter()
+                .map(|g| {
+                    (
+                        g.group_id.0.to_string(),
+                        g.error_code,
+                        g.group_state.to_string(),
+                        g.members.len(),
+                    )
+                })
+                .collect()
+        }
+        "consumer" => {
+            let mut request = ConsumerGroupDescribeRequest::default();
+            request.group_ids = ids;
+            let response = pool
+                .send(addr, &request, "ConsumerGroupDescribe", deadline)
+                .await
+                .map_err(|e| e.to_string())?;
+            response
+                .groups
+                .into_iter()
+                .map(|g| {
+                    (
+                        g.group_id.0.to_string(),
+                        g.error_code,
+                        g.group_state.to_string(),
+                        g.members.len(),
+                    )
+                })
+                .collect()
+        }
+        _ => {
+            let mut request = ShareGroupDescribeRequest::default();
+            request.group_ids = ids;
+            let response = pool
+                .send(addr, &request, "ShareGroupDescribe", deadline)
+                .await
+                .map_err(|e| e.to_string())?;
+            response
+                .groups
+                .into_iter()
+                .map(|g| {
+                    (
+                        g.group_id.0.to_string(),
+                        g.error_code,
+                        g.group_state.to_string(),
+                        g.members.len(),
+                    )
+                })
+                .collect()
+        }
+    };
+    let mut out = Vec::new();
+    let mut failed = None;
+    for (name, error_code, state, members) in answers {
+        match ResponseError::try_from_code(error_code) {
+            None => out.push((name, Some(Described { state, members }))),
+            Some(ResponseError::GroupIdNotFound) => out.push((name, None)),
+            Some(error) => {
+                failed
+                    .get_or_insert_with(|| format!("{addr}: describing group {name:?}: {error:?}"));
+            }
+        }
+    }
+    Ok((out, failed))
+}
