@@ -200,7 +200,7 @@ impl<'a> StuckReport<'a> {
             let mut blocked: HashMap<(&str, i32), Vec<&str>> = HashMap::new();
             for group in &snapshot.groups {
                 for g in group.offsets.iter().flatten() {
-                    if g.lag.is_some_and(|l| l.waits_at_lso()) {
+                    if group.waits_at_lso(g) {
                         blocked
                             .entry((&g.topic, g.partition))
                             .or_default()
@@ -483,6 +483,7 @@ mod tests {
             members: Some(1),
             group_type: "classic".into(),
             protocol: "consumer".into(),
+            isolation: None,
             offsets: Some(vec![GroupPartitionState {
                 topic: Arc::from(topic),
                 partition,
@@ -543,6 +544,32 @@ mod tests {
             "HW == LSO is not listed"
         );
         assert!(page.contains("unknown (transaction forensics off or failed this cycle)"));
+    }
+
+    #[test]
+    fn a_share_group_is_blocked_only_when_it_reads_committed() {
+        use crate::kafka::Isolation;
+        let share = |name: &str, isolation| GroupState {
+            group_type: "share".into(),
+            protocol: "share".into(),
+            isolation: Some(isolation),
+            ..group(name, "orders", 0, 880, 900, 880)
+        };
+        let groups = vec![
+            share("queue-committed", Isolation::ReadCommitted),
+            share("queue-uncommitted", Isolation::ReadUncommitted),
+        ];
+        let clusters = vec![(
+            "prod".to_string(),
+            Some(Arc::new(snapshot(
+                "prod",
+                vec![partition("orders", 0, 900, 880, 60.0)],
+                groups,
+            ))),
+        )];
+        let bootstrap = HashMap::new();
+        let report = StuckReport::new(&clusters, &bootstrap);
+        assert_eq!(report.partitions[0].blocked_groups, vec!["queue-committed"]);
     }
 
     #[test]

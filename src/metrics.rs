@@ -24,7 +24,7 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 
 use crate::kafka::Stage;
-use crate::snapshot::{Anomaly, ClusterSnapshot};
+use crate::snapshot::{Anomaly, ClusterSnapshot, GroupState};
 
 /// The latest snapshot of one cluster, `None` until its first cycle ends.
 pub type SnapshotReceiver = watch::Receiver<Option<Arc<ClusterSnapshot>>>;
@@ -218,6 +218,8 @@ impl Metrics {
             Stage::DescribeProducers,
             Stage::DescribeTransactions,
             Stage::ReadRecords,
+            Stage::DescribeGroups,
+            Stage::ShareGroupOffsets,
         ];
         for stage in stages {
             drop(self.errors.get_or_create(&StageLabels {
@@ -495,7 +497,7 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
         for (name, help, value) in group_partition_families {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
             for snapshot in &snapshots {
-                for group in &snapshot.groups {
+                for group in snapshot.groups.iter().filter(|g| g.group_type != "share") {
                     for g in group.offsets.iter().flatten() {
                         if let Some(v) = value(g) {
                             let labels: &Labels = &[
@@ -506,6 +508,55 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
                             gauge(&mut family, &(labels, [("partition", g.partition)]), v)?;
                         }
                     }
+                }
+            }
+        }
+
+        type ShareValue = fn(&GroupState, &crate::snapshot::GroupPartitionState) -> Option<Value>;
+        let share_families: [(&str, &str, ShareValue); 3] = [
+            ("kafka_sharegroup_start_offset", "Share-partition start offset of the share group: every record below it has been delivered and acknowledged", |_, g| {
+                Some(Value::Count(g.committed_offset))
+            }),
+            ("kafka_sharegroup_lag", "Records the share group may still deliver from its start offset: up to the last stable offset with share.isolation.level=read_committed, up to the high watermark otherwise; never commit/abort markers", |group, g| {
+                group.share_lag(g).map(Value::Count)
+            }),
+            ("kafka_sharegroup_lag_seconds", "Seconds since the first record the share group may still deliver was written; 0 when there is none", |group, g| {
+                group.share_lag_seconds(g).map(Value::Seconds)
+            }),
+        ];
+        for (name, help, value) in share_families {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for snapshot in &snapshots {
+                for group in snapshot.groups.iter().filter(|g| g.group_type == "share") {
+                    for g in group.offsets.iter().flatten() {
+                        if let Some(v) = value(group, g) {
+                            let labels: &Labels = &[
+                                ("cluster", &snapshot.cluster),
+                                ("group", &group.name),
+                                ("topic", &g.topic),
+                            ];
+                            gauge(&mut family, &(labels, [("partition", g.partition)]), v)?;
+                        }
+                    }
+                }
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "kafka_sharegroup_isolation_level",
+            "The share group's share.isolation.level; always 1",
+            None,
+            MetricType::Gauge,
+        )?;
+        for snapshot in &snapshots {
+            for group in &snapshot.groups {
+                if let Some(isolation) = group.isolation {
+                    let labels: &Labels = &[
+                        ("cluster", &snapshot.cluster),
+                        ("group", &group.name),
+                        ("isolation_level", isolation.as_str()),
+                    ];
+                    gauge(&mut family, &labels, 1)?;
                 }
             }
         }

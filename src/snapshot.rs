@@ -182,6 +182,8 @@ pub struct GroupState {
     pub state: String,
     /// Live members; absent when the group could not be described in this cycle.
     pub members: Option<usize>,
+    /// A share group's `share.isolation.level`; `None` for other groups.
+    pub isolation: Option<crate::kafka::Isolation>,
     /// Absent when the group's offsets could not be fetched in this cycle.
     pub offsets: Option<Vec<GroupPartitionState>>,
 }
@@ -421,11 +423,50 @@ fn state_series(group: &GroupState) -> usize {
 }
 
 /// Series one group-partition renders: the committed offset, the three lags when the
-/// partition's offsets were sampled, and the time lags when they are known.
-fn offset_series(offset: &GroupPartitionState) -> usize {
+/// partition's offsets were sampled, and the time lags when they are known. A share
+/// group renders its start offset, and its lag and time lag against its bound.
+fn offset_series(group: &GroupState, offset: &GroupPartitionState) -> usize {
+    if group.group_type == "share" {
+        let known = group.isolation.is_some();
+        return 1
+            + usize::from(known && offset.lag.is_some())
+            + usize::from(known && group.share_lag_seconds(offset).is_some());
+    }
     1 + 3 * usize::from(offset.lag.is_some())
         + usize::from(offset.hw_lag_seconds.is_some())
         + usize::from(offset.lso_lag_seconds.is_some())
+}
+
+impl GroupState {
+    /// A share group's lag on one partition: against the LSO when it reads committed,
+    /// the HW otherwise; `None` for other groups or an unknown isolation level.
+    pub fn share_lag(&self, offset: &GroupPartitionState) -> Option<i64> {
+        let lag = offset.lag?;
+        match self.isolation? {
+            crate::kafka::Isolation::ReadCommitted => Some(lag.lso_lag),
+            crate::kafka::Isolation::ReadUncommitted => Some(lag.hw_lag),
+        }
+    }
+
+    /// The same, in seconds since the first record it may still deliver was written.
+    pub fn share_lag_seconds(&self, offset: &GroupPartitionState) -> Option<f64> {
+        match self.isolation? {
+            crate::kafka::Isolation::ReadCommitted => offset.lso_lag_seconds,
+            crate::kafka::Isolation::ReadUncommitted => offset.hw_lag_seconds,
+        }
+    }
+
+    /// Held by the transaction at the LSO on this partition (see [`Lag::waits_at_lso`]):
+    /// any group with a committed offset, whose consumers may read committed; a share
+    /// group only when its `share.isolation.level` is read_committed.
+    pub fn waits_at_lso(&self, offset: &GroupPartitionState) -> bool {
+        let lag_says = offset.lag.is_some_and(|l| l.waits_at_lso());
+        if self.group_type == "share" {
+            lag_says && self.isolation == Some(crate::kafka::Isolation::ReadCommitted)
+        } else {
+            lag_says
+        }
+    }
 }
 
 /// How many series `/metrics` renders for these partitions and groups.
@@ -444,10 +485,16 @@ pub fn series_count(partitions: &[PartitionState], groups: &[GroupState]) -> usi
     let group_series: usize = groups
         .iter()
         .map(|g| {
-            // kafka_consumergroup_info, members, the states, the offsets.
+            // kafka_consumergroup_info, members, a share group's isolation level, the
+            // states, the offsets.
             1 + usize::from(g.members.is_some())
+                + usize::from(g.isolation.is_some())
                 + state_series(g)
-                + g.offsets.iter().flatten().map(offset_series).sum::<usize>()
+                + g.offsets
+                    .iter()
+                    .flatten()
+                    .map(|o| offset_series(g, o))
+                    .sum::<usize>()
         })
         .sum();
     partition_series + group_series
@@ -472,8 +519,13 @@ pub fn enforce_series_limit(
         if is_priority(&group.name) {
             continue;
         }
+        let series: usize = group
+            .offsets
+            .iter()
+            .flatten()
+            .map(|o| offset_series(group, o))
+            .sum();
         if let Some(offsets) = group.offsets.as_mut() {
-            let series: usize = offsets.iter().map(offset_series).sum();
             offsets.clear();
             total -= series;
             dropped += series;
@@ -612,6 +664,7 @@ pub fn derive(
                 protocol: g.protocol,
                 state: g.state,
                 members: g.members,
+                isolation: g.isolation,
                 offsets,
             }
         })
@@ -1048,6 +1101,7 @@ mod tests {
                     members: Some(2),
                     group_type: "classic".into(),
                     protocol: "consumer".into(),
+                    isolation: None,
                     committed: Some(vec![
                         committed("orders", 0, 880),
                         committed("orders", 1, 40),
@@ -1060,6 +1114,7 @@ mod tests {
                     members: Some(0),
                     group_type: "classic".into(),
                     protocol: "consumer".into(),
+                    isolation: None,
                     committed: None, // offset fetch failed
                 },
             ],
@@ -1106,6 +1161,7 @@ mod tests {
                 members: Some(0),
                 group_type: "classic".into(),
                 protocol: "consumer".into(),
+                isolation: None,
                 committed: Some(vec![committed("t", 0, 15)]),
             }],
             failures: Default::default(),
@@ -1139,6 +1195,7 @@ mod tests {
             members: Some(1),
             group_type: "classic".into(),
             protocol: "consumer".into(),
+            isolation: None,
             offsets: Some(
                 (0..partitions)
                     .map(|p| GroupPartitionState {

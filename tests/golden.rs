@@ -74,12 +74,34 @@ fn fixed_snapshot() -> ClusterSnapshot {
             },
         ],
         groups: vec![
+            // A read_committed share group waiting at the LSO (KIP-932).
+            GroupState {
+                name: "orders-queue".into(),
+                state: "Stable".into(),
+                members: Some(2),
+                group_type: "share".into(),
+                protocol: "share".into(),
+                isolation: Some(kafka_lso_exporter::kafka::Isolation::ReadCommitted),
+                offsets: Some(vec![GroupPartitionState {
+                    topic: topic.clone(),
+                    partition: 0,
+                    committed_offset: 880,
+                    lag: Some(Lag {
+                        hw_lag: 19,
+                        lso_lag: 0,
+                        committed_beyond_lso: 0,
+                    }),
+                    hw_lag_seconds: Some(186.75),
+                    lso_lag_seconds: Some(0.0),
+                }]),
+            },
             GroupState {
                 name: "billing-read-committed".into(),
                 state: "Stable".into(),
                 members: Some(3),
                 group_type: "classic".into(),
                 protocol: "consumer".into(),
+                isolation: None,
                 offsets: Some(vec![GroupPartitionState {
                     topic: topic.clone(),
                     partition: 0,
@@ -99,6 +121,7 @@ fn fixed_snapshot() -> ClusterSnapshot {
                 members: Some(2),
                 group_type: "consumer".into(),
                 protocol: "consumer".into(),
+                isolation: None,
                 offsets: Some(vec![GroupPartitionState {
                     topic,
                     partition: 0,
@@ -239,6 +262,14 @@ fn every_catalog_metric_is_present_with_its_labels() {
         ("kafka_partition_withheld_age_seconds{cluster=\"prod\",topic=\"orders\",partition=\"2\"}", false),
         ("kafka_consumergroup_members{cluster=\"prod\",group=\"billing-read-committed\"} 3", true),
         ("kafka_consumergroup_info{cluster=\"prod\",group=\"billing-read-committed\",type=\"classic\",protocol=\"consumer\"} 1", true),
+        // A share group: its start offset and lag against the LSO (it reads committed),
+        // under its own names, not as a consumer group's committed offset.
+        ("kafka_sharegroup_start_offset{cluster=\"prod\",group=\"orders-queue\",topic=\"orders\",partition=\"0\"} 880", true),
+        ("kafka_sharegroup_lag{cluster=\"prod\",group=\"orders-queue\",topic=\"orders\",partition=\"0\"} 0", true),
+        ("kafka_sharegroup_lag_seconds{cluster=\"prod\",group=\"orders-queue\",topic=\"orders\",partition=\"0\"} 0.0", true),
+        ("kafka_sharegroup_isolation_level{cluster=\"prod\",group=\"orders-queue\",isolation_level=\"read_committed\"} 1", true),
+        ("kafka_consumergroup_state{cluster=\"prod\",group=\"orders-queue\",state=\"Stable\"} 1", true),
+        ("kafka_consumergroup_committed_offset{cluster=\"prod\",group=\"orders-queue\"", false),
         // A KIP-848 group: its own protocol's states, not the classic ones.
         ("kafka_consumergroup_state{cluster=\"prod\",group=\"audit \\\"legacy\\\"\\\\ <read_uncommitted>\\nç\",state=\"Reconciling\"} 1", true),
         ("kafka_consumergroup_state{cluster=\"prod\",group=\"audit \\\"legacy\\\"\\\\ <read_uncommitted>\\nç\",state=\"PreparingRebalance\"}", false),

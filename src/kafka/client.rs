@@ -259,6 +259,13 @@ impl KafkaSampler {
                             first,
                         );
                     }
+                    if let Some(first) = listed.share_failures.first() {
+                        sample.fail(
+                            Stage::ShareGroupOffsets,
+                            listed.share_failures.len() as u64,
+                            first,
+                        );
+                    }
                     // Every broker failed: the group list is unknown, not empty.
                     if list_failed > 0 && list_failed == brokers.len() {
                         return None;
@@ -288,6 +295,7 @@ impl KafkaSampler {
                         protocol: g.protocol_type().to_string(),
                         state: g.state().to_string(),
                         members: Some(g.members().len()),
+                        isolation: None,
                         committed: None,
                     })
                     .collect(),
@@ -376,7 +384,7 @@ impl Sampler for KafkaSampler {
             groups.sort_by(|a, b| a.name.cmp(&b.name));
             groups.dedup_by(|a, b| a.name == b.name);
             // A share group has no committed offsets: its members acknowledge records
-            // one by one (DescribeShareGroupOffsets reports its progress).
+            // one by one, and its start offsets came with the group list.
             let names: Vec<String> = groups
                 .iter()
                 .filter(|g| g.group_type != "share")
@@ -387,7 +395,6 @@ impl Sampler for KafkaSampler {
                 .into_iter();
             for group in groups.iter_mut() {
                 if group.group_type == "share" {
-                    group.committed = Some(Vec::new());
                     continue;
                 }
                 match results.next() {

@@ -14,15 +14,22 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use futures_util::future::join_all;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
 use kafka_protocol::messages::{
-    ConsumerGroupDescribeRequest, DescribeGroupsRequest, GroupId, ListGroupsRequest,
-    ShareGroupDescribeRequest,
+    ConsumerGroupDescribeRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    DescribeShareGroupOffsetsRequest, GroupId, ListGroupsRequest, ShareGroupDescribeRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::wire::{Pool, WireError};
-use super::RawGroup;
+use super::{CommittedOffset, RawGroup};
+
+/// DescribeConfigs resource type of a group (KIP-848 group configs).
+const GROUP_RESOURCE: i8 = 32;
+/// The group config that says what a share group's consumers may read.
+const SHARE_ISOLATION_LEVEL: &str = "share.isolation.level";
 
 /// ListGroups v5 names each group's type (Kafka 3.8 and later).
 const LIST_GROUPS_WITH_TYPES: i16 = 5;
@@ -35,6 +42,8 @@ pub struct Listed {
     pub list_failures: Vec<String>,
     /// One message per describe request that failed (its groups have no member count).
     pub describe_failures: Vec<String>,
+    /// One message per share group whose progress could not be read.
+    pub share_failures: Vec<String>,
 }
 
 /// A group as ListGroups reported it, with the broker that coordinates it.
@@ -132,6 +141,32 @@ pub async fn list(
         }
     }
 
+    // Share groups: their progress (share-partition start offsets) and isolation level.
+    let mut share_batches: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for l in listings.values().filter(|l| l.group_type == "share") {
+        share_batches
+            .entry(l.coordinator.as_str())
+            .or_default()
+            .push(&l.name);
+    }
+    let mut progress: BTreeMap<String, ShareProgress> = BTreeMap::new();
+    let mut share_failures = Vec::new();
+    for result in join_all(
+        share_batches
+            .into_iter()
+            .map(|(addr, names)| share_progress(pool, addr, names, deadline)),
+    )
+    .await
+    {
+        match result {
+            Ok((groups, failures)) => {
+                progress.extend(groups);
+                share_failures.extend(failures);
+            }
+            Err(error) => share_failures.push(error),
+        }
+    }
+
     let groups = listings
         .into_values()
         .filter_map(|l| {
@@ -141,13 +176,15 @@ pub async fn list(
                 return None;
             }
             let described = described.flatten();
+            let share = progress.remove(&l.name);
             Some(RawGroup {
                 state: described.as_ref().map_or(l.state, |d| d.state.clone()),
                 members: described.map(|d| d.members),
+                isolation: share.as_ref().and_then(|p| p.isolation),
+                committed: share.and_then(|p| p.start_offsets),
                 name: l.name,
                 group_type: l.group_type,
                 protocol: l.protocol,
-                committed: None,
             })
         })
         .collect();
@@ -155,7 +192,127 @@ pub async fn list(
         groups,
         list_failures,
         describe_failures,
+        share_failures,
     })
+}
+
+/// What a share group has delivered, and what it may deliver.
+struct ShareProgress {
+    /// The share-partition start offsets: every record below has been delivered and
+    /// acknowledged (or archived). `None` when they could not be read.
+    start_offsets: Option<Vec<CommittedOffset>>,
+    /// `share.isolation.level`; `None` when it could not be read.
+    isolation: Option<super::Isolation>,
+}
+
+/// DescribeShareGroupOffsets for `names` at their coordinator, and their
+/// `share.isolation.level` (DescribeConfigs on the same broker).
+async fn share_progress(
+    pool: &Pool,
+    addr: &str,
+    names: Vec<&str>,
+    deadline: Instant,
+) -> Result<(Vec<(String, ShareProgress)>, Vec<String>), String> {
+    let mut offsets_request = DescribeShareGroupOffsetsRequest::default();
+    offsets_request.groups = names
+        .iter()
+        .map(|n| {
+            let mut group = DescribeShareGroupOffsetsRequestGroup::default();
+            group.group_id = GroupId(StrBytes::from_string(n.to_string()));
+            group.topics = None; // every partition the group has started on
+            group
+        })
+        .collect();
+    let mut configs_request = DescribeConfigsRequest::default();
+    configs_request.resources = names
+        .iter()
+        .map(|n| {
+            let mut resource = DescribeConfigsResource::default();
+            resource.resource_type = GROUP_RESOURCE;
+            resource.resource_name = StrBytes::from_string(n.to_string());
+            resource.configuration_keys =
+                Some(vec![StrBytes::from_static_str(SHARE_ISOLATION_LEVEL)]);
+            resource
+        })
+        .collect();
+    let (offsets, configs) = tokio::join!(
+        pool.send(
+            addr,
+            &offsets_request,
+            "DescribeShareGroupOffsets",
+            deadline
+        ),
+        pool.send(addr, &configs_request, "DescribeConfigs", deadline),
+    );
+    let mut failures = Vec::new();
+    let mut isolation: BTreeMap<String, super::Isolation> = BTreeMap::new();
+    match configs {
+        Ok(response) => {
+            for result in response.results {
+                let name = result.resource_name.to_string();
+                if let Some(error) = ResponseError::try_from_code(result.error_code) {
+                    failures.push(format!(
+                        "{addr}: share.isolation.level of {name:?}: {error:?}"
+                    ));
+                    continue;
+                }
+                // Not set: the broker's default, read_uncommitted.
+                let level = result
+                    .configs
+                    .iter()
+                    .find(|c| &*c.name == SHARE_ISOLATION_LEVEL)
+                    .and_then(|c| c.value.as_deref().map(str::to_string))
+                    .unwrap_or_default();
+                let level = if level.eq_ignore_ascii_case("read_committed") {
+                    super::Isolation::ReadCommitted
+                } else {
+                    super::Isolation::ReadUncommitted
+                };
+                isolation.insert(name, level);
+            }
+        }
+        Err(error) => failures.push(error.to_string()),
+    }
+    let mut starts: BTreeMap<String, Vec<CommittedOffset>> = BTreeMap::new();
+    match offsets {
+        Ok(response) => {
+            for group in response.groups {
+                let name = group.group_id.0.to_string();
+                if let Some(error) = ResponseError::try_from_code(group.error_code) {
+                    failures.push(format!("{addr}: share group {name:?} offsets: {error:?}"));
+                    continue;
+                }
+                let mut offsets = Vec::new();
+                for topic in group.topics {
+                    for partition in topic.partitions {
+                        // -1: the share-partition is not initialized yet.
+                        if partition.error_code == 0 && partition.start_offset >= 0 {
+                            offsets.push(CommittedOffset {
+                                topic: topic.topic_name.0.to_string(),
+                                partition: partition.partition_index,
+                                offset: partition.start_offset,
+                            });
+                        }
+                    }
+                }
+                starts.insert(name, offsets);
+            }
+        }
+        Err(error) => failures.push(error.to_string()),
+    }
+    let groups = names
+        .into_iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                ShareProgress {
+                    start_offsets: starts.remove(n),
+                    isolation: isolation.remove(n),
+                },
+            )
+        })
+        .collect();
+    Ok((groups, failures))
 }
 
 /// A group's type as the metrics name it: lower case, as Kafka's tools print it.

@@ -38,6 +38,7 @@ pub enum Stage {
     ListGroups,
     DescribeGroups,
     GroupOffsets,
+    ShareGroupOffsets,
     LastStableOffset,
     HighWatermark,
     DescribeProducers,
@@ -58,6 +59,7 @@ impl Stage {
             Stage::DescribeTransactions => "describe_transactions",
             Stage::ReadRecords => "read_records",
             Stage::DescribeGroups => "describe_groups",
+            Stage::ShareGroupOffsets => "share_group_offsets",
         }
     }
 }
@@ -171,7 +173,26 @@ pub struct RawGroup {
     pub state: String,
     /// Live members; `None` when the group could not be described in this cycle.
     pub members: Option<usize>,
+    /// What a share group's consumers may read (`share.isolation.level`); `None` for
+    /// other groups (their consumers choose), or when it could not be read.
+    pub isolation: Option<Isolation>,
     pub committed: Option<Vec<CommittedOffset>>,
+}
+
+/// A consumer's isolation level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    ReadUncommitted,
+    ReadCommitted,
+}
+
+impl Isolation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::ReadUncommitted => "read_uncommitted",
+            Isolation::ReadCommitted => "read_committed",
+        }
+    }
 }
 
 /// How often one stage failed in a cycle, and the first error seen, for the log.
@@ -188,7 +209,8 @@ pub struct RawSample {
     pub reached: bool,
     /// Partitions of the selected topics, sorted by topic and partition.
     pub partitions: Vec<RawPartition>,
-    /// Selected consumer groups, sorted by name.
+    /// Selected consumer groups, sorted by name. For a share group, `committed` holds its
+    /// share-partition start offsets.
     pub groups: Vec<RawGroup>,
     pub failures: BTreeMap<Stage, StageFailure>,
     /// The brokers' `transaction.max.timeout.ms`, when forensics could read it.

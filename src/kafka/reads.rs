@@ -484,6 +484,7 @@ mod tests {
             members: Some(1),
             group_type: "classic".into(),
             protocol: "consumer".into(),
+            isolation: None,
             committed: Some(vec![CommittedOffset {
                 topic: topic.into(),
                 partition: 0,

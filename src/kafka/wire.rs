@@ -606,6 +606,7 @@ fn ours(key: i16) -> Option<(i16, i16)> {
         DescribeGroupsRequest::KEY => range::<DescribeGroupsRequest>(),
         ConsumerGroupDescribeRequest::KEY => range::<ConsumerGroupDescribeRequest>(),
         ShareGroupDescribeRequest::KEY => range::<ShareGroupDescribeRequest>(),
+        DescribeShareGroupOffsetsRequest::KEY => range::<DescribeShareGroupOffsetsRequest>(),
         // v8 and v9 batch many groups in one request; v10 names topics by id.
         OffsetFetchRequest::KEY => (8, 9),
         // v13 names topics by id.
