@@ -198,9 +198,17 @@ impl<'a> StuckReport<'a> {
             let Some(snapshot) = snapshot else { continue };
             let servers = bootstrap.get(name).map_or("BOOTSTRAP", String::as_str);
             let mut blocked: HashMap<(&str, i32), Vec<&str>> = HashMap::new();
+            let by_partition: HashMap<(&str, i32), &crate::snapshot::PartitionState> = snapshot
+                .partitions
+                .iter()
+                .map(|p| ((&*p.topic, p.partition), p))
+                .collect();
             for group in &snapshot.groups {
                 for g in group.offsets.iter().flatten() {
-                    if group.waits_at_lso(g) {
+                    let Some(partition) = by_partition.get(&(&*g.topic, g.partition)) else {
+                        continue;
+                    };
+                    if group.waits_at_lso(g, partition) {
                         blocked
                             .entry((&g.topic, g.partition))
                             .or_default()
@@ -484,6 +492,7 @@ mod tests {
             group_type: "classic".into(),
             protocol: "consumer".into(),
             isolation: None,
+            broker_lags: Vec::new(),
             offsets: Some(vec![GroupPartitionState {
                 topic: Arc::from(topic),
                 partition,
@@ -553,6 +562,7 @@ mod tests {
             group_type: "share".into(),
             protocol: "share".into(),
             isolation: Some(isolation),
+            broker_lags: Vec::new(),
             ..group(name, "orders", 0, 880, 900, 880)
         };
         let groups = vec![

@@ -543,6 +543,29 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
         }
 
         let mut family = encoder.encode_descriptor(
+            "kafka_sharegroup_broker_lag",
+            "The share group's lag on the partition as its broker computes it (KIP-1226, Kafka 4.2 and later): records past the start offset not yet acknowledged",
+            None,
+            MetricType::Gauge,
+        )?;
+        for snapshot in &snapshots {
+            for group in &snapshot.groups {
+                for lag in &group.broker_lags {
+                    let labels: &Labels = &[
+                        ("cluster", &snapshot.cluster),
+                        ("group", &group.name),
+                        ("topic", &lag.topic),
+                    ];
+                    gauge(
+                        &mut family,
+                        &(labels, [("partition", lag.partition)]),
+                        lag.lag,
+                    )?;
+                }
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
             "kafka_sharegroup_isolation_level",
             "The share group's share.isolation.level; always 1",
             None,

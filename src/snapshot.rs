@@ -184,6 +184,8 @@ pub struct GroupState {
     pub members: Option<usize>,
     /// A share group's `share.isolation.level`; `None` for other groups.
     pub isolation: Option<crate::kafka::Isolation>,
+    /// A share group's lag per share-partition as its broker reports it (KIP-1226).
+    pub broker_lags: Vec<crate::kafka::BrokerLag>,
     /// Absent when the group's offsets could not be fetched in this cycle.
     pub offsets: Option<Vec<GroupPartitionState>>,
 }
@@ -458,14 +460,27 @@ impl GroupState {
 
     /// Held by the transaction at the LSO on this partition (see [`Lag::waits_at_lso`]):
     /// any group with a committed offset, whose consumers may read committed; a share
-    /// group only when its `share.isolation.level` is read_committed.
-    pub fn waits_at_lso(&self, offset: &GroupPartitionState) -> bool {
+    /// group only when its `share.isolation.level` is read_committed. A share group's
+    /// start offset advances only past whole acquired batches, so it can stand below the
+    /// LSO after everything there was acknowledged: where its broker reports the lag
+    /// (KIP-1226: records up to the HW not yet acknowledged), the group waits when that
+    /// lag is no more than what the transaction withholds (HW - LSO).
+    pub fn waits_at_lso(&self, offset: &GroupPartitionState, partition: &PartitionState) -> bool {
         let lag_says = offset.lag.is_some_and(|l| l.waits_at_lso());
-        if self.group_type == "share" {
-            lag_says && self.isolation == Some(crate::kafka::Isolation::ReadCommitted)
-        } else {
-            lag_says
+        if self.group_type != "share" {
+            return lag_says;
         }
+        if self.isolation != Some(crate::kafka::Isolation::ReadCommitted) {
+            return false;
+        }
+        let withheld = partition.visibility.map(|v| v.hw_minus_lso);
+        let broker_says = self
+            .broker_lags
+            .iter()
+            .find(|l| *l.topic == *offset.topic && l.partition == offset.partition)
+            .zip(withheld)
+            .is_some_and(|(l, withheld)| l.lag <= withheld);
+        lag_says || broker_says
     }
 }
 
@@ -489,6 +504,7 @@ pub fn series_count(partitions: &[PartitionState], groups: &[GroupState]) -> usi
             // states, the offsets.
             1 + usize::from(g.members.is_some())
                 + usize::from(g.isolation.is_some())
+                + g.broker_lags.len()
                 + state_series(g)
                 + g.offsets
                     .iter()
@@ -665,6 +681,7 @@ pub fn derive(
                 state: g.state,
                 members: g.members,
                 isolation: g.isolation,
+                broker_lags: g.broker_lags,
                 offsets,
             }
         })
@@ -1102,6 +1119,7 @@ mod tests {
                     group_type: "classic".into(),
                     protocol: "consumer".into(),
                     isolation: None,
+                    broker_lags: Vec::new(),
                     committed: Some(vec![
                         committed("orders", 0, 880),
                         committed("orders", 1, 40),
@@ -1115,6 +1133,7 @@ mod tests {
                     group_type: "classic".into(),
                     protocol: "consumer".into(),
                     isolation: None,
+                    broker_lags: Vec::new(),
                     committed: None, // offset fetch failed
                 },
             ],
@@ -1162,6 +1181,7 @@ mod tests {
                 group_type: "classic".into(),
                 protocol: "consumer".into(),
                 isolation: None,
+                broker_lags: Vec::new(),
                 committed: Some(vec![committed("t", 0, 15)]),
             }],
             failures: Default::default(),
@@ -1196,6 +1216,7 @@ mod tests {
             group_type: "classic".into(),
             protocol: "consumer".into(),
             isolation: None,
+            broker_lags: Vec::new(),
             offsets: Some(
                 (0..partitions)
                     .map(|p| GroupPartitionState {

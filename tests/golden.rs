@@ -82,6 +82,11 @@ fn fixed_snapshot() -> ClusterSnapshot {
                 group_type: "share".into(),
                 protocol: "share".into(),
                 isolation: Some(kafka_lso_exporter::kafka::Isolation::ReadCommitted),
+                broker_lags: vec![kafka_lso_exporter::kafka::BrokerLag {
+                    topic: "orders".into(),
+                    partition: 0,
+                    lag: 0,
+                }],
                 offsets: Some(vec![GroupPartitionState {
                     topic: topic.clone(),
                     partition: 0,
@@ -102,6 +107,7 @@ fn fixed_snapshot() -> ClusterSnapshot {
                 group_type: "classic".into(),
                 protocol: "consumer".into(),
                 isolation: None,
+                broker_lags: Vec::new(),
                 offsets: Some(vec![GroupPartitionState {
                     topic: topic.clone(),
                     partition: 0,
@@ -122,6 +128,7 @@ fn fixed_snapshot() -> ClusterSnapshot {
                 group_type: "consumer".into(),
                 protocol: "consumer".into(),
                 isolation: None,
+                broker_lags: Vec::new(),
                 offsets: Some(vec![GroupPartitionState {
                     topic,
                     partition: 0,
@@ -267,6 +274,7 @@ fn every_catalog_metric_is_present_with_its_labels() {
         ("kafka_sharegroup_start_offset{cluster=\"prod\",group=\"orders-queue\",topic=\"orders\",partition=\"0\"} 880", true),
         ("kafka_sharegroup_lag{cluster=\"prod\",group=\"orders-queue\",topic=\"orders\",partition=\"0\"} 0", true),
         ("kafka_sharegroup_lag_seconds{cluster=\"prod\",group=\"orders-queue\",topic=\"orders\",partition=\"0\"} 0.0", true),
+        ("kafka_sharegroup_broker_lag{cluster=\"prod\",group=\"orders-queue\",topic=\"orders\",partition=\"0\"} 0", true),
         ("kafka_sharegroup_isolation_level{cluster=\"prod\",group=\"orders-queue\",isolation_level=\"read_committed\"} 1", true),
         ("kafka_consumergroup_state{cluster=\"prod\",group=\"orders-queue\",state=\"Stable\"} 1", true),
         ("kafka_consumergroup_committed_offset{cluster=\"prod\",group=\"orders-queue\"", false),

@@ -296,6 +296,7 @@ impl KafkaSampler {
                         state: g.state().to_string(),
                         members: Some(g.members().len()),
                         isolation: None,
+                        broker_lags: Vec::new(),
                         committed: None,
                     })
                     .collect(),

@@ -15,16 +15,16 @@ use std::time::Instant;
 
 use futures_util::future::join_all;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
 use kafka_protocol::messages::{
-    ConsumerGroupDescribeRequest, DescribeConfigsRequest, DescribeGroupsRequest,
-    DescribeShareGroupOffsetsRequest, GroupId, ListGroupsRequest, ShareGroupDescribeRequest,
+    ConsumerGroupDescribeRequest, DescribeConfigsRequest, DescribeGroupsRequest, GroupId,
+    ListGroupsRequest, ShareGroupDescribeRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use super::share_offsets::DescribeShareGroupOffsets;
 use super::wire::{Pool, WireError};
-use super::{CommittedOffset, RawGroup};
+use super::{BrokerLag, CommittedOffset, RawGroup};
 
 /// DescribeConfigs resource type of a group (KIP-848 group configs).
 const GROUP_RESOURCE: i8 = 32;
@@ -181,6 +181,10 @@ pub async fn list(
                 state: described.as_ref().map_or(l.state, |d| d.state.clone()),
                 members: described.map(|d| d.members),
                 isolation: share.as_ref().and_then(|p| p.isolation),
+                broker_lags: share
+                    .as_ref()
+                    .map(|p| p.broker_lags.clone())
+                    .unwrap_or_default(),
                 committed: share.and_then(|p| p.start_offsets),
                 name: l.name,
                 group_type: l.group_type,
@@ -201,6 +205,8 @@ struct ShareProgress {
     /// The share-partition start offsets: every record below has been delivered and
     /// acknowledged (or archived). `None` when they could not be read.
     start_offsets: Option<Vec<CommittedOffset>>,
+    /// The lag the broker reports per share-partition (KIP-1226, Kafka 4.2 and later).
+    broker_lags: Vec<BrokerLag>,
     /// `share.isolation.level`; `None` when it could not be read.
     isolation: Option<super::Isolation>,
 }
@@ -213,16 +219,10 @@ async fn share_progress(
     names: Vec<&str>,
     deadline: Instant,
 ) -> Result<(Vec<(String, ShareProgress)>, Vec<String>), String> {
-    let mut offsets_request = DescribeShareGroupOffsetsRequest::default();
-    offsets_request.groups = names
-        .iter()
-        .map(|n| {
-            let mut group = DescribeShareGroupOffsetsRequestGroup::default();
-            group.group_id = GroupId(StrBytes::from_string(n.to_string()));
-            group.topics = None; // every partition the group has started on
-            group
-        })
-        .collect();
+    // Every partition the group has started on.
+    let offsets_request = DescribeShareGroupOffsets {
+        groups: names.iter().map(|n| n.to_string()).collect(),
+    };
     let mut configs_request = DescribeConfigsRequest::default();
     configs_request.resources = names
         .iter()
@@ -273,29 +273,38 @@ async fn share_progress(
         }
         Err(error) => failures.push(error.to_string()),
     }
-    let mut starts: BTreeMap<String, Vec<CommittedOffset>> = BTreeMap::new();
+    let mut starts: BTreeMap<String, (Vec<CommittedOffset>, Vec<BrokerLag>)> = BTreeMap::new();
     match offsets {
         Ok(response) => {
             for group in response.groups {
-                let name = group.group_id.0.to_string();
                 if let Some(error) = ResponseError::try_from_code(group.error_code) {
-                    failures.push(format!("{addr}: share group {name:?} offsets: {error:?}"));
+                    failures.push(format!(
+                        "{addr}: share group {:?} offsets: {error:?}",
+                        group.group
+                    ));
                     continue;
                 }
                 let mut offsets = Vec::new();
-                for topic in group.topics {
-                    for partition in topic.partitions {
-                        // -1: the share-partition is not initialized yet.
-                        if partition.error_code == 0 && partition.start_offset >= 0 {
-                            offsets.push(CommittedOffset {
-                                topic: topic.topic_name.0.to_string(),
-                                partition: partition.partition_index,
-                                offset: partition.start_offset,
-                            });
-                        }
+                let mut lags = Vec::new();
+                for p in group.partitions {
+                    // -1: the share-partition is not initialized yet.
+                    if p.error_code != 0 || p.start_offset < 0 {
+                        continue;
                     }
+                    if let Some(lag) = p.lag.filter(|l| *l >= 0) {
+                        lags.push(BrokerLag {
+                            topic: p.topic.clone(),
+                            partition: p.partition,
+                            lag,
+                        });
+                    }
+                    offsets.push(CommittedOffset {
+                        topic: p.topic,
+                        partition: p.partition,
+                        offset: p.start_offset,
+                    });
                 }
-                starts.insert(name, offsets);
+                starts.insert(group.group, (offsets, lags));
             }
         }
         Err(error) => failures.push(error.to_string()),
@@ -303,10 +312,15 @@ async fn share_progress(
     let groups = names
         .into_iter()
         .map(|n| {
+            let (start_offsets, broker_lags) = match starts.remove(n) {
+                Some((offsets, lags)) => (Some(offsets), lags),
+                None => (None, Vec::new()),
+            };
             (
                 n.to_string(),
                 ShareProgress {
-                    start_offsets: starts.remove(n),
+                    start_offsets,
+                    broker_lags,
                     isolation: isolation.remove(n),
                 },
             )

@@ -12,6 +12,7 @@ mod offsets;
 mod reads;
 pub mod records;
 mod scram;
+mod share_offsets;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -176,7 +177,18 @@ pub struct RawGroup {
     /// What a share group's consumers may read (`share.isolation.level`); `None` for
     /// other groups (their consumers choose), or when it could not be read.
     pub isolation: Option<Isolation>,
+    /// A share group's lag per share-partition as its broker computes it (KIP-1226):
+    /// records not yet acknowledged, also those acknowledged past the start offset.
+    pub broker_lags: Vec<BrokerLag>,
     pub committed: Option<Vec<CommittedOffset>>,
+}
+
+/// The lag a broker reports for one share-partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerLag {
+    pub topic: String,
+    pub partition: i32,
+    pub lag: i64,
 }
 
 /// A consumer's isolation level.

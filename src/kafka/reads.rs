@@ -485,6 +485,7 @@ mod tests {
             group_type: "classic".into(),
             protocol: "consumer".into(),
             isolation: None,
+            broker_lags: Vec::new(),
             committed: Some(vec![CommittedOffset {
                 topic: topic.into(),
                 partition: 0,

@@ -606,7 +606,8 @@ fn ours(key: i16) -> Option<(i16, i16)> {
         DescribeGroupsRequest::KEY => range::<DescribeGroupsRequest>(),
         ConsumerGroupDescribeRequest::KEY => range::<ConsumerGroupDescribeRequest>(),
         ShareGroupDescribeRequest::KEY => range::<ShareGroupDescribeRequest>(),
-        DescribeShareGroupOffsetsRequest::KEY => range::<DescribeShareGroupOffsetsRequest>(),
+        // Encoded by this client, with the broker's lag (v1, KIP-1226).
+        90 => range::<super::share_offsets::DescribeShareGroupOffsets>(),
         // v8 and v9 batch many groups in one request; v10 names topics by id.
         OffsetFetchRequest::KEY => (8, 9),
         // v13 names topics by id.
