@@ -5,12 +5,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::java::JavaMember;
 use common::*;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -60,70 +59,6 @@ impl Drop for RdkafkaMember {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-    }
-}
-
-/// The Java consumer of tests/java/GroupMember.java, run on the broker's classpath.
-struct JavaMember {
-    child: Child,
-    stdin: Option<ChildStdin>,
-}
-
-impl JavaMember {
-    fn join(topic: &str, group: &str, protocol: &str) -> JavaMember {
-        let mut child = Command::new(repo_root().join("scripts/kafka-local"))
-            .args(["tool", "tests/java/GroupMember.java"])
-            .args([&bootstrap(), topic, group, protocol])
-            .current_dir(repo_root())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the Java consumer");
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        // The client logs to standard output too: wait for the line the program prints.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let line = rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("the Java consumer never got an assignment");
-            if line.starts_with("assigned") {
-                break;
-            }
-        }
-        JavaMember { child, stdin }
-    }
-
-    /// Closes its standard input: it leaves the group and exits.
-    fn leave(mut self) {
-        if let Some(mut stdin) = self.stdin.take() {
-            let _ = stdin.flush();
-        }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        panic!("the Java consumer did not leave within 30 s");
-    }
-}
-
-impl Drop for JavaMember {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

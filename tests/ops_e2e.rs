@@ -297,8 +297,17 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
         vec![20, 10]
     );
     read_uncommitted_and_commit_at(&between_group, &topic, 0, 15);
+    // A read_committed share group that delivers everything it may (the share-group
+    // dashboard row needs one).
+    let share_group = unique("e2e-queue");
+    common::java::configure_group(
+        &share_group,
+        "share.auto.offset.reset=earliest,share.isolation.level=read_committed",
+    );
+    let _share_member = common::java::ShareMember::start(&topic, &share_group, 1_000);
 
-    let groups = format!("^({committed_group}|{uncommitted_group}|{between_group})$");
+    let groups =
+        format!("^({committed_group}|{uncommitted_group}|{between_group}|{share_group})$");
     let exporter = Exporter::start(&format!("^{topic}$"), &groups, &[]).await;
 
     // Alertmanager with a webhook receiver in this process.

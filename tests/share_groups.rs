@@ -5,91 +5,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::java::{configure_group, ShareMember};
 use common::*;
 use rdkafka::producer::Producer;
 
 fn anchored(name: &str) -> String {
     format!("^{}$", name.replace('.', "\\."))
-}
-
-/// Sets group configs with Kafka's own kafka-configs tool.
-fn configure_group(group: &str, configs: &str) {
-    let output = Command::new(repo_root().join("scripts/kafka-local"))
-        .args(["tool", "org.apache.kafka.tools.ConfigCommand"])
-        .args(["--bootstrap-server", &bootstrap(), "--alter"])
-        .args(["--entity-type", "groups", "--entity-name", group])
-        .args(["--add-config", configs])
-        .output()
-        .expect("run kafka-configs");
-    assert!(
-        output.status.success(),
-        "kafka-configs failed: {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// tests/java/ShareMember.java: acknowledges the first `count` records it receives.
-struct ShareMember {
-    child: Child,
-    _stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl ShareMember {
-    fn start(topic: &str, group: &str, count: usize) -> ShareMember {
-        let mut child = Command::new(repo_root().join("scripts/kafka-local"))
-            .args(["tool", "tests/java/ShareMember.java"])
-            .args([&bootstrap(), topic, group, &count.to_string()])
-            .current_dir(repo_root())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the share consumer");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        ShareMember {
-            child,
-            _stdin: stdin,
-            lines,
-        }
-    }
-
-    /// Waits until it has acknowledged `count` records.
-    fn wait_acknowledged(&self, count: usize) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let expected = format!("acknowledged {count}");
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .unwrap_or_else(|_| panic!("the share consumer never acknowledged {count}"));
-            if line == expected {
-                return;
-            }
-        }
-    }
-}
-
-impl Drop for ShareMember {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

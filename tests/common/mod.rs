@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod binary;
+pub mod java;
 pub mod proxy;
 
 use std::collections::BTreeMap;

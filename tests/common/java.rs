@@ -1,0 +1,151 @@
+//! Java clients from the broker's own kafka-clients artifact, run by the JDK's source
+//! launcher through `scripts/kafka-local tool`: a consumer group member of either
+//! protocol (tests/java/GroupMember.java) and a share group member
+//! (tests/java/ShareMember.java), and Kafka's kafka-configs tool for group configs.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::{bootstrap, repo_root};
+
+/// The Java consumer of tests/java/GroupMember.java, run on the broker's classpath.
+pub struct JavaMember {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl JavaMember {
+    pub fn join(topic: &str, group: &str, protocol: &str) -> JavaMember {
+        let mut child = Command::new(repo_root().join("scripts/kafka-local"))
+            .args(["tool", "tests/java/GroupMember.java"])
+            .args([&bootstrap(), topic, group, protocol])
+            .current_dir(repo_root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Java consumer");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // The client logs to standard output too: wait for the line the program prints.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let line = rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("the Java consumer never got an assignment");
+            if line.starts_with("assigned") {
+                break;
+            }
+        }
+        JavaMember { child, stdin }
+    }
+
+    /// Closes its standard input: it leaves the group and exits.
+    pub fn leave(mut self) {
+        if let Some(mut stdin) = self.stdin.take() {
+            let _ = stdin.flush();
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        panic!("the Java consumer did not leave within 30 s");
+    }
+}
+
+impl Drop for JavaMember {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sets group configs with Kafka's own kafka-configs tool.
+pub fn configure_group(group: &str, configs: &str) {
+    let output = Command::new(repo_root().join("scripts/kafka-local"))
+        .args(["tool", "org.apache.kafka.tools.ConfigCommand"])
+        .args(["--bootstrap-server", &bootstrap(), "--alter"])
+        .args(["--entity-type", "groups", "--entity-name", group])
+        .args(["--add-config", configs])
+        .output()
+        .expect("run kafka-configs");
+    assert!(
+        output.status.success(),
+        "kafka-configs failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// tests/java/ShareMember.java: acknowledges the first `count` records it receives.
+pub struct ShareMember {
+    child: Child,
+    _stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+}
+
+impl ShareMember {
+    pub fn start(topic: &str, group: &str, count: usize) -> ShareMember {
+        let mut child = Command::new(repo_root().join("scripts/kafka-local"))
+            .args(["tool", "tests/java/ShareMember.java"])
+            .args([&bootstrap(), topic, group, &count.to_string()])
+            .current_dir(repo_root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the share consumer");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        ShareMember {
+            child,
+            _stdin: stdin,
+            lines,
+        }
+    }
+
+    /// Waits until it has acknowledged `count` records.
+    pub fn wait_acknowledged(&self, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let expected = format!("acknowledged {count}");
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("the share consumer never acknowledged {count}"));
+            if line == expected {
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for ShareMember {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
