@@ -1,4 +1,4 @@
-//! One sampling loop per cluster: every `interval`, take a sample on a blocking thread
+//! One sampling loop per cluster: every `interval`, run one asynchronous sampling cycle
 //! (bounded by `timeout`), derive a snapshot and publish it. Cycles never overlap: a
 //! cycle that overruns delays the next tick instead of stacking up.
 
@@ -46,7 +46,8 @@ impl ClusterLoop {
             let started = Instant::now();
             let deadline = started + self.timeout;
             let sampler = self.sampler.clone();
-            let sampling = tokio::task::spawn_blocking(move || sampler.sample(deadline));
+            // A task of its own, so that a panic in a cycle ends only that cycle.
+            let sampling = tokio::spawn(async move { sampler.sample(deadline).await });
             let raw = tokio::select! {
                 joined = sampling => match joined {
                     Ok(raw) => raw,

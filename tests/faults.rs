@@ -280,7 +280,12 @@ async fn two_clusters_one_down() {
         s.value("kafka_lso_exporter_up", &[("cluster", "down")]),
         Some(0.0)
     );
-    assert_eq!(s.value("kafka_partition_high_watermark", &p), Some(3.0));
+    assert_eq!(
+        s.value("kafka_partition_high_watermark", &p),
+        Some(3.0),
+        "{}",
+        s.text
+    );
     let good_mean = s
         .value(
             "kafka_lso_exporter_cycle_duration_seconds_sum",

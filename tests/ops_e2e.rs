@@ -306,8 +306,7 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
     );
     let _share_member = common::java::ShareMember::start(&topic, &share_group, 1_000);
 
-    let groups =
-        format!("^({committed_group}|{uncommitted_group}|{between_group}|{share_group})$");
+    let groups = format!("^({committed_group}|{uncommitted_group}|{between_group}|{share_group})$");
     let exporter = Exporter::start(&format!("^{topic}$"), &groups, &[]).await;
 
     // Alertmanager with a webhook receiver in this process.

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use rdkafka::client::ClientContext;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
@@ -39,8 +40,8 @@ use crate::config::{ClusterConfig, NameFilter};
 
 /// Samples one cluster through librdkafka.
 pub struct KafkaSampler {
-    read_uncommitted: BaseConsumer<ClusterContext>,
-    read_committed: BaseConsumer<ClusterContext>,
+    read_uncommitted: Arc<BaseConsumer<ClusterContext>>,
+    read_committed: Arc<BaseConsumer<ClusterContext>>,
     topics: NameFilter,
     groups: NameFilter,
     /// The kafka-protocol client (batched OffsetFetch, forensics); `None` when the
@@ -123,13 +124,7 @@ impl KafkaSampler {
             })
         };
         let wire = match Security::from_properties(&config.client) {
-            Ok(security) => match WireClient::new(security) {
-                Ok(wire) => Some(Arc::new(wire)),
-                Err(error) => {
-                    tracing::warn!(cluster = %config.name, "cannot start the admin client's runtime: {error}");
-                    None
-                }
-            },
+            Ok(security) => Some(Arc::new(WireClient::new(security))),
             Err(reason) => {
                 tracing::warn!(
                     cluster = %config.name,
@@ -140,8 +135,8 @@ impl KafkaSampler {
             }
         };
         Ok(Self {
-            read_uncommitted: consumer("read_uncommitted")?,
-            read_committed: consumer("read_committed")?,
+            read_uncommitted: Arc::new(consumer("read_uncommitted")?),
+            read_committed: Arc::new(consumer("read_committed")?),
             topics: config.topics.clone(),
             groups: config.groups.clone(),
             forensics: wire.clone().and_then(|w| Forensics::new(config, w)),
@@ -190,7 +185,7 @@ impl KafkaSampler {
     /// through librdkafka (one request per group) where it cannot, for good once it found
     /// out. Group offsets get at most half of the time left, so that the LSO and HW,
     /// sampled next, keep time of their own when coordinators are loading or gone.
-    fn committed_offsets(
+    async fn committed_offsets(
         &self,
         groups: &[String],
         brokers: &BTreeMap<i32, String>,
@@ -203,7 +198,7 @@ impl KafkaSampler {
             .filter(|_| self.wire_offsets.load(Ordering::Relaxed))
         {
             let servers: Vec<String> = brokers.values().cloned().collect();
-            let fetched = wire.block_on(offsets::fetch(&wire.pool, groups, &servers, deadline));
+            let fetched = offsets::fetch(&wire.pool, groups, &servers, deadline).await;
             match fetched.unusable {
                 None => return fetched.results,
                 Some(reason) => {
@@ -216,10 +211,16 @@ impl KafkaSampler {
                 }
             }
         }
-        list_consumer_group_offsets(self.read_uncommitted.client(), groups, deadline)
-            .into_iter()
-            .map(|r| r.map_err(|e| e.to_string()))
-            .collect()
+        let consumer = self.read_uncommitted.clone();
+        let names = groups.to_vec();
+        blocking(move || {
+            list_consumer_group_offsets(consumer.client(), &names, deadline)
+                .into_iter()
+                .map(|r| r.map_err(|e| e.to_string()))
+                .collect()
+        })
+        .await
+        .unwrap_or_else(|error| groups.iter().map(|_| Err(error.clone())).collect())
     }
 }
 
@@ -229,7 +230,7 @@ impl KafkaSampler {
     /// group types; through librdkafka's classic ListGroups and DescribeGroups where they
     /// do not (Kafka before 3.8), or where the own client cannot work. `None` when the
     /// group list failed (recorded in `sample`).
-    fn groups(
+    async fn groups(
         &self,
         sample: &mut RawSample,
         brokers: &BTreeMap<i32, String>,
@@ -240,12 +241,13 @@ impl KafkaSampler {
             .as_ref()
             .filter(|_| self.wire_groups.load(Ordering::Relaxed))
         {
-            let listed = wire.block_on(super::groups::list(
+            let listed = super::groups::list(
                 &wire.pool,
                 brokers,
                 |name| self.groups.accepts(name),
                 deadline,
-            ));
+            )
+            .await;
             match listed {
                 Ok(listed) => {
                     let list_failed = listed.list_failures.len();
@@ -281,26 +283,33 @@ impl KafkaSampler {
                 }
             }
         }
-        match self
-            .read_uncommitted
-            .fetch_group_list(None, remaining(deadline))
-        {
-            Ok(list) => Some(
-                list.groups()
-                    .iter()
-                    .filter(|g| self.groups.accepts(g.name()))
-                    .map(|g| RawGroup {
-                        name: g.name().to_string(),
-                        group_type: "classic".to_string(),
-                        protocol: g.protocol_type().to_string(),
-                        state: g.state().to_string(),
-                        members: Some(g.members().len()),
-                        isolation: None,
-                        broker_lags: Vec::new(),
-                        committed: None,
-                    })
-                    .collect(),
-            ),
+        let consumer = self.read_uncommitted.clone();
+        let filter = self.groups.clone();
+        let listed = blocking(move || {
+            consumer
+                .fetch_group_list(None, remaining(deadline))
+                .map(|list| {
+                    list.groups()
+                        .iter()
+                        .filter(|g| filter.accepts(g.name()))
+                        .map(|g| RawGroup {
+                            name: g.name().to_string(),
+                            group_type: "classic".to_string(),
+                            protocol: g.protocol_type().to_string(),
+                            state: g.state().to_string(),
+                            members: Some(g.members().len()),
+                            isolation: None,
+                            broker_lags: Vec::new(),
+                            committed: None,
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .and_then(|listed| listed);
+        match listed {
+            Ok(groups) => Some(groups),
             Err(error) => {
                 sample.fail(Stage::ListGroups, 1, error);
                 None
@@ -309,16 +318,59 @@ impl KafkaSampler {
     }
 }
 
+/// Runs a blocking librdkafka call on the runtime's blocking threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| format!("librdkafka call failed: {e}"))
+}
+
 impl Sampler for KafkaSampler {
-    fn sample(&self, deadline: Instant) -> RawSample {
+    fn sample(&self, deadline: Instant) -> BoxFuture<'_, RawSample> {
+        Box::pin(self.cycle(deadline))
+    }
+}
+
+/// A partition to ask ListOffsets about: topic, partition, leader.
+type Target = (Arc<str>, i32, i32);
+
+impl KafkaSampler {
+    /// One sampling cycle, in the order of the module docs.
+    async fn cycle(&self, deadline: Instant) -> RawSample {
         self.drain_events();
         let mut sample = RawSample::default();
 
         // 1. Metadata.
-        let metadata = match self
-            .read_uncommitted
-            .fetch_metadata(None, remaining(deadline))
-        {
+        let consumer = self.read_uncommitted.clone();
+        let topics = self.topics.clone();
+        let metadata = blocking(move || {
+            consumer
+                .fetch_metadata(None, remaining(deadline))
+                .map(|metadata| {
+                    let mut plan: Vec<Target> = Vec::new();
+                    for topic in metadata.topics() {
+                        if topic.error().is_some() || !topics.accepts(topic.name()) {
+                            continue;
+                        }
+                        let name: Arc<str> = Arc::from(topic.name());
+                        for partition in topic.partitions() {
+                            plan.push((name.clone(), partition.id(), partition.leader()));
+                        }
+                    }
+                    let brokers: BTreeMap<i32, String> = metadata
+                        .brokers()
+                        .iter()
+                        .map(|b| (b.id(), super::wire::broker_address(b.host(), b.port())))
+                        .collect();
+                    (plan, brokers)
+                })
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .and_then(|answer| answer);
+        let (mut plan, brokers) = match metadata {
             Ok(metadata) => metadata,
             Err(error) => {
                 self.drain_events();
@@ -330,16 +382,6 @@ impl Sampler for KafkaSampler {
             }
         };
         sample.reached = true;
-        let mut plan = Vec::new();
-        for topic in metadata.topics() {
-            if topic.error().is_some() || !self.topics.accepts(topic.name()) {
-                continue;
-            }
-            let name: Arc<str> = Arc::from(topic.name());
-            for partition in topic.partitions() {
-                plan.push((name.clone(), partition.id(), partition.leader()));
-            }
-        }
         plan.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         sample.partitions = plan
             .iter()
@@ -361,27 +403,22 @@ impl Sampler for KafkaSampler {
                 leader: *leader,
             })
             .collect();
-        let brokers: BTreeMap<i32, String> = metadata
-            .brokers()
-            .iter()
-            .map(|b| (b.id(), super::wire::broker_address(b.host(), b.port())))
-            .collect();
-        drop(metadata);
+        let targets: Arc<Vec<Target>> = Arc::new(plan);
 
         // 2. Log start offsets.
         let offsets = list_offsets(
             &self.read_uncommitted,
-            &sample.partitions,
-            &planned,
+            &targets,
             Offset::Beginning,
             deadline,
-        );
+        )
+        .await;
         apply(&mut sample, offsets, Stage::LogStartOffset, |p, v| {
             p.log_start_offset = v
         });
 
         // 3. Groups, 4. their committed offsets.
-        if let Some(mut groups) = self.groups(&mut sample, &brokers, deadline) {
+        if let Some(mut groups) = self.groups(&mut sample, &brokers, deadline).await {
             groups.sort_by(|a, b| a.name.cmp(&b.name));
             groups.dedup_by(|a, b| a.name == b.name);
             // A share group has no committed offsets: its members acknowledge records
@@ -393,6 +430,7 @@ impl Sampler for KafkaSampler {
                 .collect();
             let mut results = self
                 .committed_offsets(&names, &brokers, deadline)
+                .await
                 .into_iter();
             for group in groups.iter_mut() {
                 if group.group_type == "share" {
@@ -412,43 +450,33 @@ impl Sampler for KafkaSampler {
         }
 
         // 5. Last stable offsets, then 6. high watermarks.
-        let offsets = list_offsets(
-            &self.read_committed,
-            &sample.partitions,
-            &planned,
-            Offset::End,
-            deadline,
-        );
+        let offsets = list_offsets(&self.read_committed, &targets, Offset::End, deadline).await;
         apply(&mut sample, offsets, Stage::LastStableOffset, |p, v| {
             p.last_stable_offset = v
         });
-        let offsets = list_offsets(
-            &self.read_uncommitted,
-            &sample.partitions,
-            &planned,
-            Offset::End,
-            deadline,
-        );
+        let offsets = list_offsets(&self.read_uncommitted, &targets, Offset::End, deadline).await;
         apply(&mut sample, offsets, Stage::HighWatermark, |p, v| {
             p.high_watermark = v
         });
 
         // 7. Who holds the partitions whose LSO is behind the HW.
         if let Some(forensics) = &self.forensics {
-            let targets: Vec<&Planned> = planned
+            let pinned: Vec<&Planned> = planned
                 .iter()
                 .filter(|t| {
                     let p = &sample.partitions[t.index];
                     matches!((p.high_watermark, p.last_stable_offset), (Some(hw), Some(lso)) if hw > lso)
                 })
                 .collect();
-            forensics.describe(&mut sample, &targets, &brokers, deadline);
+            forensics
+                .describe(&mut sample, &pinned, &brokers, deadline)
+                .await;
         }
 
         // 8. Record-batch headers where groups are close to the end, at offsets of groups
         // further behind, and at the LSO.
         if let Some(reads) = &self.reads {
-            reads.read(&mut sample, &planned, &brokers, deadline);
+            reads.read(&mut sample, &planned, &brokers, deadline).await;
         }
 
         sample
@@ -461,20 +489,31 @@ type OffsetsRound = Vec<Result<i64, String>>;
 /// One ListOffsets request per partition leader, all leaders at once, each bounded by
 /// `deadline`. The isolation level is the consumer's. A leader that fails fails only its
 /// own partitions; a partition without a leader fails alone.
-fn list_offsets(
+async fn list_offsets(
+    consumer: &Arc<BaseConsumer<ClusterContext>>,
+    targets: &Arc<Vec<Target>>,
+    position: Offset,
+    deadline: Instant,
+) -> OffsetsRound {
+    let (consumer, shared) = (consumer.clone(), targets.clone());
+    blocking(move || list_offsets_blocking(&consumer, &shared, position, deadline))
+        .await
+        .unwrap_or_else(|error| targets.iter().map(|_| Err(error.clone())).collect())
+}
+
+fn list_offsets_blocking(
     consumer: &BaseConsumer<ClusterContext>,
-    partitions: &[RawPartition],
-    planned: &[Planned],
+    partitions: &[Target],
     position: Offset,
     deadline: Instant,
 ) -> OffsetsRound {
     let mut results: OffsetsRound = vec![Err(String::new()); partitions.len()];
     let mut by_leader: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
-    for p in planned {
-        if p.leader < 0 {
-            results[p.index] = Err("partition has no leader".into());
+    for (index, (_, _, leader)) in partitions.iter().enumerate() {
+        if *leader < 0 {
+            results[index] = Err("partition has no leader".into());
         } else {
-            by_leader.entry(p.leader).or_default().push(p.index);
+            by_leader.entry(*leader).or_default().push(index);
         }
     }
     let answers: Vec<(Vec<usize>, Result<TopicPartitionList, KafkaError>)> =
@@ -485,9 +524,9 @@ fn list_offsets(
                     scope.spawn(move || {
                         let mut request = TopicPartitionList::with_capacity(indices.len());
                         for &i in &indices {
-                            let p = &partitions[i];
+                            let (topic, partition, _) = &partitions[i];
                             // Cannot fail: the list was just created and the offset is valid.
-                            let _ = request.add_partition_offset(&p.topic, p.partition, position);
+                            let _ = request.add_partition_offset(topic, *partition, position);
                         }
                         let answer = consumer.offsets_for_times(request, remaining(deadline));
                         (indices, answer)
@@ -503,8 +542,8 @@ fn list_offsets(
         match answer {
             Ok(list) => {
                 for &i in &indices {
-                    let p = &partitions[i];
-                    results[i] = match list.find_partition(&p.topic, p.partition) {
+                    let (topic, partition, _) = &partitions[i];
+                    results[i] = match list.find_partition(topic, *partition) {
                         Some(elem) => match (elem.error(), elem.offset()) {
                             (Err(error), _) => Err(error.to_string()),
                             (Ok(()), Offset::Offset(offset)) if offset >= 0 => Ok(offset),

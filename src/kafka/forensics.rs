@@ -68,18 +68,18 @@ impl Forensics {
     /// Fills `open_transactions` of every partition of `sample` whose HW and LSO were
     /// sampled: empty where HW == LSO, asked for where HW > LSO (`targets`, with their
     /// leaders). Failures are recorded by stage; their partitions stay `None`.
-    pub fn describe(
+    pub async fn describe(
         &self,
         sample: &mut RawSample,
         targets: &[&Planned],
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
     ) {
-        if self
+        let disabled = self
             .lock()
             .disabled_until
-            .is_some_and(|until| Instant::now() < until)
-        {
+            .is_some_and(|until| Instant::now() < until);
+        if disabled {
             return;
         }
         for p in &mut sample.partitions {
@@ -89,8 +89,8 @@ impl Forensics {
                 }
             }
         }
-        self.wire
-            .block_on(self.describe_pinned(sample, targets, brokers, deadline));
+        self.describe_pinned(sample, targets, brokers, deadline)
+            .await;
         sample.transaction_max_timeout_ms = self.lock().max_timeout_ms;
     }
 

@@ -24,10 +24,11 @@ pub use client::KafkaSampler;
 pub use forensics::DEFAULT_MAX_TIMEOUT_MS;
 pub use native::{CommittedOffset, GroupOffsetsError};
 
-/// Takes one sample of a cluster. Blocking: the scheduler runs it on a blocking thread.
+/// Takes one sample of a cluster: one asynchronous cycle. Calls into librdkafka, which
+/// block, run on the runtime's blocking threads where they are made.
 pub trait Sampler: Send + Sync + 'static {
     /// Samples everything once; every request is bounded by `deadline`.
-    fn sample(&self, deadline: Instant) -> RawSample;
+    fn sample(&self, deadline: Instant) -> futures_util::future::BoxFuture<'_, RawSample>;
 }
 
 /// The steps of a sampling cycle, in order; also the `stage` label of

@@ -108,7 +108,7 @@ impl Reads {
     /// Reads what this cycle needs and attaches it to each partition of `sample` as
     /// [`PartitionLog`]. Call after the HW is sampled, with the groups' committed offsets
     /// in `sample`.
-    pub fn read(
+    pub async fn read(
         &self,
         sample: &mut RawSample,
         planned: &[Planned],
@@ -205,18 +205,17 @@ impl Reads {
                         .map(|(leader, items)| (leader, true, items)),
                 );
             let partitions = &sample.partitions;
-            let answers = self.wire.block_on(join_all(requests.map(
-                |(leader, read_committed, items)| async move {
-                    let answer = match brokers.get(&leader) {
-                        Some(addr) => self
-                            .fetch(addr, partitions, &items, read_committed, deadline)
-                            .await
-                            .map_err(|e| e.to_string()),
-                        None => Err(format!("leader {leader} is not in the metadata")),
-                    };
-                    (items, answer)
-                },
-            )));
+            let answers = join_all(requests.map(|(leader, read_committed, items)| async move {
+                let answer = match brokers.get(&leader) {
+                    Some(addr) => self
+                        .fetch(addr, partitions, &items, read_committed, deadline)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    None => Err(format!("leader {leader} is not in the metadata")),
+                };
+                (items, answer)
+            }))
+            .await;
             let mut progress = false;
             for (items, answer) in answers {
                 let answer = match answer {

@@ -705,40 +705,16 @@ impl Pool {
     }
 }
 
-/// The pool of one cluster and the runtime that drives it. The sampler runs on a blocking
-/// thread and waits here with [`WireClient::block_on`]; a runtime of its own keeps these
-/// connections independent of the HTTP server's threads.
+/// The exporter's own client for one cluster: its connection pool, driven by the
+/// exporter's runtime from the asynchronous sampling cycle.
 pub struct WireClient {
     pub pool: Pool,
-    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl WireClient {
-    pub fn new(security: Security) -> io::Result<WireClient> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        Ok(WireClient {
+    pub fn new(security: Security) -> WireClient {
+        WireClient {
             pool: Pool::new(security),
-            runtime: Some(runtime),
-        })
-    }
-
-    /// Runs `work` to completion on this client's runtime. Call from a blocking thread.
-    pub fn block_on<F: std::future::Future>(&self, work: F) -> F::Output {
-        self.runtime
-            .as_ref()
-            .expect("the runtime lives until drop")
-            .block_on(work)
-    }
-}
-
-impl Drop for WireClient {
-    fn drop(&mut self) {
-        // Dropping a runtime blocks, which is not allowed inside the exporter's own
-        // runtime, where the sampler may be dropped at shutdown.
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
         }
     }
 }

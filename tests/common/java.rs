@@ -148,4 +148,3 @@ impl Drop for ShareMember {
         let _ = self.child.wait();
     }
 }
-
