@@ -1,18 +1,23 @@
 //! Everything that talks to Kafka lives here, behind the [`Sampler`] trait.
 //!
+//! - [`cycle`]: one asynchronous sampling cycle ([`KafkaSampler`]), in the order SPEC §2
+//!   requires; librdkafka (metadata, ListOffsets by isolation level) runs on blocking
+//!   threads where it is called ([`native`] holds the librdkafka calls the crate lacks).
+//! - [`ask`]: what a cycle asks of the brokers through the exporter's own client, each
+//!   request planned per broker or coordinator: committed offsets, groups by protocol,
+//!   open transactions, record-batch reads.
+//! - [`wire`]: the plumbing of the exporter's own client: connections, the pool, TLS,
+//!   SASL/SCRAM, version negotiation, and the one message it encodes itself.
+//! - [`records`]: record-batch headers and what they say about lag (pure code).
+//!
 //! A sampler returns a [`RawSample`]: the offsets exactly as the broker reported them,
 //! with failures recorded per stage. Turning that into metric values (gaps, lags, the
 //! stuck clock) is pure code in [`crate::snapshot`], tested without a broker.
 
-mod client;
-mod forensics;
-mod groups;
+mod ask;
+mod cycle;
 mod native;
-mod offsets;
-mod reads;
 pub mod records;
-mod scram;
-mod share_offsets;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -20,8 +25,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use client::KafkaSampler;
-pub use forensics::DEFAULT_MAX_TIMEOUT_MS;
+pub use ask::forensics::DEFAULT_MAX_TIMEOUT_MS;
+pub use cycle::KafkaSampler;
 pub use native::{CommittedOffset, GroupOffsetsError};
 
 /// Takes one sample of a cluster: one asynchronous cycle. Calls into librdkafka, which

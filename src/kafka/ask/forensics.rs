@@ -26,9 +26,11 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::wire::{WireClient, WireError};
-use super::{CoordinatorTransaction, CoordinatorView, Planned, RawSample, RawTransaction, Stage};
 use crate::config::ClusterConfig;
+use crate::kafka::wire::{WireClient, WireError};
+use crate::kafka::{
+    CoordinatorTransaction, CoordinatorView, Planned, RawSample, RawTransaction, Stage,
+};
 
 /// The forensics client of one cluster.
 pub struct Forensics {

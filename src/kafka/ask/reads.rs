@@ -28,10 +28,10 @@ use kafka_protocol::messages::{FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::records::{parse_batches, LogExtent};
-use super::wire::WireClient;
-use super::{PartitionLog, Planned, RawSample, Stage};
 use crate::config::ClusterConfig;
+use crate::kafka::records::{parse_batches, LogExtent};
+use crate::kafka::wire::WireClient;
+use crate::kafka::{PartitionLog, Planned, RawSample, Stage};
 
 /// Rounds of Fetch requests per cycle at most.
 const ROUNDS: usize = 4;
@@ -306,11 +306,11 @@ impl Reads {
     async fn fetch(
         &self,
         addr: &str,
-        partitions: &[super::RawPartition],
+        partitions: &[crate::kafka::RawPartition],
         items: &[Item],
         read_committed: bool,
         deadline: Instant,
-    ) -> Result<Vec<Result<Read, String>>, super::wire::WireError> {
+    ) -> Result<Vec<Result<Read, String>>, crate::kafka::wire::WireError> {
         let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
         for item in items {
             let p = &partitions[item.index];

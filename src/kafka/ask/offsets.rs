@@ -15,8 +15,8 @@ use kafka_protocol::messages::{FindCoordinatorRequest, GroupId, OffsetFetchReque
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::wire::{Pool, WireError};
-use super::CommittedOffset;
+use crate::kafka::wire::{Pool, WireError};
+use crate::kafka::CommittedOffset;
 
 /// Groups per OffsetFetch request; keeps one answer to a few MiB.
 const GROUPS_PER_REQUEST: usize = 200;
@@ -196,7 +196,7 @@ async fn find_coordinators(
         .await?;
     let answer_of = |error_code: i16, message: Option<&StrBytes>, host: &str, port: i32| {
         match ResponseError::try_from_code(error_code) {
-            None => Ok(super::wire::broker_address(host, port)),
+            None => Ok(crate::kafka::wire::broker_address(host, port)),
             Some(error) => Err((
                 match next_step(error) {
                     Next::Fail => Next::Fail,

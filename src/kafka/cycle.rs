@@ -30,10 +30,10 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::forensics::Forensics;
+use super::ask::forensics::Forensics;
+use super::ask::offsets;
+use super::ask::reads::Reads;
 use super::native::{list_consumer_group_offsets, queued_events};
-use super::offsets;
-use super::reads::Reads;
 use super::wire::{Security, WireClient};
 use super::{CommittedOffset, Planned, RawGroup, RawPartition, RawSample, Sampler, Stage};
 use crate::config::{ClusterConfig, NameFilter};
@@ -241,7 +241,7 @@ impl KafkaSampler {
             .as_ref()
             .filter(|_| self.wire_groups.load(Ordering::Relaxed))
         {
-            let listed = super::groups::list(
+            let listed = super::ask::groups::list(
                 &wire.pool,
                 brokers,
                 |name| self.groups.accepts(name),

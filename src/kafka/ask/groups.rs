@@ -22,9 +22,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::share_offsets::DescribeShareGroupOffsets;
-use super::wire::{Pool, WireError};
-use super::{BrokerLag, CommittedOffset, RawGroup};
+use crate::kafka::wire::share_offsets::DescribeShareGroupOffsets;
+use crate::kafka::wire::{Pool, WireError};
+use crate::kafka::{BrokerLag, CommittedOffset, RawGroup};
 
 /// DescribeConfigs resource type of a group (KIP-848 group configs).
 const GROUP_RESOURCE: i8 = 32;
@@ -212,7 +212,7 @@ struct ShareProgress {
     /// The lag the broker reports per share-partition (KIP-1226, Kafka 4.2 and later).
     broker_lags: Vec<BrokerLag>,
     /// `share.isolation.level`; `None` when it could not be read.
-    isolation: Option<super::Isolation>,
+    isolation: Option<crate::kafka::Isolation>,
 }
 
 /// DescribeShareGroupOffsets for `names` at their coordinator, and their
@@ -249,7 +249,7 @@ async fn share_progress(
         pool.send(addr, &configs_request, "DescribeConfigs", deadline),
     );
     let mut failures = Vec::new();
-    let mut isolation: BTreeMap<String, super::Isolation> = BTreeMap::new();
+    let mut isolation: BTreeMap<String, crate::kafka::Isolation> = BTreeMap::new();
     match configs {
         Ok(response) => {
             for result in response.results {
@@ -268,9 +268,9 @@ async fn share_progress(
                     .and_then(|c| c.value.as_deref().map(str::to_string))
                     .unwrap_or_default();
                 let level = if level.eq_ignore_ascii_case("read_committed") {
-                    super::Isolation::ReadCommitted
+                    crate::kafka::Isolation::ReadCommitted
                 } else {
-                    super::Isolation::ReadUncommitted
+                    crate::kafka::Isolation::ReadUncommitted
                 };
                 isolation.insert(name, level);
             }

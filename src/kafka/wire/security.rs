@@ -1,0 +1,229 @@
+//! How the exporter's own client secures its connections: TLS (rustls) and SASL
+//! settings read from the same librdkafka-style `client` properties as librdkafka.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+
+use super::scram::Mechanism;
+
+/// How connections are secured, from librdkafka-style `client` properties.
+#[derive(Clone)]
+pub struct Security {
+    pub(super) tls: Option<Arc<rustls::ClientConfig>>,
+    pub(super) sasl: Option<Sasl>,
+}
+
+#[derive(Clone)]
+pub(super) enum Sasl {
+    Plain {
+        username: String,
+        password: String,
+    },
+    Scram {
+        mechanism: Mechanism,
+        username: String,
+        password: String,
+    },
+}
+
+impl fmt::Debug for Security {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sasl = match &self.sasl {
+            None => "none",
+            Some(Sasl::Plain { .. }) => "PLAIN",
+            Some(Sasl::Scram { mechanism, .. }) => mechanism.name(),
+        };
+        f.debug_struct("Security")
+            .field("tls", &self.tls.is_some())
+            .field("sasl", &sasl)
+            .finish()
+    }
+}
+
+impl Security {
+    /// Reads `security.protocol`, `sasl.*` and `ssl.*` the way librdkafka does. An
+    /// `Err` says, in a sentence for the startup log, what this client cannot do (e.g.
+    /// GSSAPI); the caller turns the capability off for that cluster.
+    pub fn from_properties(properties: &BTreeMap<String, String>) -> Result<Security, String> {
+        let get = |key: &str| properties.get(key).map(|v| v.trim());
+        let protocol = get("security.protocol")
+            .unwrap_or("plaintext")
+            .to_ascii_lowercase();
+        let (tls, sasl) = match protocol.as_str() {
+            "plaintext" => (false, false),
+            "ssl" => (true, false),
+            "sasl_plaintext" => (false, true),
+            "sasl_ssl" => (true, true),
+            other => return Err(format!("security.protocol {other:?} is not supported")),
+        };
+        let sasl = if sasl {
+            let mechanism = get("sasl.mechanism")
+                .or(get("sasl.mechanisms"))
+                .unwrap_or("GSSAPI");
+            let username = get("sasl.username").unwrap_or_default().to_string();
+            let password = properties.get("sasl.password").cloned().unwrap_or_default();
+            Some(if mechanism.eq_ignore_ascii_case("PLAIN") {
+                Sasl::Plain { username, password }
+            } else if let Some(mechanism) = Mechanism::from_name(mechanism) {
+                Sasl::Scram {
+                    mechanism,
+                    username,
+                    password,
+                }
+            } else {
+                return Err(format!(
+                    "SASL mechanism {mechanism} is not supported (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)"
+                ));
+            })
+        } else {
+            None
+        };
+        let tls = if tls {
+            Some(Arc::new(tls_config(properties)?))
+        } else {
+            None
+        };
+        Ok(Security { tls, sasl })
+    }
+}
+
+/// A rustls client configuration from librdkafka's `ssl.*` properties.
+fn tls_config(properties: &BTreeMap<String, String>) -> Result<rustls::ClientConfig, String> {
+    for key in [
+        "ssl.keystore.location",
+        "ssl.key.password",
+        "ssl.engine.location",
+    ] {
+        if properties.contains_key(key) {
+            return Err(format!(
+                "{key} is not supported (use PEM files: ssl.ca.location, ssl.certificate.location, ssl.key.location)"
+            ));
+        }
+    }
+    let read = |key: &str, inline: &str| -> Result<Option<Vec<u8>>, String> {
+        if let Some(path) = properties.get(key) {
+            return std::fs::read(path)
+                .map(Some)
+                .map_err(|e| format!("{key}: cannot read {path}: {e}"));
+        }
+        Ok(properties.get(inline).map(|pem| pem.as_bytes().to_vec()))
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    match read("ssl.ca.location", "ssl.ca.pem")? {
+        Some(pem) => {
+            let certs: Vec<_> = CertificateDer::pem_slice_iter(&pem).flatten().collect();
+            let (added, _) = roots.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err("ssl.ca.location holds no PEM certificate".into());
+            }
+        }
+        None => {
+            let native = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(native.certs);
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup: {e}"))?;
+    let verify_certificate = !properties
+        .get("enable.ssl.certificate.verification")
+        .is_some_and(|v| v.trim() == "false");
+    let verify_hostname = !properties
+        .get("ssl.endpoint.identification.algorithm")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("none"));
+    let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .map_err(|e| format!("ssl.ca.location: {e}"))?;
+    let verifier = Arc::new(Verifier {
+        inner: webpki,
+        verify_certificate,
+        verify_hostname,
+    });
+    let builder = builder
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+    let client_cert = read("ssl.certificate.location", "ssl.certificate.pem")?;
+    let client_key = read("ssl.key.location", "ssl.key.pem")?;
+    match (client_cert, client_key) {
+        (Some(cert), Some(key)) => {
+            let chain: Vec<_> = CertificateDer::pem_slice_iter(&cert).flatten().collect();
+            let key = PrivateKeyDer::from_pem_slice(&key)
+                .map_err(|_| "ssl.key.location holds no PEM private key".to_string())?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("ssl.certificate.location: {e}"))
+        }
+        (None, None) => Ok(builder.with_no_client_auth()),
+        _ => Err("ssl.certificate.location and ssl.key.location must be set together".into()),
+    }
+}
+
+/// librdkafka's two switches over the usual WebPKI checks:
+/// `enable.ssl.certificate.verification=false` accepts any certificate, and
+/// `ssl.endpoint.identification.algorithm=none` checks the chain but not the name.
+#[derive(Debug)]
+struct Verifier {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    verify_certificate: bool,
+    verify_hostname: bool,
+}
+
+impl rustls::client::danger::ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        if !self.verify_certificate {
+            return Ok(rustls::client::danger::ServerCertVerified::assertion());
+        }
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
+            | Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForNameContext { .. },
+            )) if !self.verify_hostname => {
+                Ok(rustls::client::danger::ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
