@@ -24,7 +24,7 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 
 use crate::kafka::Stage;
-use crate::snapshot::{Anomaly, ClusterSnapshot, GroupState};
+use crate::snapshot::{group_states, Anomaly, ClusterSnapshot, GroupState};
 
 /// The latest snapshot of one cluster, `None` until its first cycle ends.
 pub type SnapshotReceiver = watch::Receiver<Option<Arc<ClusterSnapshot>>>;
@@ -33,40 +33,6 @@ pub type SnapshotReceiver = watch::Receiver<Option<Arc<ClusterSnapshot>>>;
 pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// Content type of the OpenMetrics text format.
 pub const OPENMETRICS_TEXT: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-/// States of a classic group; each group gets one series per state of its protocol, 1
-/// for the current one (an unexpected state is added as its own series).
-pub const GROUP_STATES: &[&str] = &[
-    "Stable",
-    "Empty",
-    "PreparingRebalance",
-    "CompletingRebalance",
-    "Dead",
-    "Unknown",
-];
-/// States of a consumer group of the KIP-848 protocol.
-pub const CONSUMER_GROUP_STATES: &[&str] = &["Stable", "Empty", "Assigning", "Reconciling", "Dead"];
-/// States of a share group (KIP-932).
-pub const SHARE_GROUP_STATES: &[&str] = &["Stable", "Empty", "Dead"];
-/// States of a streams group (KIP-1071).
-pub const STREAMS_GROUP_STATES: &[&str] = &[
-    "Stable",
-    "Empty",
-    "NotReady",
-    "Assigning",
-    "Reconciling",
-    "Dead",
-];
-
-/// The states a group of `group_type` can be in, in its protocol's own names.
-pub fn group_states(group_type: &str) -> &'static [&'static str] {
-    match group_type {
-        "consumer" => CONSUMER_GROUP_STATES,
-        "share" => SHARE_GROUP_STATES,
-        "streams" => STREAMS_GROUP_STATES,
-        _ => GROUP_STATES,
-    }
-}
 
 /// Cycle duration histogram buckets, seconds.
 const CYCLE_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];

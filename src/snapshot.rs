@@ -178,7 +178,7 @@ pub struct GroupState {
     pub group_type: String,
     /// The members' protocol type (`consumer`, `connect`, ...).
     pub protocol: String,
-    /// In the names of the group's own protocol ([`crate::metrics::group_states`]).
+    /// In the names of the group's own protocol ([`group_states`]).
     pub state: String,
     /// Live members; absent when the group could not be described in this cycle.
     pub members: Option<usize>,
@@ -417,10 +417,44 @@ impl StuckClock {
     }
 }
 
+/// States of a classic group; each group gets one series per state of its protocol, 1
+/// for the current one (an unexpected state is added as its own series).
+pub const GROUP_STATES: &[&str] = &[
+    "Stable",
+    "Empty",
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Dead",
+    "Unknown",
+];
+/// States of a consumer group of the KIP-848 protocol.
+pub const CONSUMER_GROUP_STATES: &[&str] = &["Stable", "Empty", "Assigning", "Reconciling", "Dead"];
+/// States of a share group (KIP-932).
+pub const SHARE_GROUP_STATES: &[&str] = &["Stable", "Empty", "Dead"];
+/// States of a streams group (KIP-1071).
+pub const STREAMS_GROUP_STATES: &[&str] = &[
+    "Stable",
+    "Empty",
+    "NotReady",
+    "Assigning",
+    "Reconciling",
+    "Dead",
+];
+
+/// The states a group of `group_type` can be in, in its protocol's own names.
+pub fn group_states(group_type: &str) -> &'static [&'static str] {
+    match group_type {
+        "consumer" => CONSUMER_GROUP_STATES,
+        "share" => SHARE_GROUP_STATES,
+        "streams" => STREAMS_GROUP_STATES,
+        _ => GROUP_STATES,
+    }
+}
+
 /// Series a group's state renders: one per state of its protocol (plus its own if
 /// unknown).
 fn state_series(group: &GroupState) -> usize {
-    let states = crate::metrics::group_states(&group.group_type);
+    let states = group_states(&group.group_type);
     states.len() + usize::from(!states.contains(&group.state.as_str()))
 }
 
