@@ -251,6 +251,12 @@ async fn two_clusters_one_down() {
             "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
             format!("[\"^{topic}$\"]"),
         ),
+        // Only this test's topic: groups left on the shared broker by other tests (a share
+        // coordinator can take seconds to answer) must not weigh on the cycle time.
+        (
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
+            "[\"^$\"]".into(),
+        ),
         ("KAFKA_LSO_EXPORTER_CLUSTERS__1__NAME", "down".into()),
         (
             "KAFKA_LSO_EXPORTER_CLUSTERS__1__BOOTSTRAP_SERVERS",
@@ -570,6 +576,70 @@ async fn broker_without_batched_offset_fetch_falls_back_to_librdkafka() {
         .collect();
     assert_eq!(warnings.len(), 1, "one warning:\n{log}");
     assert!(warnings[0].contains("OffsetFetch"), "{}", warnings[0]);
+}
+
+/// A broker that does not name group types (ListGroups before v5, Kafka before 3.8; the
+/// proxy caps the version the real broker announces at 4): the exporter says so once and
+/// lists and describes groups with the classic APIs from then on; a classic group's type,
+/// state, members and offsets are still right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn broker_without_group_types_keeps_the_classic_group_apis() {
+    require_kafka();
+    let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
+    proxy.cap_api(16, 4); // ListGroups
+    let topic = unique("old-groups");
+    let group = unique("old-groups-group");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 2);
+    consume_all_and_commit(&group, &topic, 1, "read_committed");
+
+    let exporter = through_proxy("old", "500ms", &topic, &group);
+    // librdkafka's classic DescribeGroups leaves the protocol type of an empty group
+    // empty: the type is what this path can say.
+    let info = [
+        ("cluster", "old"),
+        ("group", group.as_str()),
+        ("type", "classic"),
+    ];
+    let state = [
+        ("cluster", "old"),
+        ("group", group.as_str()),
+        ("state", "Empty"),
+    ];
+    let g = [
+        ("cluster", "old"),
+        ("group", group.as_str()),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    exporter
+        .wait_for(
+            "the group through the classic APIs",
+            Duration::from_secs(20),
+            |s| {
+                (s.series("kafka_consumergroup_info", &info).count() == 1
+                    && s.value("kafka_consumergroup_state", &state) == Some(1.0)
+                    && s.value("kafka_consumergroup_committed_offset", &g) == Some(2.0))
+                .then_some(())
+            },
+        )
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let s = exporter.scrape().await;
+    assert_eq!(
+        s.value(
+            "kafka_consumergroup_members",
+            &[("cluster", "old"), ("group", group.as_str())]
+        ),
+        Some(0.0)
+    );
+    let log = exporter.stop();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("listed with the classic APIs"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning, not one per cycle:\n{log}");
+    assert!(warnings[0].contains("ListGroups v5"), "{}", warnings[0]);
 }
 
 /// A hanging transaction end to end (the proxy rewrites the real broker's answers as a
