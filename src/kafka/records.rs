@@ -254,6 +254,7 @@ impl LogExtent {
         self.to
     }
 
+    #[cfg(test)]
     pub fn batches(&self) -> usize {
         self.entries.len()
     }

@@ -365,67 +365,41 @@ async fn describe(
         .iter()
         .map(|n| GroupId(StrBytes::from_string(n.to_string())))
         .collect();
-    // Per group: id, error code, state, member count.
+    // The three describe answers have the same shape; per group: id, error code, state,
+    // member count.
+    macro_rules! describe_with {
+        ($request:expr, $api:literal) => {
+            pool.send(addr, &$request, $api, deadline)
+                .await
+                .map_err(|e| e.to_string())?
+                .groups
+                .into_iter()
+                .map(|g| {
+                    (
+                        g.group_id.0.to_string(),
+                        g.error_code,
+                        g.group_state.to_string(),
+                        g.members.len(),
+                    )
+                })
+                .collect()
+        };
+    }
     let answers: Vec<(String, i16, String, usize)> = match group_type {
         "classic" => {
             let mut request = DescribeGroupsRequest::default();
             request.groups = ids;
-            let response = pool
-                .send(addr, &request, "DescribeGroups", deadline)
-                .await
-                .map_err(|e| e.to_string())?;
-            response
-                .groups
-                .into_iter()
-                .map(|g| {
-                    (
-                        g.group_id.0.to_string(),
-                        g.error_code,
-                        g.group_state.to_string(),
-                        g.members.len(),
-                    )
-                })
-                .collect()
+            describe_with!(request, "DescribeGroups")
         }
         "consumer" => {
             let mut request = ConsumerGroupDescribeRequest::default();
             request.group_ids = ids;
-            let response = pool
-                .send(addr, &request, "ConsumerGroupDescribe", deadline)
-                .await
-                .map_err(|e| e.to_string())?;
-            response
-                .groups
-                .into_iter()
-                .map(|g| {
-                    (
-                        g.group_id.0.to_string(),
-                        g.error_code,
-                        g.group_state.to_string(),
-                        g.members.len(),
-                    )
-                })
-                .collect()
+            describe_with!(request, "ConsumerGroupDescribe")
         }
         _ => {
             let mut request = ShareGroupDescribeRequest::default();
             request.group_ids = ids;
-            let response = pool
-                .send(addr, &request, "ShareGroupDescribe", deadline)
-                .await
-                .map_err(|e| e.to_string())?;
-            response
-                .groups
-                .into_iter()
-                .map(|g| {
-                    (
-                        g.group_id.0.to_string(),
-                        g.error_code,
-                        g.group_state.to_string(),
-                        g.members.len(),
-                    )
-                })
-                .collect()
+            describe_with!(request, "ShareGroupDescribe")
         }
     };
     let mut out = Vec::new();
