@@ -28,6 +28,17 @@ pub fn bootstrap() -> String {
     std::env::var("KAFKA_BOOTSTRAP").unwrap_or_else(|_| "127.0.0.1:19092".to_string())
 }
 
+/// The Apache Kafka release under test, as (major, minor): `KAFKA_VERSION`, which
+/// `scripts/test` sets for each broker it starts, or `scripts/kafka-local`'s default.
+pub fn kafka_version() -> (u32, u32) {
+    let version = std::env::var("KAFKA_VERSION").unwrap_or_else(|_| "4.4.0".to_string());
+    let mut parts = version.split('.').map(|p| p.parse::<u32>());
+    match (parts.next(), parts.next()) {
+        (Some(Ok(major)), Some(Ok(minor))) => (major, minor),
+        _ => panic!("KAFKA_VERSION {version:?} is not a release such as 4.4.0"),
+    }
+}
+
 /// The listener `offset` ports above the PLAINTEXT bootstrap, as `scripts/kafka-local`
 /// lays them out.
 pub fn listener(offset: u16) -> String {
