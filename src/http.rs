@@ -180,8 +180,12 @@ pub struct StuckTransaction<'a> {
     pub state: Option<&'a str>,
     pub age_seconds: f64,
     pub timeout_ms: Option<i32>,
-    /// open, disagrees, not_found or unknown (the coordinator lookup failed this cycle).
+    /// open, disagrees, not_found, loading (a coordinator that moved is loading the
+    /// transaction log; the transaction cannot end before it has), unavailable (a broker
+    /// that may coordinate it could not be asked) or unknown (the lookup failed).
     pub coordinator: &'static str,
+    /// The id of the broker coordinating the transaction, `null` when none answered.
+    pub coordinator_broker: Option<i32>,
     pub hanging: bool,
     /// Aborts this transaction in this partition (KIP-664); for a hanging transaction,
     /// or one whose producer is gone for good.
@@ -231,6 +235,7 @@ impl<'a> StuckReport<'a> {
                             age_seconds: t.age_seconds,
                             timeout_ms: t.timeout_ms,
                             coordinator: t.coordinator.as_str(),
+                            coordinator_broker: t.coordinator_broker,
                             hanging: t.hanging,
                             abort_command: format!(
                                 "kafka-transactions.sh --bootstrap-server {servers} abort --topic {} --partition {} --start-offset {}",
@@ -346,7 +351,7 @@ pub fn render_index(
         );
     } else {
         out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">topic</th><th>partition</th><th>high watermark</th><th>last stable offset</th><th>HW &minus; LSO</th><th>LSO stuck for</th><th>oldest withheld record</th>\
-            <th class=\"l\">transactional.id</th><th>producer id/epoch</th><th class=\"l\">state</th><th>age</th><th class=\"l\">blocked groups</th><th class=\"l\">resolution</th></tr>\n");
+            <th class=\"l\">transactional.id</th><th>producer id/epoch</th><th class=\"l\">state</th><th class=\"l\">coordinator</th><th>age</th><th class=\"l\">blocked groups</th><th class=\"l\">resolution</th></tr>\n");
         for p in &report.partitions {
             let transactions: &[StuckTransaction] = p.transactions.as_deref().unwrap_or(&[]);
             let rows = transactions.len().max(1);
@@ -375,7 +380,7 @@ pub fn render_index(
             if transactions.is_empty() {
                 let _ = writeln!(
                     out,
-                    "<td class=\"l\" colspan=\"4\">{}</td><td class=\"l\">{blocked}</td><td class=\"l\">-</td></tr>",
+                    "<td class=\"l\" colspan=\"5\">{}</td><td class=\"l\">{blocked}</td><td class=\"l\">-</td></tr>",
                     if p.transactions.is_some() {
                         "no open transaction reported"
                     } else {
@@ -394,7 +399,15 @@ pub fn render_index(
                     (true, "disagrees") => {
                         "<i>its id now belongs to another producer</i>".to_string()
                     }
+                    (true, "loading") => "<i>unknown: its coordinator is loading the transaction log</i>".to_string(),
+                    (true, "unavailable") => "<i>unknown: a broker that may coordinate it is unavailable</i>".to_string(),
                     (true, _) => "<i>unknown: the coordinator lookup failed</i>".to_string(),
+                };
+                let coordinator = match (t.coordinator, t.coordinator_broker) {
+                    ("loading", Some(b)) => format!("broker {b}, loading the transaction log"),
+                    ("unavailable", _) => "unavailable".to_string(),
+                    (_, Some(b)) => format!("broker {b}"),
+                    (_, None) => "-".to_string(),
                 };
                 let state = match (t.state, t.hanging) {
                     (Some(state), false) => escape(state),
@@ -406,7 +419,7 @@ pub fn render_index(
                 };
                 let _ = write!(
                     out,
-                    "<td class=\"l\">{id}</td><td>{}/{}</td><td class=\"l\">{state}</td><td>{}</td>",
+                    "<td class=\"l\">{id}</td><td>{}/{}</td><td class=\"l\">{state}</td><td class=\"l\">{coordinator}</td><td>{}</td>",
                     t.producer_id,
                     t.producer_epoch,
                     human_duration(t.age_seconds)
@@ -595,6 +608,7 @@ mod tests {
                 age_seconds: 190.0,
                 timeout_ms: Some(60_000),
                 coordinator: CoordinatorStatus::Open,
+                coordinator_broker: Some(2),
                 hanging: true,
             },
             OpenTransaction {
@@ -606,6 +620,7 @@ mod tests {
                 age_seconds: 20.0,
                 timeout_ms: Some(60_000),
                 coordinator: CoordinatorStatus::Open,
+                coordinator_broker: Some(2),
                 hanging: false,
             },
             OpenTransaction {
@@ -617,6 +632,7 @@ mod tests {
                 age_seconds: 5.0,
                 timeout_ms: None,
                 coordinator: CoordinatorStatus::Unknown,
+                coordinator_broker: None,
                 hanging: false,
             },
         ]);
@@ -655,13 +671,15 @@ mod tests {
             json["partitions"][0]["transactions"][0]["coordinator"],
             "open"
         );
+        assert_eq!(json["partitions"][0]["transactions"][0]["coordinator_broker"], 2);
+        assert!(json["partitions"][0]["transactions"][2]["coordinator_broker"].is_null());
         assert_eq!(json["partitions"][0]["blocked_groups"][0], hostile_group);
 
         let page = render_index(&clusters, &bootstrap, SystemTime::now());
         assert!(page.contains("etl-&lt;1&gt;"), "{page}");
         assert!(page.contains("billing&quot;&lt;b&gt;\n\\ü"), "{page}");
         assert!(!page.contains("<b>"), "unescaped group name: {page}");
-        assert!(page.contains("<td>4001/7</td><td class=\"l\"><span class=\"hang\">Ongoing (hanging)</span></td><td>3m 10s</td>"));
+        assert!(page.contains("<td>4001/7</td><td class=\"l\"><span class=\"hang\">Ongoing (hanging)</span></td><td class=\"l\">broker 2</td><td>3m 10s</td>"));
         assert!(page.contains("<code>kafka-transactions.sh --bootstrap-server kafka-0:9092,kafka-1:9092 abort --topic orders --partition 0 --start-offset 890</code>"));
         assert!(!page.contains(">slow<") && !page.contains(">audit<") && !page.contains(">peek<"));
         // An empty id says why it is empty, never that no coordinator knows it when the

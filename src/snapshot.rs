@@ -61,6 +61,9 @@ pub struct OpenTransaction {
     pub age_seconds: f64,
     pub timeout_ms: Option<i32>,
     pub coordinator: CoordinatorStatus,
+    /// The broker that coordinates the transaction, when one answered for it (or is
+    /// loading the transaction log it is in).
+    pub coordinator_broker: Option<i32>,
     /// KIP-664: open longer than transaction.max.timeout.ms + margin (see
     /// [`OpenTransaction::derive`]).
     pub hanging: bool,
@@ -115,9 +118,16 @@ impl OpenTransaction {
         let limit_ms = max_timeout_ms.max(found.map_or(0, |t| i64::from(t.timeout_ms))) + margin_ms;
         let coordinator = match (&raw.coordinator, agrees) {
             (CoordinatorView::Unknown, _) => CoordinatorStatus::Unknown,
+            (CoordinatorView::Loading { .. }, _) => CoordinatorStatus::Loading,
+            (CoordinatorView::Unavailable, _) => CoordinatorStatus::Unavailable,
             (_, true) => CoordinatorStatus::Open,
             (CoordinatorView::NotFound, _) => CoordinatorStatus::NotFound,
             (CoordinatorView::Found(_), false) => CoordinatorStatus::Disagrees,
+        };
+        let coordinator_broker = match &raw.coordinator {
+            CoordinatorView::Found(t) => Some(t.coordinator),
+            CoordinatorView::Loading { broker } => Some(*broker),
+            _ => None,
         };
         OpenTransaction {
             producer_id: raw.producer_id,
@@ -130,7 +140,10 @@ impl OpenTransaction {
             age_seconds: age_ms as f64 / 1000.0,
             timeout_ms: found.map(|t| t.timeout_ms),
             coordinator,
-            hanging: coordinator != CoordinatorStatus::Unknown && age_ms > limit_ms,
+            coordinator_broker,
+            // A coordinator that could not say (lookup failed, loading, unavailable) never
+            // makes a transaction hanging.
+            hanging: coordinator.answered() && age_ms > limit_ms,
         }
     }
 }
@@ -148,6 +161,11 @@ pub enum CoordinatorStatus {
     NotFound,
     /// The lookup failed in this cycle.
     Unknown,
+    /// A broker is loading the transaction log after a coordinator move; the transaction
+    /// cannot end before it has.
+    Loading,
+    /// A broker that may coordinate it could not be asked (down or unreachable).
+    Unavailable,
 }
 
 impl CoordinatorStatus {
@@ -157,7 +175,17 @@ impl CoordinatorStatus {
             CoordinatorStatus::Disagrees => "disagrees",
             CoordinatorStatus::NotFound => "not_found",
             CoordinatorStatus::Unknown => "unknown",
+            CoordinatorStatus::Loading => "loading",
+            CoordinatorStatus::Unavailable => "unavailable",
         }
+    }
+
+    /// The coordinators answered for the transaction (whatever they said).
+    pub fn answered(self) -> bool {
+        matches!(
+            self,
+            CoordinatorStatus::Open | CoordinatorStatus::Disagrees | CoordinatorStatus::NotFound
+        )
     }
 }
 
@@ -872,6 +900,7 @@ mod tests {
             start_offset: 880,
             last_timestamp_ms: 1_000_000,
             coordinator: CoordinatorView::Found(crate::kafka::CoordinatorTransaction {
+                coordinator: 2,
                 transactional_id: "etl".into(),
                 state: state.into(),
                 producer_id,
@@ -980,6 +1009,20 @@ mod tests {
         assert_eq!(
             (t.coordinator, t.hanging, t.transactional_id.as_str()),
             (Unknown, false, "")
+        );
+        // A coordinator that moved and is loading the transaction log, or one that is
+        // down, never makes an old transaction hanging; the loading broker is named.
+        unknown.coordinator = CoordinatorView::Loading { broker: 3 };
+        let t = OpenTransaction::derive(&unknown, 10_000_000, max_ms, margin_ms);
+        assert_eq!(
+            (t.coordinator, t.coordinator_broker, t.hanging),
+            (Loading, Some(3), false)
+        );
+        unknown.coordinator = CoordinatorView::Unavailable;
+        let t = OpenTransaction::derive(&unknown, 10_000_000, max_ms, margin_ms);
+        assert_eq!(
+            (t.coordinator, t.coordinator_broker, t.hanging),
+            (Unavailable, None, false)
         );
         // Not listed by any coordinator: hanging only when old.
         unknown.coordinator = CoordinatorView::NotFound;

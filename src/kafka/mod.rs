@@ -147,6 +147,14 @@ pub enum CoordinatorView {
     Unknown,
     /// No coordinator lists a transactional id for this producer id.
     NotFound,
+    /// No coordinator listed it while this broker was loading transaction-log partitions
+    /// (COORDINATOR_LOAD_IN_PROGRESS): a coordinator moved there and has not finished
+    /// reading `__transaction_state`; until it has, open transactions cannot end.
+    Loading { broker: i32 },
+    /// No coordinator listed it while some broker could not be asked (down, unreachable,
+    /// or answering COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR): its coordinator may be
+    /// the broker that did not answer.
+    Unavailable,
     Found(CoordinatorTransaction),
 }
 
@@ -154,6 +162,8 @@ pub enum CoordinatorView {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoordinatorTransaction {
     pub transactional_id: String,
+    /// The broker that coordinates it (answered DescribeTransactions).
+    pub coordinator: i32,
     /// Ongoing, PrepareCommit, CompleteAbort, Empty, ...
     pub state: String,
     pub producer_id: i64,

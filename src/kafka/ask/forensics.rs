@@ -241,6 +241,8 @@ impl Forensics {
                             CoordinatorView::Found(found)
                         }
                         Some(Lookup::NotFound) => CoordinatorView::NotFound,
+                        Some(Lookup::Loading(broker)) => CoordinatorView::Loading { broker: *broker },
+                        Some(Lookup::Unavailable) => CoordinatorView::Unavailable,
                         None => CoordinatorView::Unknown,
                     };
                 }
@@ -263,10 +265,11 @@ impl Forensics {
     ) -> HashMap<i64, Lookup> {
         let mut request = ListTransactionsRequest::default();
         request.producer_id_filters = producer_ids.iter().map(|&id| ProducerId(id)).collect();
-        let listed = join_all(brokers.values().map(|addr| {
+        let listed = join_all(brokers.iter().map(|(&id, addr)| {
             let request = &request;
             async move {
                 (
+                    id,
                     addr,
                     self.wire
                         .pool
@@ -280,27 +283,43 @@ impl Forensics {
         let mut complete = true;
         let mut failures = 0u64;
         let mut first_error: Option<String> = None;
-        // Coordinator address -> transactional ids it listed.
-        let mut by_coordinator: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        // Coordinator (id, address) -> transactional ids it listed.
+        let mut by_coordinator: BTreeMap<(i32, &str), Vec<String>> = BTreeMap::new();
         // Producer ids some coordinator listed: if describing them fails, they are
         // unknown, not missing.
         let mut listed_ids: HashSet<i64> = HashSet::new();
-        for (addr, answer) in listed {
+        // Transactional id -> producer id, for errors DescribeTransactions answers per id.
+        let mut producer_of: HashMap<String, i64> = HashMap::new();
+        // A broker loading transaction-log partitions; brokers that could not be asked.
+        let mut loading: Option<i32> = None;
+        let mut unavailable = false;
+        for (broker, addr, answer) in listed {
             match answer {
                 Ok(answer) if answer.error_code == 0 => {
                     for state in answer.transaction_states {
                         if producer_ids.contains(&state.producer_id.0) {
                             listed_ids.insert(state.producer_id.0);
+                            let transactional_id = state.transactional_id.0.to_string();
+                            producer_of.insert(transactional_id.clone(), state.producer_id.0);
                             by_coordinator
-                                .entry(addr)
+                                .entry((broker, addr))
                                 .or_default()
-                                .push(state.transactional_id.0.to_string());
+                                .push(transactional_id);
                         }
                     }
                 }
                 Ok(answer) => {
                     complete = false;
                     failures += 1;
+                    match ResponseError::try_from_code(answer.error_code) {
+                        Some(ResponseError::CoordinatorLoadInProgress) => {
+                            loading.get_or_insert(broker);
+                        }
+                        Some(
+                            ResponseError::CoordinatorNotAvailable | ResponseError::NotCoordinator,
+                        ) => unavailable = true,
+                        _ => {}
+                    }
                     first_error.get_or_insert_with(|| {
                         format!(
                             "ListTransactions on {addr}: {}",
@@ -313,12 +332,14 @@ impl Forensics {
                 Err(error) => {
                     complete = false;
                     failures += 1;
+                    // Down, unreachable or timed out: it may coordinate the transaction.
+                    unavailable |= !error.is_unsupported();
                     first_error.get_or_insert_with(|| format!("ListTransactions: {error}"));
                 }
             }
         }
 
-        let described = join_all(by_coordinator.iter().map(|(addr, ids)| async move {
+        let described = join_all(by_coordinator.iter().map(|(&(_, addr), ids)| async move {
             let mut request = DescribeTransactionsRequest::default();
             request.transactional_ids = ids
                 .iter()
@@ -332,11 +353,23 @@ impl Forensics {
         .await;
 
         let mut views: HashMap<i64, Lookup> = HashMap::new();
-        for answer in described {
+        for ((&(broker, _), listed), answer) in by_coordinator.iter().zip(described) {
             match answer {
                 Ok(answer) => {
                     for state in answer.transaction_states {
                         if let Some(error) = ResponseError::try_from_code(state.error_code) {
+                            if let Some(&producer) = producer_of.get(state.transactional_id.0.as_str()) {
+                                match error {
+                                    ResponseError::CoordinatorLoadInProgress => {
+                                        views.insert(producer, Lookup::Loading(broker));
+                                    }
+                                    ResponseError::CoordinatorNotAvailable
+                                    | ResponseError::NotCoordinator => {
+                                        views.insert(producer, Lookup::Unavailable);
+                                    }
+                                    _ => {}
+                                }
+                            }
                             failures += 1;
                             first_error.get_or_insert_with(|| {
                                 format!(
@@ -356,6 +389,7 @@ impl Forensics {
                             Lookup::Found(Described {
                                 transaction: CoordinatorTransaction {
                                     transactional_id: state.transactional_id.0.to_string(),
+                                    coordinator: broker,
                                     state: state.transaction_state.to_string(),
                                     producer_id: state.producer_id.0,
                                     producer_epoch: state.producer_epoch,
@@ -369,8 +403,27 @@ impl Forensics {
                     }
                 }
                 Err(error) => {
+                    // The coordinator that listed them could not be asked again.
+                    if !error.is_unsupported() {
+                        for id in listed {
+                            if let Some(&producer) = producer_of.get(id) {
+                                views.insert(producer, Lookup::Unavailable);
+                            }
+                        }
+                    }
                     failures += 1;
                     first_error.get_or_insert_with(|| format!("DescribeTransactions: {error}"));
+                }
+            }
+        }
+        // Producer ids no coordinator listed while one was loading or could not be asked:
+        // say so rather than "unknown".
+        for &id in producer_ids {
+            if !listed_ids.contains(&id) {
+                if let Some(broker) = loading {
+                    views.entry(id).or_insert(Lookup::Loading(broker));
+                } else if unavailable {
+                    views.entry(id).or_insert(Lookup::Unavailable);
                 }
             }
         }
@@ -474,6 +527,10 @@ pub const DEFAULT_MAX_TIMEOUT_MS: i64 = 15 * 60 * 1000;
 /// What the coordinators said of one producer id.
 enum Lookup {
     NotFound,
+    /// Not listed while this broker was loading the transaction log.
+    Loading(i32),
+    /// Not listed, or listed but not described, while its coordinator could not be asked.
+    Unavailable,
     Found(Described),
 }
 
