@@ -60,7 +60,7 @@ pub struct Proxy {
     state: Arc<Mutex<State>>,
     cut: watch::Sender<u64>,
     task: tokio::task::JoinHandle<()>,
-    _exclusive: tokio::sync::OwnedMutexGuard<()>,
+    _exclusive: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 fn exclusive() -> Arc<tokio::sync::Mutex<()>> {
@@ -71,6 +71,20 @@ fn exclusive() -> Arc<tokio::sync::Mutex<()>> {
 impl Proxy {
     pub async fn start(listen: SocketAddr, upstream: SocketAddr) -> Proxy {
         let guard = exclusive().lock_owned().await;
+        Self::listen(listen, upstream, Some(guard)).await
+    }
+
+    /// A proxy that runs beside others, one per broker of a cluster (each broker
+    /// advertises its own proxied port).
+    pub async fn start_beside(listen: SocketAddr, upstream: SocketAddr) -> Proxy {
+        Self::listen(listen, upstream, None).await
+    }
+
+    async fn listen(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    ) -> Proxy {
         // The previous proxy's listener closes when its aborted task is dropped, which
         // can be a moment after the proxy itself.
         let deadline = std::time::Instant::now() + Duration::from_secs(10);

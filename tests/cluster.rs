@@ -1,0 +1,942 @@
+//! Three brokers (`KAFKA_BROKERS=3 scripts/kafka-local`: replication factor 3, min ISR 2),
+//! the exporter sampling every second. The request plan follows the leaders and the
+//! coordinators; a leader, a transaction coordinator or a group coordinator killed
+//! (SIGKILL), a rolling restart and a blackholed broker never make a value wrong (absent
+//! is allowed), and what each costs in absent cycles and recovery time is printed.
+//!
+//! `scripts/test` starts the cluster and points `KAFKA_BOOTSTRAP` at it; without three
+//! brokers every test here fails. The tests take turns: each kills brokers.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use common::binary::Binary;
+use common::proxy::{Mode, Proxy};
+use common::*;
+use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::Producer;
+
+const BROKERS: i32 = 3;
+/// `offsets.topic.num.partitions` and `transaction.state.log.num.partitions` of
+/// `scripts/kafka-local`.
+const INTERNAL_PARTITIONS: i32 = 8;
+
+/// One test at a time: they kill and restart brokers.
+fn exclusive() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn first_port() -> u16 {
+    listener(0)
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .expect("bootstrap port")
+}
+
+/// `scripts/kafka-local ARGS` for the cluster under test.
+fn kafka_local(args: &[&str]) {
+    let status = Command::new(repo_root().join("scripts/kafka-local"))
+        .args(args)
+        .env("KAFKA_BROKERS", BROKERS.to_string())
+        .env("KAFKA_LOCAL_PORT", first_port().to_string())
+        .status()
+        .expect("scripts/kafka-local");
+    assert!(status.success(), "scripts/kafka-local {args:?} failed");
+}
+
+fn metadata_client() -> BaseConsumer {
+    ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("topic.metadata.refresh.interval.ms", "200")
+        .create()
+        .expect("metadata client")
+}
+
+/// Broker ids in the cluster's metadata (fenced brokers leave it).
+fn live_brokers() -> BTreeSet<i32> {
+    metadata_client()
+        .fetch_metadata(None, Duration::from_secs(10))
+        .map(|m| m.brokers().iter().map(|b| b.id()).collect())
+        .unwrap_or_default()
+}
+
+fn leader(topic: &str, partition: i32) -> Option<i32> {
+    let metadata = metadata_client()
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .ok()?;
+    let t = metadata.topics().first()?;
+    let p = t.partitions().iter().find(|p| p.id() == partition)?;
+    (p.leader() >= 0 && p.error().is_none()).then_some(p.leader())
+}
+
+/// Fails unless three brokers run; starts any that is down (a previous test failed
+/// midway), and waits until all three are in the metadata.
+fn require_three_brokers() {
+    assert_eq!(
+        bootstrap().split(',').count(),
+        BROKERS as usize,
+        "these tests need the three-broker cluster: KAFKA_BOOTSTRAP={:?} must list its three \
+         brokers (`KAFKA_BROKERS=3 KAFKA_LOCAL_PORT=19200 scripts/kafka-local start`, then \
+         `bootstrap`; scripts/test does both)",
+        bootstrap()
+    );
+    require_kafka();
+    kafka_local(&["start"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let brokers = live_brokers();
+        if brokers.len() == BROKERS as usize {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "these tests need the three-broker cluster at KAFKA_BOOTSTRAP ({}): \
+             `KAFKA_BROKERS=3 KAFKA_LOCAL_PORT=... scripts/kafka-local start` (scripts/test starts it); \
+             brokers in the metadata: {brokers:?}",
+            bootstrap()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Java's `String.hashCode`, which places a group or transactional id on a partition
+/// of `__consumer_offsets` or `__transaction_state`.
+fn java_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
+fn coordinator(internal_topic: &str, key: &str) -> Option<i32> {
+    leader(
+        internal_topic,
+        (java_hash(key) & 0x7fff_ffff) % INTERNAL_PARTITIONS,
+    )
+}
+
+/// A fresh id whose coordinator (the leader of its partition of `internal_topic`) is
+/// `broker`.
+fn id_coordinated_by(internal_topic: &str, prefix: &str, broker: i32) -> String {
+    let base = unique(prefix);
+    (0..10_000)
+        .map(|n| format!("{base}-{n}"))
+        .find(|id| coordinator(internal_topic, id) == Some(broker))
+        .unwrap_or_else(|| panic!("no id of {internal_topic} lands on broker {broker}"))
+}
+
+/// Creates `__transaction_state` and `__consumer_offsets` if this cluster has neither yet
+/// and waits until their leaders are spread over the brokers.
+async fn ensure_internal_topics() {
+    let topic = unique("cluster-warmup");
+    create_replicated_topic(&topic, &[1]).await;
+    tokio::task::block_in_place(|| {
+        drop(transactional_producer(&unique("cluster-warmup")));
+        send(&plain_producer(), &topic, 0, 1);
+        consume_all_and_commit(&unique("cluster-warmup"), &topic, 1, "read_committed");
+        wait_spread_leaders();
+    });
+}
+
+fn wait_spread_leaders() {
+    for internal in ["__transaction_state", "__consumer_offsets"] {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let leaders: BTreeSet<i32> = (0..INTERNAL_PARTITIONS)
+                .filter_map(|p| leader(internal, p))
+                .collect();
+            if leaders.len() == BROKERS as usize {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{internal} leaders {leaders:?}: not spread over {BROKERS} brokers"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+/// A topic with replication factor 3 whose partition `p` is led by `leaders[p]`.
+async fn create_replicated_topic(name: &str, leaders: &[i32]) {
+    let assignment: Vec<Vec<i32>> = leaders
+        .iter()
+        .map(|&l| (0..BROKERS).map(|k| (l - 1 + k) % BROKERS + 1).collect())
+        .collect();
+    let replicas: Vec<&[i32]> = assignment.iter().map(Vec::as_slice).collect();
+    let topic = NewTopic::new(
+        name,
+        leaders.len() as i32,
+        TopicReplication::Variable(&replicas),
+    );
+    for r in admin()
+        .create_topics(
+            [&topic],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(30))),
+        )
+        .await
+        .expect("create_topics")
+    {
+        r.unwrap_or_else(|(t, e)| panic!("creating {t}: {e}"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for (p, &l) in leaders.iter().enumerate() {
+        while leader(name, p as i32) != Some(l) || high_watermark_of(name, p as i32).is_none() {
+            assert!(Instant::now() < deadline, "{name}/{p} never got leader {l}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn high_watermark_of(topic: &str, partition: i32) -> Option<i64> {
+    metadata_client()
+        .fetch_watermarks(topic, partition, Duration::from_secs(5))
+        .ok()
+        .map(|(_, hw)| hw)
+}
+
+/// Waits until the metadata names a leader of `topic`/`partition` other than `old`;
+/// returns it and when it was seen.
+fn wait_new_leader(topic: &str, partition: i32, old: i32) -> (i32, Instant) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(l) = leader(topic, partition).filter(|&l| l != old) {
+            return (l, Instant::now());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{topic}/{partition}: no leader but {old} within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Scrapes the exporter every 200 ms in the background, keeping the lines of one
+/// topic and group and the cycle counter.
+struct Watch {
+    scrapes: Arc<Mutex<Vec<(Instant, Scrape)>>>,
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Watch {
+    fn start(addr: SocketAddr, keep: Vec<String>) -> Watch {
+        let scrapes = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let task = {
+            let (scrapes, stop) = (scrapes.clone(), stop.clone());
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                while !stop.load(Ordering::Relaxed) {
+                    if let Ok(r) = client.get(format!("http://{addr}/metrics")).send().await {
+                        if let Ok(body) = r.text().await {
+                            let kept: String = body
+                                .lines()
+                                .filter(|l| {
+                                    l.starts_with("kafka_lso_exporter_cycle_duration_seconds")
+                                        || keep.iter().any(|k| l.contains(k.as_str()))
+                                })
+                                .map(|l| format!("{l}\n"))
+                                .collect();
+                            scrapes
+                                .lock()
+                                .unwrap()
+                                .push((Instant::now(), Scrape::parse(&kept)));
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            })
+        };
+        Watch {
+            scrapes,
+            stop,
+            task,
+        }
+    }
+
+    async fn finish(self) -> Vec<(Instant, Scrape)> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.task.await.expect("watch task");
+        Arc::try_unwrap(self.scrapes)
+            .ok()
+            .expect("watch ended")
+            .into_inner()
+            .unwrap()
+    }
+}
+
+/// The cycle a scrape shows (the exporter's completed-cycle count).
+fn cycle_of(s: &Scrape) -> Option<u64> {
+    s.value(
+        "kafka_lso_exporter_cycle_duration_seconds_count",
+        &[("cluster", "test")],
+    )
+    .map(|v| v as u64)
+}
+
+/// Cycles (by the exporter's count) in which `present` was false in every scrape.
+fn absent_cycles(scrapes: &[(Instant, Scrape)], present: impl Fn(&Scrape) -> bool) -> usize {
+    let mut by_cycle: BTreeMap<u64, bool> = BTreeMap::new();
+    for (_, s) in scrapes {
+        if let Some(c) = cycle_of(s) {
+            *by_cycle.entry(c).or_default() |= present(s);
+        }
+    }
+    by_cycle.values().filter(|present| !**present).count()
+}
+
+/// Every value of `topic`'s partitions in every scrape is one the cluster really had:
+/// HW in `hw_range`, the LSO never above the HW nor outside `lso_range`, no negative gap
+/// or lag, nothing ever moving backwards.
+fn assert_never_wrong(
+    scrapes: &[(Instant, Scrape)],
+    topic: &str,
+    partitions: i32,
+    hw_range: (i64, i64),
+    lso_range: (i64, i64),
+) {
+    for p in 0..partitions {
+        let p = p.to_string();
+        let labels = partition_labels(topic, &p);
+        let (mut last_hw, mut last_lso) = (i64::MIN, i64::MIN);
+        for (at, s) in scrapes {
+            let hw = s.value("kafka_partition_high_watermark", &labels);
+            let lso = s.value("kafka_partition_last_stable_offset", &labels);
+            if let Some(hw) = hw {
+                let hw = hw as i64;
+                assert!(
+                    (hw_range.0..=hw_range.1).contains(&hw) && hw >= last_hw,
+                    "{topic}/{p} at {at:?}: HW {hw}, expected within {hw_range:?}, after {last_hw}"
+                );
+                last_hw = hw;
+            }
+            if let Some(lso) = lso {
+                let lso = lso as i64;
+                assert!(
+                    (lso_range.0..=lso_range.1).contains(&lso) && lso >= last_lso,
+                    "{topic}/{p}: LSO {lso}, expected within {lso_range:?}, after {last_lso}"
+                );
+                last_lso = lso;
+            }
+            if let (Some(hw), Some(lso)) = (hw, lso) {
+                assert!(hw >= lso, "{topic}/{p}: HW {hw} < LSO {lso}");
+                if let Some(gap) = s.value("kafka_partition_hw_minus_lso", &labels) {
+                    assert_eq!(gap, hw - lso, "{topic}/{p}: HW - LSO");
+                }
+            }
+            for (labels, v) in s.series("kafka_consumergroup_hw_lag", &[("topic", topic)]) {
+                assert!(v >= 0.0, "negative lag {labels:?} {v}");
+            }
+            for (labels, v) in s.series("kafka_consumergroup_lso_lag", &[("topic", topic)]) {
+                assert!(v >= 0.0, "negative lag {labels:?} {v}");
+            }
+        }
+    }
+}
+
+/// No cycle ran past its deadline (1 s) by more than the derivation that follows it:
+/// every cycle took at most 2.5 s.
+fn assert_cycles_within_deadline(s: &Scrape) {
+    let count = |le: &str| {
+        s.value(
+            "kafka_lso_exporter_cycle_duration_seconds_bucket",
+            &[("cluster", "test"), ("le", le)],
+        )
+        .expect("cycle histogram")
+    };
+    assert_eq!(
+        count("2.5"),
+        count("+Inf"),
+        "a cycle overran its 1 s deadline"
+    );
+}
+
+/// A transaction left open in `topic`/`partition` after one record, then `plain`
+/// records written after it by another producer: HW - LSO = `plain` + 0 and the LSO
+/// pinned at the transaction's first offset.
+fn pin(topic: &str, partition: i32, transactional_id: &str, plain: usize) -> Producer_ {
+    let producer = transactional_producer(transactional_id);
+    producer.begin_transaction().expect("begin");
+    send(&producer, topic, partition, 1);
+    send(&plain_producer(), topic, partition, plain);
+    producer
+}
+
+fn commit(producer: Producer_) {
+    producer
+        .commit_transaction(Duration::from_secs(60))
+        .expect("commit after the failover");
+}
+
+fn stuck_transactions(report: &serde_json::Value, topic: &str) -> Vec<serde_json::Value> {
+    report["partitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["topic"] == topic)
+        .flat_map(|p| p["transactions"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn request_plan_follows_leaders_and_coordinators() {
+    let _turn = exclusive();
+    require_three_brokers();
+    ensure_internal_topics().await;
+    // Three partitions on three leaders; two pinned, on leaders 1 and 2, by transactions
+    // coordinated by brokers 2 and 3; three groups on coordinators 1, 2 and 3.
+    let topic = unique("plan");
+    create_replicated_topic(&topic, &[1, 2, 3]).await;
+    let held: Vec<Producer_> = tokio::task::block_in_place(|| {
+        send(&plain_producer(), &topic, 2, 1);
+        [(0, 2), (1, 3)]
+            .iter()
+            .map(|&(partition, coordinator)| {
+                let id = id_coordinated_by("__transaction_state", "plan-tx", coordinator);
+                pin(&topic, partition, &id, 2)
+            })
+            .collect()
+    });
+    let groups: Vec<String> = tokio::task::block_in_place(|| {
+        (1..=BROKERS)
+            .map(|b| {
+                let g = id_coordinated_by("__consumer_offsets", "plan-group", b);
+                consume_all_and_commit(&g, &topic, 3, "read_uncommitted");
+                g
+            })
+            .collect()
+    });
+    let group_regex = groups
+        .iter()
+        .map(|g| format!("^{g}$"))
+        .collect::<Vec<_>>()
+        .join("|");
+
+    // The binary with the request log of both clients (librdkafka's protocol debug for
+    // ListOffsets and metadata, the own client's for the rest).
+    let exporter = Binary::start(
+        &[],
+        &[
+            ("RUST_LOG", "kafka_lso_exporter=debug"),
+            ("KAFKA_LSO_EXPORTER_INTERVAL", "1s"),
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__NAME", "test"),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS",
+                &bootstrap(),
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+                &format!("[\"^{topic}$\"]"),
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
+                &format!("[{group_regex:?}]"),
+            ),
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__DEBUG", "protocol"),
+        ],
+    );
+    exporter
+        .wait_for(
+            "both pinned partitions named by their transaction",
+            Duration::from_secs(60),
+            |s| {
+                (s.series("kafka_transaction_open_info", &[("topic", topic.as_str())])
+                    .count()
+                    == 2)
+                    .then_some(())
+            },
+        )
+        .await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let log = exporter.log();
+    // Requests of the last full cycles, by API and broker port.
+    let ends: Vec<usize> = log.match_indices("cycle done").map(|(i, _)| i).collect();
+    assert!(ends.len() >= 4, "fewer than 4 cycles logged");
+    let cycle = &log[ends[ends.len() - 3]..ends[ends.len() - 2]];
+    let sent = regex::Regex::new(r"127\.0\.0\.1:(\d+)[^\n]*Sent (\w+)Request|broker=127\.0\.0\.1:(\d+)[^\n]*Sent (\w+)Request").unwrap();
+    let mut plan: BTreeMap<(String, i32), u32> = BTreeMap::new();
+    let port_of = |b: i32| i32::from(first_port()) + 10 * (b - 1);
+    for c in sent.captures_iter(cycle) {
+        let (port, api) = match (c.get(1), c.get(2), c.get(3), c.get(4)) {
+            (Some(p), Some(a), _, _) | (_, _, Some(p), Some(a)) => (p.as_str(), a.as_str()),
+            _ => continue,
+        };
+        let port: i32 = port.parse().unwrap();
+        let broker = (1..=BROKERS).find(|&b| port_of(b) == port).unwrap_or(0);
+        *plan.entry((api.to_string(), broker)).or_default() += 1;
+    }
+    eprintln!("requests in one cycle, by API and broker: {plan:?}");
+    let on = |api: &str| -> BTreeMap<i32, u32> {
+        plan.iter()
+            .filter(|((a, _), _)| a == api)
+            .map(|((_, b), n)| (*b, *n))
+            .collect()
+    };
+    // ListOffsets: the same number on each of the three leaders (one per offset kind and
+    // isolation level), none elsewhere.
+    let list_offsets = on("ListOffsets");
+    assert_eq!(
+        list_offsets.keys().copied().collect::<Vec<_>>(),
+        vec![1, 2, 3],
+        "{plan:?}"
+    );
+    let per_leader: BTreeSet<u32> = list_offsets.values().copied().collect();
+    assert_eq!(per_leader.len(), 1, "uneven ListOffsets {list_offsets:?}");
+    // One OffsetFetch per coordinator, for three groups on three coordinators.
+    assert_eq!(on("OffsetFetch"), BTreeMap::from([(1, 1), (2, 1), (3, 1)]));
+    // Forensics: DescribeProducers on the two leaders of pinned partitions only,
+    // DescribeTransactions on the two coordinators only.
+    assert_eq!(on("DescribeProducers"), BTreeMap::from([(1, 1), (2, 1)]));
+    assert_eq!(on("DescribeTransactions"), BTreeMap::from([(2, 1), (3, 1)]));
+    drop(exporter);
+    tokio::task::block_in_place(|| held.into_iter().for_each(commit));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn leader_failover_mid_transaction() {
+    let _turn = exclusive();
+    require_three_brokers();
+    ensure_internal_topics().await;
+    // The pinned partition is led by broker 1; its transaction is coordinated by 2.
+    let topic = unique("failover-leader");
+    create_replicated_topic(&topic, &[1]).await;
+    let id = tokio::task::block_in_place(|| {
+        id_coordinated_by("__transaction_state", "failover-leader-tx", 2)
+    });
+    let producer = tokio::task::block_in_place(|| pin(&topic, 0, &id, 4));
+    let pinned_at = Instant::now();
+    let exporter = Exporter::start(&format!("^{topic}$"), "^$", &[]).await;
+    let labels = partition_labels(&topic, "0");
+    exporter
+        .wait_for(
+            "the partition pinned by its transaction",
+            Duration::from_secs(30),
+            |s| {
+                (s.value("kafka_partition_hw_minus_lso", &labels)? == 4.0
+                    && s.value("kafka_partition_open_transactions", &labels)? == 1.0)
+                    .then_some(())
+            },
+        )
+        .await;
+    let watch = Watch::start(exporter.addr, vec![topic.clone()]);
+
+    tokio::task::block_in_place(|| kafka_local(&["kill", "1"]));
+    let killed = Instant::now();
+    let (new_leader, elected) = tokio::task::block_in_place(|| wait_new_leader(&topic, 0, 1));
+    // Records written to the new leader after the election.
+    tokio::task::block_in_place(|| send(&plain_producer(), &topic, 0, 3));
+    let back = exporter
+        .wait_for(
+            "the new leader's HW and LSO, the transaction still named",
+            Duration::from_secs(30),
+            |s| {
+                (s.value("kafka_partition_high_watermark", &labels)? == 8.0
+                    && s.value("kafka_partition_last_stable_offset", &labels)? == 0.0
+                    && s.series("kafka_transaction_open_info", &labels)
+                        .any(|(l, _)| l["transactional_id"] == id))
+                .then(Instant::now)
+            },
+        )
+        .await;
+    let s = exporter.scrape().await;
+    let stuck = s
+        .value("kafka_partition_lso_stuck_seconds", &labels)
+        .expect("stuck seconds");
+    // The clock still counts from the original pin (it started within a cycle or two
+    // of it): a leader change is not an LSO move.
+    let since_pin = pinned_at.elapsed().as_secs_f64();
+    assert!(
+        stuck >= since_pin - 4.0 && stuck <= since_pin + 1.0,
+        "stuck {stuck} s, pinned {since_pin:.1} s ago"
+    );
+    let scrapes = watch.finish().await;
+    assert_never_wrong(&scrapes, &topic, 1, (5, 8), (0, 0));
+    let absent = absent_cycles(&scrapes, |s| {
+        s.value("kafka_partition_last_stable_offset", &labels)
+            .is_some()
+    });
+    let recovery = back.saturating_duration_since(elected);
+    eprintln!(
+        "leader failover: broker 1 killed, broker {new_leader} elected after {:.1} s; \
+         exporter right again {:.1} s after the election (new writes included); {absent} absent cycles",
+        elected.duration_since(killed).as_secs_f64(),
+        recovery.as_secs_f64()
+    );
+    assert!(
+        recovery <= Duration::from_secs(3),
+        "values back {recovery:?} after the election (2 cycles + the writes)"
+    );
+    assert_cycles_within_deadline(&exporter.scrape().await);
+
+    tokio::task::block_in_place(|| {
+        commit(producer);
+        kafka_local(&["start", "1"]);
+    });
+    exporter
+        .wait_for("HW = LSO after the commit", Duration::from_secs(30), |s| {
+            (s.value("kafka_partition_hw_minus_lso", &labels)? == 0.0).then_some(())
+        })
+        .await;
+    exporter.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn transaction_coordinator_failover() {
+    let _turn = exclusive();
+    require_three_brokers();
+    ensure_internal_topics().await;
+    // The pinned partition is led by broker 1; its transaction is coordinated by 3.
+    let topic = unique("failover-coordinator");
+    create_replicated_topic(&topic, &[1]).await;
+    let id = tokio::task::block_in_place(|| {
+        id_coordinated_by("__transaction_state", "failover-coordinator-tx", 3)
+    });
+    let producer = tokio::task::block_in_place(|| pin(&topic, 0, &id, 2));
+    let exporter = Exporter::start(&format!("^{topic}$"), "^$", &[]).await;
+    let labels = partition_labels(&topic, "0");
+    let coordinator_of = |report: &serde_json::Value| {
+        stuck_transactions(report, &topic)
+            .first()
+            .map(|t| (t["coordinator"].clone(), t["coordinator_broker"].clone()))
+    };
+    let stuck = || async {
+        let (status, body) = exporter.get("/api/v1/stuck").await;
+        assert_eq!(status, 200);
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if coordinator_of(&stuck().await) == Some((serde_json::json!("open"), serde_json::json!(3)))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "coordinator 3 never named");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let watch = Watch::start(exporter.addr, vec![topic.clone()]);
+
+    tokio::task::block_in_place(|| kafka_local(&["kill", "3"]));
+    let killed = Instant::now();
+    // What the stuck report says until another broker coordinates the transaction.
+    let mut said: Vec<(f64, String)> = Vec::new();
+    let moved_to = loop {
+        let report = stuck().await;
+        let (status, broker) = coordinator_of(&report).unwrap_or_default();
+        let status = status.as_str().unwrap_or("absent").to_string();
+        if said.last().map(|(_, s)| s) != Some(&status) {
+            said.push((killed.elapsed().as_secs_f64(), status.clone()));
+        }
+        if status == "open" && broker != serde_json::json!(3) {
+            break broker.as_i64().unwrap();
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(90),
+            "the transaction never reported open on a new coordinator: {said:?}"
+        );
+        // Still withheld the whole time: the transaction cannot end without a coordinator.
+        let s = exporter.scrape().await;
+        if let Some(gap) = s.value("kafka_partition_hw_minus_lso", &labels) {
+            assert_eq!(gap, 2.0, "the partition stopped being withheld");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    eprintln!(
+        "transaction coordinator failover: broker 3 killed; the stuck report said {said:?} \
+         (seconds after the kill); broker {moved_to} coordinates it {:.1} s after the kill",
+        killed.elapsed().as_secs_f64()
+    );
+    assert!(
+        said.iter()
+            .any(|(_, s)| s == "unavailable" || s == "loading"),
+        "the outage was never reported: {said:?}"
+    );
+    assert!(
+        !said
+            .iter()
+            .any(|(_, s)| s == "not_found" || s == "disagrees"),
+        "a dead coordinator made the transaction look orphaned: {said:?}"
+    );
+    let s = exporter.scrape().await;
+    assert_eq!(s.value("kafka_partition_hw_minus_lso", &labels), Some(2.0));
+    assert_eq!(
+        s.value("kafka_partition_hanging_transactions", &labels),
+        Some(0.0)
+    );
+    tokio::task::block_in_place(|| commit(producer));
+    exporter
+        .wait_for("HW = LSO after the commit", Duration::from_secs(30), |s| {
+            (s.value("kafka_partition_hw_minus_lso", &labels)? == 0.0
+                && s.value("kafka_partition_open_transactions", &labels)? == 0.0)
+                .then_some(())
+        })
+        .await;
+    let scrapes = watch.finish().await;
+    assert_never_wrong(&scrapes, &topic, 1, (3, 4), (0, 4));
+    tokio::task::block_in_place(|| kafka_local(&["start", "3"]));
+    exporter.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn group_coordinator_failover() {
+    let _turn = exclusive();
+    require_three_brokers();
+    ensure_internal_topics().await;
+    // The topic is led by broker 1; the group is coordinated by broker 2.
+    let topic = unique("failover-group");
+    create_replicated_topic(&topic, &[1]).await;
+    tokio::task::block_in_place(|| send(&plain_producer(), &topic, 0, 5));
+    let group = tokio::task::block_in_place(|| {
+        let g = id_coordinated_by("__consumer_offsets", "failover-group", 2);
+        consume_all_and_commit(&g, &topic, 1, "read_committed");
+        g
+    });
+    let exporter = Exporter::start(&format!("^{topic}$"), &format!("^{group}$"), &[]).await;
+    let labels = group_labels(&group, &topic, "0");
+    exporter
+        .wait_for("the committed offset", Duration::from_secs(30), |s| {
+            (s.value("kafka_consumergroup_committed_offset", &labels)? == 5.0).then_some(())
+        })
+        .await;
+    let watch = Watch::start(exporter.addr, vec![group.clone()]);
+    let partition = (java_hash(&group) & 0x7fff_ffff) % INTERNAL_PARTITIONS;
+    tokio::task::block_in_place(|| kafka_local(&["kill", "2"]));
+    let killed = Instant::now();
+    let (new_coordinator, elected) =
+        tokio::task::block_in_place(|| wait_new_leader("__consumer_offsets", partition, 2));
+    let back = exporter
+        .wait_for(
+            "the committed offset from the new coordinator",
+            Duration::from_secs(30),
+            |s| {
+                (s.value("kafka_consumergroup_committed_offset", &labels)? == 5.0)
+                    .then(Instant::now)
+            },
+        )
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let scrapes = watch.finish().await;
+    for (_, s) in &scrapes {
+        if let Some(v) = s.value("kafka_consumergroup_committed_offset", &labels) {
+            assert_eq!(v, 5.0, "a wrong committed offset");
+        }
+        if let Some(v) = s.value("kafka_consumergroup_hw_lag", &labels) {
+            assert_eq!(v, 0.0, "a wrong lag");
+        }
+    }
+    let after_election: Vec<(Instant, Scrape)> = scrapes
+        .into_iter()
+        .filter(|(at, _)| *at >= elected)
+        .collect();
+    let absent = absent_cycles(&after_election, |s| {
+        s.value("kafka_consumergroup_committed_offset", &labels)
+            .is_some()
+    });
+    let recovery = back.saturating_duration_since(elected);
+    eprintln!(
+        "group coordinator failover: broker 2 killed, broker {new_coordinator} coordinates the \
+         group after {:.1} s; committed offsets back {:.1} s after that; {absent} absent cycles \
+         after the election",
+        elected.duration_since(killed).as_secs_f64(),
+        recovery.as_secs_f64()
+    );
+    assert!(absent <= 1, "{absent} absent cycles after the election");
+    tokio::task::block_in_place(|| kafka_local(&["start", "2"]));
+    exporter.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rolling_restart_under_sampling() {
+    let _turn = exclusive();
+    require_three_brokers();
+    ensure_internal_topics().await;
+    let topic = unique("rolling");
+    create_replicated_topic(&topic, &[1, 2, 3]).await;
+    let group = tokio::task::block_in_place(|| {
+        for p in 0..3 {
+            send(&plain_producer(), &topic, p, 4);
+        }
+        let g = unique("rolling-group");
+        consume_all_and_commit(&g, &topic, 3, "read_committed");
+        g
+    });
+    let exporter = Exporter::start(&format!("^{topic}$"), &format!("^{group}$"), &[]).await;
+    exporter
+        .wait_for("every partition sampled", Duration::from_secs(30), |s| {
+            (s.series(
+                "kafka_consumergroup_committed_offset",
+                &[("topic", topic.as_str())],
+            )
+            .count()
+                == 3)
+                .then_some(())
+        })
+        .await;
+    let watch = Watch::start(exporter.addr, vec![topic.clone()]);
+    let mut recoveries = Vec::new();
+    for broker in 1..=BROKERS {
+        let b = broker.to_string();
+        tokio::task::block_in_place(|| kafka_local(&["restart", &b]));
+        let returned = Instant::now();
+        // Back within 2 cycles of its return: every partition's offsets and the group.
+        let back = exporter
+            .wait_for(
+                "every partition and the group back",
+                Duration::from_secs(30),
+                |s| {
+                    let all = (0..3).all(|p| {
+                        let p = p.to_string();
+                        s.value(
+                            "kafka_partition_high_watermark",
+                            &partition_labels(&topic, &p),
+                        ) == Some(4.0)
+                            && s.value(
+                                "kafka_consumergroup_committed_offset",
+                                &group_labels(&group, &topic, &p),
+                            ) == Some(4.0)
+                    });
+                    all.then(Instant::now)
+                },
+            )
+            .await;
+        recoveries.push((broker, back.saturating_duration_since(returned)));
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let scrapes = watch.finish().await;
+    assert_never_wrong(&scrapes, &topic, 3, (4, 4), (4, 4));
+    let absent: Vec<usize> = (0..3)
+        .map(|p| {
+            let p = p.to_string();
+            absent_cycles(&scrapes, |s| {
+                s.value(
+                    "kafka_partition_high_watermark",
+                    &partition_labels(&topic, &p),
+                )
+                .is_some()
+            })
+        })
+        .collect();
+    let absent_group = absent_cycles(&scrapes, |s| {
+        (0..3).all(|p| {
+            s.value(
+                "kafka_consumergroup_committed_offset",
+                &group_labels(&group, &topic, &p.to_string()),
+            )
+            .is_some()
+        })
+    });
+    let cycles = scrapes
+        .iter()
+        .filter_map(|(_, s)| cycle_of(s))
+        .collect::<BTreeSet<_>>()
+        .len();
+    eprintln!(
+        "rolling restart: {cycles} cycles; absent cycles per partition {absent:?}, of the \
+         group's offsets {absent_group}; back after each broker's return: {recoveries:?}"
+    );
+    for (broker, took) in &recoveries {
+        assert!(
+            *took <= Duration::from_secs(2) + Duration::from_millis(500),
+            "broker {broker}'s partitions back {took:?} after its return"
+        );
+    }
+    assert_cycles_within_deadline(&exporter.scrape().await);
+    exporter.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn blackholed_broker_fails_only_its_partitions() {
+    let _turn = exclusive();
+    require_three_brokers();
+    let topic = unique("blackhole");
+    create_replicated_topic(&topic, &[1, 2, 3]).await;
+    tokio::task::block_in_place(|| {
+        for p in 0..3 {
+            send(&plain_producer(), &topic, p, 3);
+        }
+    });
+    // Every broker advertises its PROXIED listener on port + 5, forwarded by a proxy of
+    // this test to port + 4; broker 3's proxy blackholes.
+    let mut proxies = Vec::new();
+    for b in 1..=BROKERS {
+        let base = first_port() + 10 * (b as u16 - 1);
+        let listen: SocketAddr = format!("127.0.0.1:{}", base + 5).parse().unwrap();
+        let upstream: SocketAddr = format!("127.0.0.1:{}", base + 4).parse().unwrap();
+        let proxy = Proxy::start_beside(listen, upstream).await;
+        proxy.set_mode(Mode::Forward);
+        proxies.push(proxy);
+    }
+    let proxied = (1..=BROKERS)
+        .map(|b| format!("127.0.0.1:{}", first_port() + 10 * (b as u16 - 1) + 5))
+        .collect::<Vec<_>>()
+        .join(",");
+    let exporter = Exporter::start(
+        &format!("^{topic}$"),
+        "^$",
+        &[(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS",
+            &proxied,
+        )],
+    )
+    .await;
+    const PARTITIONS: [&str; 3] = ["0", "1", "2"];
+    let hw = |p: usize| partition_labels(&topic, PARTITIONS[p]);
+    exporter
+        .wait_for("every partition sampled", Duration::from_secs(30), |s| {
+            (0..3)
+                .all(|p| s.value("kafka_partition_high_watermark", &hw(p)) == Some(3.0))
+                .then_some(())
+        })
+        .await;
+    proxies[2].set_mode(Mode::Blackhole);
+    proxies[2].cut_all();
+    let blackholed = Instant::now();
+    // New records on the partitions of the healthy brokers: fresh values must follow.
+    tokio::task::block_in_place(|| {
+        send(&plain_producer(), &topic, 0, 2);
+        send(&plain_producer(), &topic, 1, 2);
+    });
+    let fresh = exporter
+        .wait_for(
+            "the healthy brokers' partitions fresh while broker 3 is blackholed",
+            Duration::from_secs(20),
+            |s| {
+                (s.value("kafka_partition_high_watermark", &hw(0)) == Some(5.0)
+                    && s.value("kafka_partition_high_watermark", &hw(1)) == Some(5.0))
+                .then(Instant::now)
+            },
+        )
+        .await;
+    // And they stay fresh cycle after cycle.
+    let watch = Watch::start(exporter.addr, vec![topic.clone()]);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let scrapes = watch.finish().await;
+    let absent: Vec<usize> = (0..2)
+        .map(|p| {
+            absent_cycles(&scrapes, |s| {
+                s.value("kafka_partition_high_watermark", &hw(p)).is_some()
+            })
+        })
+        .collect();
+    eprintln!(
+        "blackholed broker 3: partitions of brokers 1 and 2 fresh {:.1} s after, absent cycles \
+         since {absent:?}",
+        fresh.duration_since(blackholed).as_secs_f64()
+    );
+    assert_eq!(absent, vec![0, 0], "healthy partitions went absent");
+    for (_, s) in &scrapes {
+        if let Some(v) = s.value("kafka_partition_high_watermark", &hw(2)) {
+            assert_eq!(v, 3.0, "a wrong HW for the blackholed broker's partition");
+        }
+    }
+    assert_cycles_within_deadline(&exporter.scrape().await);
+    exporter.stop().await;
+    drop(proxies);
+}
