@@ -399,8 +399,12 @@ pub fn render_index(
                     (true, "disagrees") => {
                         "<i>its id now belongs to another producer</i>".to_string()
                     }
-                    (true, "loading") => "<i>unknown: its coordinator is loading the transaction log</i>".to_string(),
-                    (true, "unavailable") => "<i>unknown: a broker that may coordinate it is unavailable</i>".to_string(),
+                    (true, "loading") => {
+                        "<i>unknown: its coordinator is loading the transaction log</i>".to_string()
+                    }
+                    (true, "unavailable") => {
+                        "<i>unknown: a broker that may coordinate it is unavailable</i>".to_string()
+                    }
                     (true, _) => "<i>unknown: the coordinator lookup failed</i>".to_string(),
                 };
                 let coordinator = match (t.coordinator, t.coordinator_broker) {
@@ -671,7 +675,10 @@ mod tests {
             json["partitions"][0]["transactions"][0]["coordinator"],
             "open"
         );
-        assert_eq!(json["partitions"][0]["transactions"][0]["coordinator_broker"], 2);
+        assert_eq!(
+            json["partitions"][0]["transactions"][0]["coordinator_broker"],
+            2
+        );
         assert!(json["partitions"][0]["transactions"][2]["coordinator_broker"].is_null());
         assert_eq!(json["partitions"][0]["blocked_groups"][0], hostile_group);
 

@@ -150,7 +150,9 @@ pub enum CoordinatorView {
     /// No coordinator listed it while this broker was loading transaction-log partitions
     /// (COORDINATOR_LOAD_IN_PROGRESS): a coordinator moved there and has not finished
     /// reading `__transaction_state`; until it has, open transactions cannot end.
-    Loading { broker: i32 },
+    Loading {
+        broker: i32,
+    },
     /// No coordinator listed it while some broker could not be asked (down, unreachable,
     /// or answering COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR): its coordinator may be
     /// the broker that did not answer.

@@ -241,7 +241,9 @@ impl Forensics {
                             CoordinatorView::Found(found)
                         }
                         Some(Lookup::NotFound) => CoordinatorView::NotFound,
-                        Some(Lookup::Loading(broker)) => CoordinatorView::Loading { broker: *broker },
+                        Some(Lookup::Loading(broker)) => {
+                            CoordinatorView::Loading { broker: *broker }
+                        }
                         Some(Lookup::Unavailable) => CoordinatorView::Unavailable,
                         None => CoordinatorView::Unknown,
                     };
@@ -358,7 +360,9 @@ impl Forensics {
                 Ok(answer) => {
                     for state in answer.transaction_states {
                         if let Some(error) = ResponseError::try_from_code(state.error_code) {
-                            if let Some(&producer) = producer_of.get(state.transactional_id.0.as_str()) {
+                            if let Some(&producer) =
+                                producer_of.get(state.transactional_id.0.as_str())
+                            {
                                 match error {
                                     ResponseError::CoordinatorLoadInProgress => {
                                         views.insert(producer, Lookup::Loading(broker));
