@@ -7,7 +7,7 @@
 //!   request planned per broker or coordinator: committed offsets, groups by protocol,
 //!   open transactions, record-batch reads.
 //! - [`wire`]: the plumbing of the exporter's own client: connections, the pool, TLS,
-//!   SASL/SCRAM, version negotiation, and the one message it encodes itself.
+//!   SASL/SCRAM, version negotiation, and the messages it encodes itself.
 //! - [`records`]: record-batch headers and what they say about lag (pure code).
 //!
 //! A sampler returns a [`RawSample`]: the offsets exactly as the broker reported them,

@@ -1,7 +1,8 @@
-//! Java clients from the broker's own kafka-clients artifact, run by the JDK's source
-//! launcher through `scripts/kafka-local tool`: a consumer group member of either
-//! protocol (tests/java/GroupMember.java) and a share group member
-//! (tests/java/ShareMember.java), and Kafka's kafka-configs tool for group configs.
+//! Java clients from the broker's own kafka-clients and kafka-streams artifacts, run by
+//! the JDK's source launcher through `scripts/kafka-local tool`: a consumer group member of
+//! either protocol (tests/java/GroupMember.java), a share group member
+//! (tests/java/ShareMember.java), a Kafka Streams application of the streams protocol
+//! (tests/java/StreamsApp.java), and Kafka's kafka-configs tool for group configs.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -143,6 +144,51 @@ impl ShareMember {
 }
 
 impl Drop for ShareMember {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One instance of tests/java/StreamsApp.java: a Kafka Streams application with
+/// `group.protocol=streams` copying `input` to `output`, its streams group named
+/// `application_id`.
+pub struct StreamsApp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl StreamsApp {
+    pub fn start(input: &str, output: &str, application_id: &str) -> StreamsApp {
+        let mut child = Command::new(repo_root().join("scripts/kafka-local"))
+            .args(["tool", "tests/java/StreamsApp.java"])
+            .args([&bootstrap(), input, output, application_id])
+            .current_dir(repo_root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Kafka Streams application");
+        let stdin = child.stdin.take();
+        StreamsApp { child, stdin }
+    }
+
+    /// Closes its standard input: it leaves the group, closes and exits.
+    pub fn stop(mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        panic!("the Kafka Streams application did not stop within 60 s");
+    }
+}
+
+impl Drop for StreamsApp {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -4,11 +4,10 @@
 //! ListGroups v5 goes to every broker (each answers for the groups it coordinates) and
 //! names each group's type and state. Each group is then described by its own protocol's
 //! API, batched per coordinator: DescribeGroups for classic groups, ConsumerGroupDescribe
-//! for consumer groups, ShareGroupDescribe for share groups. The classic API does not
-//! know the others (it reports a KIP-848 group with live members as Dead with none).
-//! Streams groups are not described (the `kafka-protocol` crate has no
-//! StreamsGroupDescribe): their state comes from ListGroups and their member count is
-//! absent.
+//! for consumer groups, ShareGroupDescribe for share groups, StreamsGroupDescribe for
+//! streams groups. The classic API does not know the others (it reports a KIP-848 group
+//! with live members as Dead with none). A coordinator without StreamsGroupDescribe
+//! leaves its streams groups with the state ListGroups reports and no member count.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -23,6 +22,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::kafka::wire::share_offsets::DescribeShareGroupOffsets;
+use crate::kafka::wire::streams_describe::StreamsGroupDescribe;
 use crate::kafka::wire::{Pool, WireError};
 use crate::kafka::{BrokerLag, CommittedOffset, RawGroup};
 
@@ -116,7 +116,10 @@ pub async fn list(
     // Describe each group by its protocol, one request per coordinator and protocol.
     let mut batches: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
     for l in listings.values() {
-        if matches!(l.group_type.as_str(), "classic" | "consumer" | "share") {
+        if matches!(
+            l.group_type.as_str(),
+            "classic" | "consumer" | "share" | "streams"
+        ) {
             batches
                 .entry((l.coordinator.as_str(), l.group_type.as_str()))
                 .or_default()
@@ -365,7 +368,7 @@ async fn describe(
         .iter()
         .map(|n| GroupId(StrBytes::from_string(n.to_string())))
         .collect();
-    // The three describe answers have the same shape; per group: id, error code, state,
+    // The four describe answers have the same shape; per group: id, error code, state,
     // member count.
     macro_rules! describe_with {
         ($request:expr, $api:literal) => {
@@ -396,10 +399,20 @@ async fn describe(
             request.group_ids = ids;
             describe_with!(request, "ConsumerGroupDescribe")
         }
-        _ => {
+        "share" => {
             let mut request = ShareGroupDescribeRequest::default();
             request.group_ids = ids;
             describe_with!(request, "ShareGroupDescribe")
+        }
+        _ => {
+            // Not an error: the broker predates the API (its streams groups keep their
+            // listed state).
+            let version = pool.version::<StreamsGroupDescribe>(addr, deadline).await;
+            if version.map_err(|e| e.to_string())?.is_none() {
+                return Ok((Vec::new(), None));
+            }
+            let request = StreamsGroupDescribe { group_ids: ids };
+            describe_with!(request, "StreamsGroupDescribe")
         }
     };
     let mut out = Vec::new();

@@ -1,7 +1,8 @@
 //! The plumbing of the exporter's own Kafka client, on the `kafka-protocol` crate: the
 //! connection, the pool, TLS, SASL ([`scram`]) and version negotiation. What is asked
-//! through it lives in [`super::ask`]; [`share_offsets`] is the one message it encodes
-//! itself (the crate lacks its newest version).
+//! through it lives in [`super::ask`]; [`share_offsets`] and [`streams_describe`] are the
+//! messages it encodes itself (the crate lacks the newest version of one, and the other
+//! entirely), with the field encodings of [`compact`].
 //!
 //! One connection per broker, opened on first use and kept between cycles; a request
 //! that fails or runs past its deadline closes its connection, so a half-read answer can
@@ -28,9 +29,11 @@ use tokio::net::TcpStream;
 
 use self::scram::ScramClient;
 
+mod compact;
 pub mod scram;
 mod security;
 pub mod share_offsets;
+pub mod streams_describe;
 
 use security::Sasl;
 pub use security::Security;
@@ -396,6 +399,8 @@ fn ours(key: i16) -> Option<(i16, i16)> {
         ShareGroupDescribeRequest::KEY => range::<ShareGroupDescribeRequest>(),
         // Encoded by this client, with the broker's lag (v1, KIP-1226).
         90 => range::<share_offsets::DescribeShareGroupOffsets>(),
+        // Encoded by this client: the crate has no StreamsGroupDescribe.
+        89 => range::<streams_describe::StreamsGroupDescribe>(),
         // v8 and v9 batch many groups in one request; v10 names topics by id.
         OffsetFetchRequest::KEY => (8, 9),
         // v13 names topics by id.

@@ -5,10 +5,14 @@
 //! epoch.
 
 use anyhow::{bail, Result};
-use bytes::Buf;
 use kafka_protocol::protocol::buf::{ByteBuf, ByteBufMut};
 use kafka_protocol::protocol::{
     Decodable, Encodable, HeaderVersion, Message, Request, VersionRange,
+};
+
+use super::compact::{
+    compact_array_len, compact_string, need, put_compact_string, put_unsigned_varint,
+    skip_tagged_fields,
 };
 
 /// A request for every topic-partition of each group.
@@ -72,75 +76,11 @@ impl Request for DescribeShareGroupOffsets {
     type Response = DescribeShareGroupOffsetsAnswer;
 }
 
-fn put_unsigned_varint<B: ByteBufMut>(buf: &mut B, mut value: u64) {
-    while value >= 0x80 {
-        buf.put_u8((value as u8) | 0x80);
-        value >>= 7;
-    }
-    buf.put_u8(value as u8);
-}
-
-fn unsigned_varint<B: ByteBuf>(buf: &mut B) -> Result<u64> {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        if !buf.has_remaining() {
-            bail!("varint runs past the end");
-        }
-        let byte = buf.get_u8();
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Ok(value);
-        }
-    }
-    bail!("varint longer than 10 bytes")
-}
-
-fn need<B: ByteBuf>(buf: &B, bytes: usize) -> Result<()> {
-    if buf.remaining() < bytes {
-        bail!("answer ends early");
-    }
-    Ok(())
-}
-
-/// A compact (nullable) string: length + 1 as a varint, 0 for null.
-fn compact_string<B: ByteBuf>(buf: &mut B) -> Result<Option<String>> {
-    let length = unsigned_varint(buf)?;
-    if length == 0 {
-        return Ok(None);
-    }
-    let length = (length - 1) as usize;
-    need(buf, length)?;
-    let bytes = buf.try_get_bytes(length)?;
-    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
-}
-
-/// A compact array's length (length + 1 as a varint), refusing lengths the remaining
-/// bytes cannot hold (each element takes at least one byte).
-fn compact_array_len<B: ByteBuf>(buf: &mut B) -> Result<usize> {
-    let length = unsigned_varint(buf)?.saturating_sub(1) as usize;
-    if length > buf.remaining() {
-        bail!("array of {length} elements in {} bytes", buf.remaining());
-    }
-    Ok(length)
-}
-
-fn skip_tagged_fields<B: ByteBuf>(buf: &mut B) -> Result<()> {
-    let count = unsigned_varint(buf)?;
-    for _ in 0..count {
-        let _tag = unsigned_varint(buf)?;
-        let size = unsigned_varint(buf)? as usize;
-        need(buf, size)?;
-        buf.advance(size);
-    }
-    Ok(())
-}
-
 impl Encodable for DescribeShareGroupOffsets {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, _version: i16) -> Result<()> {
         put_unsigned_varint(buf, self.groups.len() as u64 + 1);
         for group in &self.groups {
-            put_unsigned_varint(buf, group.len() as u64 + 1);
-            buf.put_slice(group.as_bytes());
+            put_compact_string(buf, group);
             put_unsigned_varint(buf, 0); // topics: null, every topic
             put_unsigned_varint(buf, 0); // no tagged fields
         }
