@@ -425,7 +425,7 @@ async fn request_plan_follows_leaders_and_coordinators() {
     let exporter = Binary::start(
         &[],
         &[
-            ("RUST_LOG", "kafka_lso_exporter=debug"),
+            ("RUST_LOG", "kafka_lso_exporter=debug,librdkafka=debug"),
             ("KAFKA_LSO_EXPORTER_INTERVAL", "1s"),
             ("KAFKA_LSO_EXPORTER_CLUSTERS__0__NAME", "test"),
             (
@@ -474,6 +474,7 @@ async fn request_plan_follows_leaders_and_coordinators() {
         *plan.entry((api.to_string(), broker)).or_default() += 1;
     }
     eprintln!("requests in one cycle, by API and broker: {plan:?}");
+    std::fs::write("/tmp/plan-cycle.log", cycle).ok();
     let on = |api: &str| -> BTreeMap<i32, u32> {
         plan.iter()
             .filter(|((a, _), _)| a == api)
