@@ -29,6 +29,8 @@ WORKDIR /src
 # rebuilt only when Cargo.toml, Cargo.lock or build.rs change. The benchmark declared in
 # Cargo.toml is not built; its placeholder only satisfies the manifest.
 COPY Cargo.toml Cargo.lock build.rs ./
+# The patched kafka-protocol (see vendor/kafka-protocol/PATCHED.md).
+COPY vendor vendor
 RUN mkdir -p src bench \
  && echo 'fn main() {}' > src/main.rs \
  && touch src/lib.rs \

@@ -820,3 +820,189 @@ fn filter(raw: &RawFilter) -> Result<NameFilter, (&'static str, String)> {
     }
     NameFilter::new(&raw.include, &raw.exclude).map_err(|e| ("include", e.to_string()))
 }
+
+/// Property tests: any config file, environment and flags give a config or an error,
+/// never a panic.
+#[cfg(test)]
+mod hostile {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Writes `text` to a file of its own and loads it with `env` and `overrides`.
+    fn load_text(
+        text: &str,
+        env: Vec<(String, String)>,
+        overrides: &Overrides,
+    ) -> Result<Config, ConfigError> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "kafka-lso-exporter-hostile-{}-{}.toml",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, text).unwrap();
+        let loaded = Config::load(Some(&path), env, overrides);
+        let _ = std::fs::remove_file(&path);
+        loaded
+    }
+
+    const KEYS: &[&str] = &[
+        "listen",
+        "interval",
+        "timeout",
+        "log_format",
+        "log_level",
+        "clusters",
+        "0",
+        "1",
+        "18446744073709551615",
+        "name",
+        "bootstrap_servers",
+        "topics",
+        "groups",
+        "include",
+        "exclude",
+        "client",
+        "client_files",
+        "max_series",
+        "priority_groups",
+        "transactions",
+        "hanging_margin",
+        "read_records",
+        "read_window",
+        "sasl.password",
+        "",
+    ];
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => prop::sample::select(KEYS).prop_map(str::to_string),
+            1 => "[a-z_.0-9]{1,8}",
+        ]
+    }
+
+    /// A TOML value of any type, or one that looks like what the key wants.
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<bool>().prop_map(|b| b.to_string()),
+            "[ -~]{0,12}".prop_map(|s| format!("{s:?}")),
+            prop::sample::select(
+                &[
+                    "\"15s\"",
+                    "\"0s\"",
+                    "\"99999999999999999999h\"",
+                    "\"1h 1ns\"",
+                    "\"[\"",
+                    "\"(\"",
+                    "\"a{99999}{99999}\"",
+                    "\"host:9092\"",
+                    "\"::1\"",
+                    "\"0.0.0.0:0\"",
+                    "[]",
+                    "[\"^a\", \"(\"]",
+                    "[1, true]",
+                    "{}",
+                    "{ include = [] }",
+                    "\"json\"",
+                    "\"trace,x=off\"",
+                    "\"x=\"",
+                    "100000",
+                    "100001",
+                    "-1",
+                    "99",
+                ][..]
+            )
+            .prop_map(str::to_string),
+        ]
+    }
+
+    /// A config file of `[section]` headers and `key = value` lines, in any order.
+    fn toml_file() -> impl Strategy<Value = String> {
+        let line = prop_oneof![
+            3 => (key(), value()).prop_map(|(k, v)| format!("{k:?} = {v}")),
+            1 => prop::collection::vec(key(), 1..4).prop_map(|path| {
+                let path: Vec<String> = path.iter().map(|k| format!("{k:?}")).collect();
+                format!("[{}]", path.join("."))
+            }),
+            1 => Just("[[clusters]]".to_string()),
+        ];
+        prop::collection::vec(line, 0..12).prop_map(|lines| lines.join("\n"))
+    }
+
+    fn env_var() -> impl Strategy<Value = (String, String)> {
+        (
+            prop::collection::vec(key(), 1..5),
+            prop_oneof![value(), "[ -~]{0,12}"],
+        )
+            .prop_map(|(path, value)| {
+                let path: Vec<String> = path.iter().map(|k| k.to_ascii_uppercase()).collect();
+                (format!("{ENV_PREFIX}{}", path.join("__")), value)
+            })
+    }
+
+    fn overrides() -> impl Strategy<Value = Overrides> {
+        let flag = || prop::option::of(prop_oneof![value(), "[ -~]{0,12}"]);
+        (flag(), flag(), flag(), flag(), flag(), flag(), flag()).prop_map(
+            |(
+                listen,
+                interval,
+                timeout,
+                log_format,
+                log_level,
+                bootstrap_servers,
+                cluster_name,
+            )| {
+                Overrides {
+                    listen,
+                    interval,
+                    timeout,
+                    log_format,
+                    log_level,
+                    bootstrap_servers,
+                    cluster_name,
+                }
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(crate::hostile::config(300))]
+
+        #[test]
+        fn arbitrary_text(text in "\\PC{0,200}") {
+            let _ = load_text(&text, Vec::new(), &Overrides::default());
+        }
+
+        #[test]
+        fn files_env_and_flags_of_any_values(
+            text in toml_file(),
+            env in prop::collection::vec(env_var(), 0..6),
+            overrides in overrides(),
+        ) {
+            let _ = load_text(&text, env, &overrides);
+        }
+
+        /// The properties above would pass on a loader that refuses everything.
+        #[test]
+        fn a_sound_config_in_any_layer_loads(
+            name in "[a-z][a-z0-9-]{0,10}",
+            port in 1..65535u16,
+            in_env in any::<bool>(),
+        ) {
+            let servers = format!("kafka-0:{port}");
+            let (text, env) = if in_env {
+                (String::new(), vec![
+                    (format!("{ENV_PREFIX}CLUSTERS__0__NAME"), name.clone()),
+                    (format!("{ENV_PREFIX}CLUSTERS__0__BOOTSTRAP_SERVERS"), servers.clone()),
+                ])
+            } else {
+                (format!("[[clusters]]\nname = {name:?}\nbootstrap_servers = {servers:?}\n"), Vec::new())
+            };
+            let config = load_text(&text, env, &Overrides::default()).unwrap();
+            prop_assert_eq!(&config.clusters[0].name, &name);
+            prop_assert_eq!(&config.clusters[0].bootstrap_servers, &servers);
+        }
+    }
+}

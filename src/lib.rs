@@ -15,6 +15,9 @@ pub mod scheduler;
 pub mod snapshot;
 pub mod web;
 
+#[cfg(test)]
+mod hostile;
+
 use std::future::Future;
 use std::sync::Arc;
 

@@ -1026,3 +1026,148 @@ async fn accept_error(error: io::Error) {
     tracing::error!("accept error: {error}");
     tokio::time::sleep(Duration::from_secs(1)).await;
 }
+
+/// Property tests: any web config file loads or is refused with an error, never a
+/// panic; so is any `Authorization` header a client sends.
+#[cfg(test)]
+mod hostile {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn load_text(text: &str) -> Result<WebConfig, WebConfigError> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "kafka-lso-exporter-hostile-web-{}-{}.yml",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, text).unwrap();
+        let loaded = WebConfig::load(&path);
+        let _ = std::fs::remove_file(&path);
+        loaded
+    }
+
+    const KEYS: &[&str] = &[
+        "tls_server_config",
+        "http_server_config",
+        "basic_auth_users",
+        "rate_limit",
+        "cert",
+        "key",
+        "client_ca",
+        "cert_file",
+        "key_file",
+        "client_auth_type",
+        "client_ca_file",
+        "client_allowed_sans",
+        "min_version",
+        "max_version",
+        "cipher_suites",
+        "prefer_server_cipher_suites",
+        "curve_preferences",
+        "http2",
+        "headers",
+        "Strict-Transport-Security",
+        "X-Frame-Options",
+        "interval",
+        "burst",
+        "alice",
+    ];
+
+    fn scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| n.to_string()),
+            any::<bool>().prop_map(|b| b.to_string()),
+            "[ -~]{0,16}".prop_map(|s| format!("{s:?}")),
+            prop::sample::select(
+                &[
+                    "~",
+                    "\"\"",
+                    "1s",
+                    "0s",
+                    "99999999999999999999h",
+                    "-1s",
+                    "TLS12",
+                    "TLS13",
+                    "RequireAndVerifyClientCert",
+                    "deny",
+                    "\"$2y$10$abcdefghijklmnopqrstuu\"",
+                    "\"-----BEGIN CERTIFICATE-----\\nAAAA\\n-----END CERTIFICATE-----\\n\"",
+                    "\"-----BEGIN PRIVATE KEY-----\\nAAAA\\n-----END PRIVATE KEY-----\\n\"",
+                    "[]",
+                    "{}",
+                    "[TLS_AES_128_GCM_SHA256]",
+                    "[X25519, P-999]",
+                    "&a x",
+                    "*a",
+                ][..]
+            )
+            .prop_map(str::to_string),
+        ]
+    }
+
+    /// A YAML document nesting the web config's keys to depth three, with any values.
+    fn yaml() -> impl Strategy<Value = String> {
+        let key = || {
+            prop_oneof![
+                4 => prop::sample::select(KEYS).prop_map(str::to_string),
+                1 => "[a-z_]{1,6}",
+            ]
+        };
+        let leaf = (key(), scalar()).prop_map(|(k, v)| vec![format!("{k}: {v}")]);
+        let tree = leaf.prop_recursive(2, 12, 4, move |inner| {
+            (key(), prop::collection::vec(inner, 0..4)).prop_map(|(k, children)| {
+                let mut lines = vec![format!("{k}:")];
+                for line in children.into_iter().flatten() {
+                    lines.push(format!("  {line}"));
+                }
+                lines
+            })
+        });
+        prop::collection::vec(tree, 0..5)
+            .prop_map(|trees| trees.into_iter().flatten().collect::<Vec<_>>().join("\n"))
+    }
+
+    proptest! {
+        #![proptest_config(crate::hostile::config(300))]
+
+        #[test]
+        fn arbitrary_text(text in "\\PC{0,200}") {
+            let _ = load_text(&text);
+        }
+
+        #[test]
+        fn documents_of_any_values(text in yaml()) {
+            let _ = load_text(&text);
+        }
+
+        /// The properties above would pass on a loader that refuses everything.
+        #[test]
+        fn a_sound_config_loads(burst in 1..1000u32, millis in 1..100_000u64) {
+            static HASH: OnceLock<String> = OnceLock::new();
+            let hash = HASH.get_or_init(|| bcrypt::hash("pencil", 4).unwrap());
+            let text = format!(
+                "basic_auth_users:\n  alice: {hash}\nrate_limit:\n  interval: {millis}ms\n  burst: {burst}\n"
+            );
+            let config = load_text(&text).unwrap();
+            prop_assert_eq!(config.basic_auth_users(), 1);
+        }
+
+        #[test]
+        fn authorization_headers(value in prop::collection::vec(any::<u8>(), 0..80), basic in any::<bool>()) {
+            let mut value = value;
+            if basic {
+                let mut prefixed = b"Basic ".to_vec();
+                prefixed.extend(base64::engine::general_purpose::STANDARD.encode(&value).into_bytes());
+                value = prefixed;
+            }
+            if let Ok(value) = HeaderValue::from_bytes(&value) {
+                let mut headers = HeaderMap::new();
+                headers.insert(AUTHORIZATION, value);
+                let _ = basic_credentials(&headers);
+            }
+        }
+    }
+}

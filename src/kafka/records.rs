@@ -77,6 +77,16 @@ pub fn parse_batches(mut bytes: &[u8]) -> Result<Vec<Batch>, String> {
                 "record batch at offset {base_offset} has a negative offset delta or record count"
             ));
         }
+        // Offsets run from 0 to i64::MAX - 1; the extent adds 1 to the last one.
+        let last_offset = base_offset
+            .checked_add(i64::from(last_offset_delta))
+            .filter(|last| base_offset >= 0 && *last < i64::MAX)
+            .ok_or_else(|| {
+                format!(
+                    "record batch at offset {base_offset} with last offset delta \
+                     {last_offset_delta} is outside the log"
+                )
+            })?;
         let control = if attributes & (1 << 5) != 0 {
             if attributes & 0x7 != 0 {
                 return Err(format!(
@@ -103,7 +113,7 @@ pub fn parse_batches(mut bytes: &[u8]) -> Result<Vec<Batch>, String> {
         };
         batches.push(Batch {
             base_offset,
-            last_offset: base_offset.saturating_add(i64::from(last_offset_delta)),
+            last_offset,
             record_count,
             first_timestamp: i64_at(27),
             max_timestamp: i64_at(35),
@@ -202,10 +212,13 @@ impl Entry {
         if from <= self.base_offset || self.last_offset == self.base_offset {
             return self.first_timestamp;
         }
-        let span = (self.max_timestamp - self.first_timestamp).max(0) as i128;
-        let position = i128::from(from - self.base_offset);
+        // In i128: the timestamps are the producer's, any two i64 values.
+        let first = i128::from(self.first_timestamp);
+        let span = (i128::from(self.max_timestamp) - first).max(0);
+        let position = i128::from(from.min(self.last_offset) - self.base_offset);
         let width = i128::from(self.last_offset - self.base_offset);
-        self.first_timestamp + (span * position / width) as i64
+        // Between the first and the largest timestamp, so within i64.
+        (first + span * position / width) as i64
     }
 }
 
@@ -366,12 +379,16 @@ impl LogExtent {
         let mut exact = true;
         let lo = from.max(self.from);
         let hi = bound.min(self.to);
+        // Offsets come from the broker: saturating, so that absurd ones (a committed
+        // offset of i64::MIN) give a huge count rather than an overflow.
         if from < self.from {
-            count += self.from.min(bound) - from;
+            count = self.from.min(bound).saturating_sub(from);
             exact = false;
         }
         if bound > self.to {
-            count += bound - self.to.max(from);
+            count = bound
+                .saturating_sub(self.to.max(from))
+                .saturating_add(count);
             exact = false;
         }
         if lo < hi {
@@ -393,7 +410,7 @@ impl LogExtent {
                 };
                 if counted {
                     let (n, n_exact) = entry.records_in(lo, hi);
-                    count += n;
+                    count = count.saturating_add(n);
                     exact &= n_exact;
                 }
             }
@@ -494,7 +511,9 @@ pub(crate) mod tests {
         out.push(2);
         out.extend_from_slice(&0u32.to_be_bytes()); // crc (not checked)
         out.extend_from_slice(&attributes.to_be_bytes());
-        out.extend_from_slice(&((batch.last_offset - batch.base_offset) as i32).to_be_bytes());
+        out.extend_from_slice(
+            &(batch.last_offset.wrapping_sub(batch.base_offset) as i32).to_be_bytes(),
+        );
         out.extend_from_slice(&batch.first_timestamp.to_be_bytes());
         out.extend_from_slice(&batch.max_timestamp.to_be_bytes());
         out.extend_from_slice(&batch.producer_id.to_be_bytes());
@@ -707,5 +726,247 @@ pub(crate) mod tests {
         assert_eq!(log.receivable(6, 11, false), (4, true));
         log.trim_before(100);
         assert_eq!((log.from(), log.batches()), (11, 0));
+    }
+}
+
+/// Property tests: whatever bytes a broker sends as a partition's records, parsing
+/// them and using what was parsed returns errors or numbers, never a panic.
+#[cfg(test)]
+mod hostile {
+    use super::tests::encode_batch;
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_marker() -> impl Strategy<Value = Option<Marker>> {
+        prop_oneof![
+            3 => Just(None),
+            1 => Just(Some(Marker::Commit)),
+            1 => Just(Some(Marker::Abort)),
+            1 => Just(Some(Marker::Other)),
+        ]
+    }
+
+    /// A batch header with any values, offsets and timestamps included.
+    fn any_batch() -> impl Strategy<Value = Batch> {
+        (
+            prop_oneof![any::<i64>(), 0..1_000_000i64],
+            prop_oneof![any::<i32>(), 0..10i32],
+            0..4i32,
+            (any::<i64>(), any::<i64>()),
+            (any::<bool>(), any::<bool>()),
+            any_marker(),
+            -1..5i64,
+        )
+            .prop_map(
+                |(base, delta, count, (first, max), (append_time, txn), control, pid)| Batch {
+                    base_offset: base,
+                    last_offset: base.wrapping_add(i64::from(delta)),
+                    record_count: count,
+                    first_timestamp: first,
+                    max_timestamp: max,
+                    log_append_time: append_time,
+                    transactional: txn,
+                    control,
+                    producer_id: pid,
+                },
+            )
+    }
+
+    /// A batch as a healthy broker writes it: offsets from 0, within what Kafka allows.
+    fn valid_batch() -> impl Strategy<Value = Batch> {
+        (
+            0..1_000_000i64,
+            1..4i32,
+            any::<bool>(),
+            any_marker(),
+            0..5i64,
+        )
+            .prop_map(|(base, count, append_time, control, pid)| Batch {
+                base_offset: base,
+                last_offset: base + i64::from(count) - 1,
+                record_count: count,
+                first_timestamp: 1_700_000_000_000,
+                max_timestamp: 1_700_000_000_000 + i64::from(count),
+                log_append_time: append_time,
+                transactional: control.is_some(),
+                control,
+                producer_id: pid,
+            })
+    }
+
+    /// Uses parsed batches as the exporter does: appended to an extent (with an aborted
+    /// list and an LSO), then asked for lags, first records, and trimmed.
+    fn exercise(batches: &[Batch], offsets: [i64; 4], aborted: &[(i64, i64)]) {
+        let [start, from, bound, trim] = offsets;
+        for batch in batches {
+            // What reads.rs relies on to compute where an answer ends.
+            assert!(batch.base_offset >= 0, "{batch:?}");
+            assert!(batch.last_offset >= batch.base_offset, "{batch:?}");
+            assert!(batch.last_offset < i64::MAX, "{batch:?}");
+        }
+        let end = batches.last().map_or(start, |b| b.last_offset + 1);
+        for committed in [None, Some((aborted, bound))] {
+            let mut extent = LogExtent::new(start);
+            extent.append(batches, end, committed);
+            for committed_only in [false, true] {
+                let (count, _) = extent.receivable(from, bound, committed_only);
+                assert!(count >= 0, "{count}");
+                extent.first_receivable(from, bound, committed_only);
+            }
+            extent.trim_before(trim);
+            extent.receivable(from, bound, true);
+            extent.first_receivable(from, bound, true);
+        }
+    }
+
+    fn any_offsets() -> impl Strategy<Value = [i64; 4]> {
+        prop::array::uniform4(prop_oneof![any::<i64>(), -2..1_000_010i64])
+    }
+
+    /// Found by `arbitrary_bytes` and `truncated_and_bit_flipped_batches`: offsets far
+    /// on both sides of an extent overflowed the count of offsets outside it.
+    #[test]
+    fn receivable_far_outside_the_extent_saturates() {
+        let extent = LogExtent::new(0);
+        for (from, bound) in [
+            (-3217614430978019752, 6005757605876756056),
+            (-2050809373503837023, 7172562663350938785),
+        ] {
+            assert_eq!(extent.receivable(from, bound, false), (i64::MAX, false));
+        }
+    }
+
+    /// Found by `batches_with_any_header_values`: a largest timestamp far below the
+    /// first overflowed their difference.
+    #[test]
+    fn timestamps_of_any_order_interpolate_without_overflow() {
+        let batch = Batch {
+            base_offset: 0,
+            last_offset: 462023,
+            record_count: 0,
+            first_timestamp: 1962018557276666067,
+            max_timestamp: -7261353479578109742,
+            log_append_time: false,
+            transactional: false,
+            control: None,
+            producer_id: 0,
+        };
+        let parsed = parse_batches(&encode_batch(&batch)).unwrap();
+        let mut extent = LogExtent::new(0);
+        extent.append(&parsed, 462024, None);
+        assert_eq!(
+            extent.first_receivable(1, 2, false),
+            FirstRecord::At(1962018557276666067)
+        );
+        // In order, the interpolation is unchanged.
+        let batch = Batch {
+            first_timestamp: 1_000,
+            max_timestamp: 1_100,
+            last_offset: 10,
+            ..batch
+        };
+        let mut extent = LogExtent::new(0);
+        extent.append(&[batch], 11, None);
+        assert_eq!(
+            extent.first_receivable(5, 11, false),
+            FirstRecord::At(1_050)
+        );
+    }
+
+    /// Found by `batches_with_any_header_values`: a batch at offset -1 was kept, and one
+    /// ending at i64::MAX would overflow where the next read starts.
+    #[test]
+    fn batches_outside_the_log_are_refused() {
+        let at_minus_one = Batch {
+            base_offset: -1,
+            last_offset: -1,
+            record_count: 0,
+            first_timestamp: 0,
+            max_timestamp: 0,
+            log_append_time: false,
+            transactional: false,
+            control: None,
+            producer_id: 0,
+        };
+        let error = parse_batches(&encode_batch(&at_minus_one)).unwrap_err();
+        assert!(error.contains("outside the log"), "{error}");
+        let at_the_end = Batch {
+            base_offset: i64::MAX - 1,
+            last_offset: i64::MAX,
+            ..at_minus_one
+        };
+        assert!(parse_batches(&encode_batch(&at_the_end)).is_err());
+        let last_possible = Batch {
+            base_offset: i64::MAX - 2,
+            last_offset: i64::MAX - 1,
+            ..at_minus_one
+        };
+        assert_eq!(
+            parse_batches(&encode_batch(&last_possible)),
+            Ok(vec![last_possible])
+        );
+    }
+
+    proptest! {
+        #![proptest_config(crate::hostile::config(1000))]
+
+        #[test]
+        fn arbitrary_bytes(
+            bytes in prop::collection::vec(any::<u8>(), 0..400),
+            offsets in any_offsets(),
+        ) {
+            if let Ok(batches) = parse_batches(&bytes) {
+                exercise(&batches, offsets, &[]);
+            }
+        }
+
+        #[test]
+        fn batches_with_any_header_values(
+            batches in prop::collection::vec(any_batch(), 1..5),
+            offsets in any_offsets(),
+            aborted in prop::collection::vec((-1..5i64, any::<i64>()), 0..3),
+        ) {
+            let bytes: Vec<u8> = batches.iter().flat_map(encode_batch).collect();
+            if let Ok(parsed) = parse_batches(&bytes) {
+                exercise(&parsed, offsets, &aborted);
+            }
+        }
+
+        #[test]
+        fn truncated_and_bit_flipped_batches(
+            batches in prop::collection::vec(valid_batch(), 1..5),
+            cut in any::<prop::sample::Index>(),
+            flips in prop::collection::vec((any::<prop::sample::Index>(), 0..8u8), 0..4),
+            offsets in any_offsets(),
+        ) {
+            let mut bytes: Vec<u8> = batches.iter().flat_map(encode_batch).collect();
+            bytes.truncate(cut.index(bytes.len() + 1));
+            for (at, bit) in &flips {
+                if !bytes.is_empty() {
+                    let at = at.index(bytes.len());
+                    bytes[at] ^= 1 << bit;
+                }
+            }
+            if let Ok(parsed) = parse_batches(&bytes) {
+                exercise(&parsed, offsets, &[]);
+            }
+        }
+
+        /// The property above would pass on a parser that rejects everything: whole,
+        /// untouched batches must come back as they were written.
+        #[test]
+        fn valid_batches_round_trip(
+            mut batches in prop::collection::vec(valid_batch(), 1..5),
+        ) {
+            let mut next = 0;
+            for batch in &mut batches {
+                let count = batch.last_offset - batch.base_offset;
+                batch.base_offset += next;
+                batch.last_offset = batch.base_offset + count;
+                next = batch.last_offset + 1;
+            }
+            let bytes: Vec<u8> = batches.iter().flat_map(encode_batch).collect();
+            prop_assert_eq!(parse_batches(&bytes), Ok(batches));
+        }
     }
 }

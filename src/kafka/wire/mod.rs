@@ -235,23 +235,14 @@ impl Connection {
     }
 
     async fn read_frame(&mut self) -> Result<Bytes, WireError> {
-        let mut length = [0u8; 4];
-        self.stream
-            .read_exact(&mut length)
-            .await
-            .map_err(|e| self.io_error(e))?;
-        let length = i32::from_be_bytes(length);
-        if length < 0 || length as usize > MAX_FRAME {
-            return Err(self.protocol_error(format!(
-                "frame of {length} bytes (is this a Kafka port, and is security.protocol right?)"
-            )));
+        match read_frame(&mut self.stream, MAX_FRAME).await {
+            Ok(body) => Ok(Bytes::from(body)),
+            Err(FrameError::Io(e)) => Err(self.io_error(e)),
+            Err(FrameError::Size(length)) => Err(self.protocol_error(format!(
+                "frame of {length} bytes, over the limit of {MAX_FRAME} \
+                 (is this a Kafka port, and is security.protocol right?)"
+            ))),
         }
-        let mut body = vec![0u8; length as usize];
-        self.stream
-            .read_exact(&mut body)
-            .await
-            .map_err(|e| self.io_error(e))?;
-        Ok(Bytes::from(body))
     }
 
     /// ApiVersions v3 (see [`decode_api_versions`] for older brokers).
@@ -361,6 +352,53 @@ impl Connection {
             reason,
         }
     }
+}
+
+/// Why a frame could not be read.
+#[derive(Debug)]
+enum FrameError {
+    Io(io::Error),
+    /// The length prefix is negative or over the limit.
+    Size(i32),
+}
+
+/// Bytes read ahead of a frame's arrival: a broker that announces a large frame and
+/// sends less costs what it sent, not what it announced.
+const FRAME_CHUNK: usize = 64 * 1024;
+
+/// Reads one size-prefixed frame: a big-endian int32 length, then that many bytes. A
+/// length outside `0..=max` is refused before anything is allocated for it.
+async fn read_frame<S: AsyncRead + Unpin + ?Sized>(
+    stream: &mut S,
+    max: usize,
+) -> Result<Vec<u8>, FrameError> {
+    let mut length = [0u8; 4];
+    stream
+        .read_exact(&mut length)
+        .await
+        .map_err(FrameError::Io)?;
+    let length = i32::from_be_bytes(length);
+    let size = match usize::try_from(length) {
+        Ok(size) if size <= max => size,
+        _ => return Err(FrameError::Size(length)),
+    };
+    // Grows by at most what has arrived (doubling), never past the announced size.
+    let mut body = Vec::new();
+    while body.len() < size {
+        let start = body.len();
+        let want = (size - start).min(start.max(FRAME_CHUNK));
+        body.reserve_exact(want);
+        body.resize(start + want, 0);
+        let read = stream
+            .read(&mut body[start..])
+            .await
+            .map_err(FrameError::Io)?;
+        body.truncate(start + read);
+        if read == 0 {
+            return Err(FrameError::Io(io::ErrorKind::UnexpectedEof.into()));
+        }
+    }
+    Ok(body)
 }
 
 /// An ApiVersions v3 answer. A broker older than Kafka 2.4 answers that version with
@@ -642,6 +680,222 @@ mod tests {
         ] {
             let reason = Security::from_properties(&properties(&pairs)).unwrap_err();
             assert!(reason.contains(expected), "{pairs:?}: {reason}");
+        }
+    }
+}
+
+/// Property tests: a broker (or whatever answers on its port) may send any bytes; the
+/// frame reader and every answer this client decodes return errors, never panic, and
+/// allocate in proportion to what arrived.
+#[cfg(test)]
+mod hostile {
+    use super::*;
+    use futures_util::FutureExt as _;
+    use kafka_protocol::messages::*;
+    use proptest::prelude::*;
+    use std::task::{Context, Poll};
+
+    /// Hands out its bytes in the given chunk sizes and remembers how large a buffer
+    /// the reader offered while `delivered` bytes had arrived.
+    struct Trickle {
+        bytes: Vec<u8>,
+        at: usize,
+        chunks: Vec<usize>,
+        offers: Vec<(usize, usize)>,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let this = &mut *self;
+            this.offers.push((buf.remaining(), this.at));
+            let chunk = this.chunks.pop().unwrap_or(usize::MAX).max(1);
+            let n = chunk.min(buf.remaining()).min(this.bytes.len() - this.at);
+            buf.put_slice(&this.bytes[this.at..this.at + n]);
+            this.at += n;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    fn any_length() -> impl Strategy<Value = i32> {
+        prop_oneof![
+            any::<i32>(),
+            0..300i32,
+            Just(MAX_FRAME as i32),
+            Just(MAX_FRAME as i32 + 1),
+            Just(i32::MAX),
+            Just(-1),
+        ]
+    }
+
+    /// Decodes `body` as a `T` at every version in `versions`; only errors may come out.
+    fn decode_all<T: Decodable>(body: &[u8], versions: (i16, i16)) {
+        for version in versions.0..=versions.1 {
+            let _ = T::decode(&mut Bytes::copy_from_slice(body), version);
+        }
+    }
+
+    /// The versions this client may receive `R`'s answer in.
+    fn versions<R: Request>() -> (i16, i16) {
+        ours(R::KEY).expect("an API this client uses")
+    }
+
+    /// Decodes `body` as every answer this client decodes, as [`Connection`] does.
+    fn decode_every_answer(body: &[u8]) {
+        let _ = decode_api_versions(Bytes::copy_from_slice(body));
+        for header in [0, 1] {
+            let _ = ResponseHeader::decode(&mut Bytes::copy_from_slice(body), header);
+        }
+        decode_all::<SaslHandshakeResponse>(body, versions::<SaslHandshakeRequest>());
+        decode_all::<SaslAuthenticateResponse>(body, versions::<SaslAuthenticateRequest>());
+        decode_all::<DescribeProducersResponse>(body, versions::<DescribeProducersRequest>());
+        decode_all::<ListTransactionsResponse>(body, versions::<ListTransactionsRequest>());
+        decode_all::<DescribeTransactionsResponse>(body, versions::<DescribeTransactionsRequest>());
+        decode_all::<DescribeConfigsResponse>(body, versions::<DescribeConfigsRequest>());
+        decode_all::<FindCoordinatorResponse>(body, versions::<FindCoordinatorRequest>());
+        decode_all::<ListGroupsResponse>(body, versions::<ListGroupsRequest>());
+        decode_all::<DescribeGroupsResponse>(body, versions::<DescribeGroupsRequest>());
+        decode_all::<ConsumerGroupDescribeResponse>(
+            body,
+            versions::<ConsumerGroupDescribeRequest>(),
+        );
+        decode_all::<ShareGroupDescribeResponse>(body, versions::<ShareGroupDescribeRequest>());
+        decode_all::<OffsetFetchResponse>(body, versions::<OffsetFetchRequest>());
+        decode_all::<FetchResponse>(body, versions::<FetchRequest>());
+        decode_all::<share_offsets::DescribeShareGroupOffsetsAnswer>(
+            body,
+            versions::<share_offsets::DescribeShareGroupOffsets>(),
+        );
+    }
+
+    /// Encodings of answers a broker really sends, to bit-flip: one of each type, at
+    /// its highest version here, with a few elements in its arrays.
+    fn valid_answers() -> Vec<Vec<u8>> {
+        fn encode<T: Encodable>(answer: T, version: i16) -> Vec<u8> {
+            let mut out = BytesMut::new();
+            answer.encode(&mut out, version).expect("encodable");
+            out.to_vec()
+        }
+        let mut fetch = FetchResponse::default();
+        let mut topic = fetch_response::FetchableTopicResponse::default();
+        topic.topic = TopicName(StrBytes::from_static_str("orders"));
+        let mut partition = fetch_response::PartitionData::default();
+        partition.records = Some(Bytes::from_static(&[0; 70]));
+        let mut aborted = fetch_response::AbortedTransaction::default();
+        aborted.producer_id = ProducerId(7);
+        partition.aborted_transactions = Some(vec![aborted]);
+        topic.partitions = vec![partition.clone(), partition];
+        fetch.responses = vec![topic];
+        let mut producers = DescribeProducersResponse::default();
+        let mut topic = describe_producers_response::TopicResponse::default();
+        let mut partition = describe_producers_response::PartitionResponse::default();
+        partition.active_producers = vec![Default::default(), Default::default()];
+        topic.partitions = vec![partition];
+        producers.topics = vec![topic];
+        let mut offsets = OffsetFetchResponse::default();
+        let mut group = offset_fetch_response::OffsetFetchResponseGroup::default();
+        let mut topic = offset_fetch_response::OffsetFetchResponseTopics::default();
+        topic.partitions = vec![Default::default(), Default::default()];
+        group.topics = vec![topic];
+        offsets.groups = vec![group];
+        let mut groups = DescribeGroupsResponse::default();
+        let mut group = describe_groups_response::DescribedGroup::default();
+        group.members = vec![Default::default()];
+        groups.groups = vec![group];
+        let mut list = ListGroupsResponse::default();
+        list.groups = vec![Default::default(), Default::default()];
+        let mut api_versions = ApiVersionsResponse::default();
+        api_versions.api_keys = vec![Default::default(), Default::default()];
+        vec![
+            encode(fetch, 12),
+            encode(producers, 0),
+            encode(offsets, 9),
+            encode(groups, 5),
+            encode(list, 5),
+            encode(api_versions, 3),
+        ]
+    }
+
+    /// Found by `answers_of_arbitrary_bytes`: an array length read from these bytes made
+    /// the unpatched kafka-protocol allocate 98,861,466,000 bytes and abort the process.
+    #[test]
+    fn arbitrary_bytes_that_aborted_the_decoder() {
+        const BODY: [u8; 70] = [
+            114, 157, 205, 214, 49, 26, 226, 174, 47, 244, 5, 121, 228, 140, 144, 92, 158, 9, 163,
+            58, 106, 84, 48, 200, 249, 244, 244, 84, 176, 146, 123, 22, 178, 76, 167, 216, 51, 175,
+            49, 194, 167, 246, 254, 211, 101, 142, 117, 112, 106, 81, 220, 170, 44, 49, 34, 46,
+            247, 11, 181, 132, 13, 45, 227, 209, 137, 55, 255, 50, 143, 222,
+        ];
+        decode_every_answer(&BODY);
+    }
+
+    /// The smallest such answer: DescribeProducers with 4,294,967,294 topics in 9 bytes,
+    /// and DescribeGroups v0 with i32::MAX groups.
+    #[test]
+    fn array_lengths_beyond_the_answer_are_errors() {
+        static PRODUCERS: [u8; 9] = [0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f];
+        let error =
+            DescribeProducersResponse::decode(&mut Bytes::from_static(&PRODUCERS), 0).unwrap_err();
+        assert!(error.to_string().contains("4294967294"), "{error}");
+        static GROUPS: [u8; 5] = [0x7f, 0xff, 0xff, 0xff, 0];
+        let error =
+            DescribeGroupsResponse::decode(&mut Bytes::from_static(&GROUPS), 0).unwrap_err();
+        assert!(error.to_string().contains("2147483647"), "{error}");
+    }
+
+    proptest! {
+        #![proptest_config(crate::hostile::config(1000))]
+
+        #[test]
+        fn frames_of_any_length(
+            length in any_length(),
+            body in prop::collection::vec(any::<u8>(), 0..400),
+            chunks in prop::collection::vec(1..200usize, 0..8),
+        ) {
+            let mut bytes = length.to_be_bytes().to_vec();
+            bytes.extend_from_slice(&body);
+            let mut stream = Trickle { bytes, at: 0, chunks, offers: Vec::new() };
+            let read = read_frame(&mut stream, MAX_FRAME)
+                .now_or_never()
+                .expect("the stream never waits");
+            match usize::try_from(length) {
+                Ok(size) if size <= MAX_FRAME && size <= body.len() => {
+                    prop_assert_eq!(read.unwrap(), &body[..size]);
+                }
+                Ok(size) if size <= MAX_FRAME => {
+                    prop_assert!(matches!(read, Err(FrameError::Io(_))), "{:?}", read);
+                }
+                _ => prop_assert!(matches!(read, Err(FrameError::Size(l)) if l == length)),
+            }
+            // Room offered past the length prefix grows with what arrived.
+            for &(offered, arrived) in &stream.offers {
+                let arrived = arrived.saturating_sub(4);
+                prop_assert!(offered <= arrived.max(FRAME_CHUNK), "{offered} after {arrived}");
+            }
+        }
+
+        #[test]
+        fn answers_of_arbitrary_bytes(body in prop::collection::vec(any::<u8>(), 0..200)) {
+            decode_every_answer(&body);
+        }
+
+        #[test]
+        fn answers_bit_flipped_and_cut(
+            which in any::<prop::sample::Index>(),
+            flips in prop::collection::vec((any::<prop::sample::Index>(), 0..8u8), 1..4),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let answers = valid_answers();
+            let mut body = answers[which.index(answers.len())].clone();
+            for (at, bit) in &flips {
+                let at = at.index(body.len());
+                body[at] ^= 1 << bit;
+            }
+            body.truncate(cut.index(body.len() + 1).max(body.len() / 2));
+            decode_every_answer(&body);
         }
     }
 }

@@ -25,6 +25,11 @@ const GS2_HEADER: &str = "n,,";
 /// offline attack on a captured exchange cheap; Kafka's Java client rejects them too.
 pub const MIN_ITERATIONS: u32 = 4096;
 
+/// Most PBKDF2 iterations accepted from a server: Kafka stores no SCRAM credential with
+/// more (its `ScramMechanism` maximum). Each one costs CPU time, so a server asking for
+/// billions would hold the client for hours.
+pub const MAX_ITERATIONS: u32 = 16384;
+
 /// Random bytes in the client nonce; base64-encoded they make 32 printable characters.
 const NONCE_BYTES: usize = 24;
 
@@ -90,6 +95,10 @@ pub enum ScramError {
     /// The server asked for too few PBKDF2 iterations (see [`MIN_ITERATIONS`]).
     #[error("SCRAM iteration count {iterations} is below the minimum of {minimum}")]
     IterationsTooLow { iterations: u32, minimum: u32 },
+    /// The server asked for more PBKDF2 iterations than Kafka ever stores (see
+    /// [`MAX_ITERATIONS`]).
+    #[error("SCRAM iteration count {iterations} is above the maximum of {maximum}")]
+    IterationsTooHigh { iterations: u32, maximum: u32 },
     /// The server requires an extension (`m=...`) this client does not know; RFC 5802
     /// says the client must then fail.
     #[error("SCRAM server requires an unsupported mandatory extension")]
@@ -215,6 +224,12 @@ impl ScramClient {
             return Err(ScramError::IterationsTooLow {
                 iterations: challenge.iterations.get(),
                 minimum: MIN_ITERATIONS,
+            });
+        }
+        if challenge.iterations.get() > MAX_ITERATIONS {
+            return Err(ScramError::IterationsTooHigh {
+                iterations: challenge.iterations.get(),
+                maximum: MAX_ITERATIONS,
             });
         }
 
@@ -460,6 +475,34 @@ mod tests {
         );
     }
 
+    /// Found by `hostile::server_first_with_any_values`: a server asking for u32::MAX
+    /// iterations held the client in PBKDF2 for hours.
+    #[test]
+    fn huge_iteration_count_is_rejected_at_once() {
+        let (done, outcome) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut client = rfc_client(Mechanism::Sha256);
+            let answer = client.client_final(
+                b"r=rOprNGfwEbeRWgbNEkqO%hvY,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4294967295",
+            );
+            let _ = done.send(answer.map(|_| ()));
+        });
+        let err = outcome
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("answered within 5 s")
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ScramError::IterationsTooHigh {
+                    iterations: u32::MAX,
+                    maximum: 16384
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
     #[test]
     fn server_error_is_reported() {
         let mut client = rfc_client(Mechanism::Sha256);
@@ -585,5 +628,80 @@ mod tests {
         assert_eq!(Mechanism::from_name("PLAIN"), None);
         assert_eq!(Mechanism::Sha256.name(), "SCRAM-SHA-256");
         assert_eq!(Mechanism::Sha512.name(), "SCRAM-SHA-512");
+    }
+}
+
+/// Property tests: whatever a server sends in the two SCRAM messages, the client answers
+/// or refuses, and spends no more than Kafka's largest iteration count on it.
+#[cfg(test)]
+mod hostile {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NONCE: &str = "fyko+d2lbbFgONRv9qkxdawL";
+
+    fn client() -> ScramClient {
+        ScramClient::with_nonce(Mechanism::Sha256, "user", "pencil", NONCE)
+    }
+
+    /// A server-first message in the RFC 5802 shape with any attribute values, the
+    /// iteration count included, and optionally something appended.
+    fn server_first() -> impl Strategy<Value = (String, Option<u32>)> {
+        (
+            prop_oneof![Just(NONCE.to_string()), "[!-+--~]{0,30}"],
+            "[!-+--~]{0,12}",
+            prop_oneof![
+                3 => prop::collection::vec(any::<u8>(), 0..20).prop_map(|s| BASE64.encode(s)),
+                1 => "[!-+--~]{0,20}",
+            ],
+            prop_oneof![
+                4 => any::<u32>().prop_map(Some),
+                1 => (MIN_ITERATIONS..=MAX_ITERATIONS).prop_map(Some),
+                1 => Just(None),
+            ],
+            prop_oneof![Just(String::new()), "[ -~]{0,20}"],
+        )
+            .prop_map(|(nonce, suffix, salt, iterations, tail)| {
+                let count = iterations.map_or_else(|| "x".to_string(), |i| i.to_string());
+                (
+                    format!("r={nonce}{suffix},s={salt},i={count}{tail}"),
+                    iterations,
+                )
+            })
+    }
+
+    proptest! {
+        #![proptest_config(crate::hostile::config(300))]
+
+        #[test]
+        fn server_first_of_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+            if let Ok(answer) = client().client_final(&bytes) {
+                // Only a message that starts with our nonce gets an answer.
+                let text = std::str::from_utf8(&bytes).unwrap();
+                prop_assert!(text.starts_with(&format!("r={NONCE}")), "{text:?} {answer:?}");
+            }
+        }
+
+        #[test]
+        fn server_first_with_any_values(
+            (message, iterations) in server_first(),
+            server_final in prop::collection::vec(any::<u8>(), 0..120),
+        ) {
+            let mut client = client();
+            match client.client_final(message.as_bytes()) {
+                Ok(_) => {
+                    let iterations = iterations.expect("a number");
+                    prop_assert!(
+                        (MIN_ITERATIONS..=MAX_ITERATIONS).contains(&iterations),
+                        "{message}"
+                    );
+                    // A server-final not made from the password is refused.
+                    prop_assert!(client.verify_server_final(&server_final).is_err());
+                    let text = format!("v={}", BASE64.encode(&server_final));
+                    prop_assert!(client.verify_server_final(text.as_bytes()).is_err());
+                }
+                Err(_) => prop_assert!(client.verify_server_final(&server_final).is_err()),
+            }
+        }
     }
 }
