@@ -108,18 +108,18 @@ fn require_three_brokers() {
     }
 }
 
-/// Java's `String.hashCode`, which places a group or transactional id on a partition
-/// of `__consumer_offsets` or `__transaction_state`.
-fn java_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+/// The partition of `__consumer_offsets` or `__transaction_state` that holds a group or
+/// transactional id: Kafka's `Utils.abs(id.hashCode()) % partitions`.
+fn internal_partition(id: &str) -> i32 {
+    let hash = id
+        .encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)));
+    // Utils.abs: Integer.MIN_VALUE is 0.
+    hash.checked_abs().unwrap_or(0) % INTERNAL_PARTITIONS
 }
 
 fn coordinator(internal_topic: &str, key: &str) -> Option<i32> {
-    leader(
-        internal_topic,
-        (java_hash(key) & 0x7fff_ffff) % INTERNAL_PARTITIONS,
-    )
+    leader(internal_topic, internal_partition(key))
 }
 
 /// A fresh id whose coordinator (the leader of its partition of `internal_topic`) is
@@ -461,20 +461,25 @@ async fn request_plan_follows_leaders_and_coordinators() {
     let ends: Vec<usize> = log.match_indices("cycle done").map(|(i, _)| i).collect();
     assert!(ends.len() >= 4, "fewer than 4 cycles logged");
     let cycle = &log[ends[ends.len() - 3]..ends[ends.len() - 2]];
-    let sent = regex::Regex::new(r"127\.0\.0\.1:(\d+)[^\n]*Sent (\w+)Request|broker=127\.0\.0\.1:(\d+)[^\n]*Sent (\w+)Request").unwrap();
+    // librdkafka: "127.0.0.1:PORT/ID: Sent XRequest"; the own client: "Sent XRequest (vN)
+    // broker=127.0.0.1:PORT".
+    let sent = regex::Regex::new(r"Sent (\w+)Request").unwrap();
+    let own = regex::Regex::new(r"broker=127\.0\.0\.1:(\d+)").unwrap();
+    let librdkafka = regex::Regex::new(r"127\.0\.0\.1:(\d+)/\d+: Sent").unwrap();
     let mut plan: BTreeMap<(String, i32), u32> = BTreeMap::new();
     let port_of = |b: i32| i32::from(first_port()) + 10 * (b - 1);
-    for c in sent.captures_iter(cycle) {
-        let (port, api) = match (c.get(1), c.get(2), c.get(3), c.get(4)) {
-            (Some(p), Some(a), _, _) | (_, _, Some(p), Some(a)) => (p.as_str(), a.as_str()),
-            _ => continue,
+    for line in cycle.lines() {
+        let Some(api) = sent.captures(line) else {
+            continue;
         };
-        let port: i32 = port.parse().unwrap();
+        let Some(port) = own.captures(line).or_else(|| librdkafka.captures(line)) else {
+            continue;
+        };
+        let port: i32 = port[1].parse().unwrap();
         let broker = (1..=BROKERS).find(|&b| port_of(b) == port).unwrap_or(0);
-        *plan.entry((api.to_string(), broker)).or_default() += 1;
+        *plan.entry((api[1].to_string(), broker)).or_default() += 1;
     }
     eprintln!("requests in one cycle, by API and broker: {plan:?}");
-    std::fs::write("/tmp/plan-cycle.log", cycle).ok();
     let on = |api: &str| -> BTreeMap<i32, u32> {
         plan.iter()
             .filter(|((a, _), _)| a == api)
@@ -707,7 +712,7 @@ async fn group_coordinator_failover() {
         })
         .await;
     let watch = Watch::start(exporter.addr, vec![group.clone()]);
-    let partition = (java_hash(&group) & 0x7fff_ffff) % INTERNAL_PARTITIONS;
+    let partition = internal_partition(&group);
     tokio::task::block_in_place(|| kafka_local(&["kill", "2"]));
     let killed = Instant::now();
     let (new_coordinator, elected) =
