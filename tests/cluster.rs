@@ -360,7 +360,7 @@ fn assert_cycles_within_deadline(s: &Scrape) {
 }
 
 /// A transaction left open in `topic`/`partition` after one record, then `plain`
-/// records written after it by another producer: HW - LSO = `plain` + 0 and the LSO
+/// records written after it by another producer: HW - LSO = `plain` + 1, the LSO
 /// pinned at the transaction's first offset.
 fn pin(topic: &str, partition: i32, transactional_id: &str, plain: usize) -> Producer_ {
     let producer = transactional_producer(transactional_id);
@@ -526,7 +526,7 @@ async fn leader_failover_mid_transaction() {
             "the partition pinned by its transaction",
             Duration::from_secs(30),
             |s| {
-                (s.value("kafka_partition_hw_minus_lso", &labels)? == 4.0
+                (s.value("kafka_partition_hw_minus_lso", &labels)? == 5.0
                     && s.value("kafka_partition_open_transactions", &labels)? == 1.0)
                     .then_some(())
             },
@@ -650,7 +650,7 @@ async fn transaction_coordinator_failover() {
         // Still withheld the whole time: the transaction cannot end without a coordinator.
         let s = exporter.scrape().await;
         if let Some(gap) = s.value("kafka_partition_hw_minus_lso", &labels) {
-            assert_eq!(gap, 2.0, "the partition stopped being withheld");
+            assert_eq!(gap, 3.0, "the partition stopped being withheld");
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
@@ -671,7 +671,7 @@ async fn transaction_coordinator_failover() {
         "a dead coordinator made the transaction look orphaned: {said:?}"
     );
     let s = exporter.scrape().await;
-    assert_eq!(s.value("kafka_partition_hw_minus_lso", &labels), Some(2.0));
+    assert_eq!(s.value("kafka_partition_hw_minus_lso", &labels), Some(3.0));
     assert_eq!(
         s.value("kafka_partition_hanging_transactions", &labels),
         Some(0.0)

@@ -1,9 +1,13 @@
-//! The real [`Sampler`]: two librdkafka consumer handles per cluster, one per isolation
-//! level, that never join a group and never fetch records.
+//! The real [`Sampler`]: the exporter's own Kafka client ([`super::wire`]) for what a
+//! cycle asks of leaders and coordinators, and two librdkafka consumer handles per
+//! cluster, one per isolation level, that never join a group and never fetch records:
+//! they fetch the metadata, and stand in for the own client where it cannot talk to the
+//! cluster (security it does not speak).
 //!
 //! One cycle, in this order (SPEC §2):
 //! 1. metadata (topics, partitions, leaders), filtered by the topic regexes;
-//! 2. log start offsets (ListOffsets EARLIEST, one request per leader);
+//! 2. log start offsets (ListOffsets EARLIEST, one request per leader the metadata
+//!    names: [`super::ask::log_offsets`]);
 //! 3. group list with type, state and members (ListGroups v5 per broker, then each group
 //!    described by its own protocol, per coordinator: [`super::groups`]);
 //! 4. committed offsets of every selected group: one FindCoordinator for all of them and
@@ -31,6 +35,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::ask::forensics::Forensics;
+use super::ask::log_offsets::{self, Kind};
 use super::ask::offsets;
 use super::ask::reads::Reads;
 use super::native::{list_consumer_group_offsets, queued_events};
@@ -185,6 +190,27 @@ impl KafkaSampler {
     /// through librdkafka (one request per group) where it cannot, for good once it found
     /// out. Group offsets get at most half of the time left, so that the LSO and HW,
     /// sampled next, keep time of their own when coordinators are loading or gone.
+    /// ListOffsets of `kind` for every target: through the own client to the leaders the
+    /// cycle's metadata names, or through librdkafka where the own client cannot talk to
+    /// this cluster.
+    async fn log_offsets(
+        &self,
+        targets: &Arc<Vec<Target>>,
+        brokers: &BTreeMap<i32, String>,
+        kind: Kind,
+        deadline: Instant,
+    ) -> OffsetsRound {
+        if let Some(wire) = &self.wire {
+            return log_offsets::list_offsets(wire, brokers, targets, kind, deadline).await;
+        }
+        let (consumer, position) = match kind {
+            Kind::LogStart => (&self.read_uncommitted, Offset::Beginning),
+            Kind::LastStable => (&self.read_committed, Offset::End),
+            Kind::HighWatermark => (&self.read_uncommitted, Offset::End),
+        };
+        list_offsets(consumer, targets, position, deadline).await
+    }
+
     async fn committed_offsets(
         &self,
         groups: &[String],
@@ -406,13 +432,9 @@ impl KafkaSampler {
         let targets: Arc<Vec<Target>> = Arc::new(plan);
 
         // 2. Log start offsets.
-        let offsets = list_offsets(
-            &self.read_uncommitted,
-            &targets,
-            Offset::Beginning,
-            deadline,
-        )
-        .await;
+        let offsets = self
+            .log_offsets(&targets, &brokers, Kind::LogStart, deadline)
+            .await;
         apply(&mut sample, offsets, Stage::LogStartOffset, |p, v| {
             p.log_start_offset = v
         });
@@ -450,11 +472,15 @@ impl KafkaSampler {
         }
 
         // 5. Last stable offsets, then 6. high watermarks.
-        let offsets = list_offsets(&self.read_committed, &targets, Offset::End, deadline).await;
+        let offsets = self
+            .log_offsets(&targets, &brokers, Kind::LastStable, deadline)
+            .await;
         apply(&mut sample, offsets, Stage::LastStableOffset, |p, v| {
             p.last_stable_offset = v
         });
-        let offsets = list_offsets(&self.read_uncommitted, &targets, Offset::End, deadline).await;
+        let offsets = self
+            .log_offsets(&targets, &brokers, Kind::HighWatermark, deadline)
+            .await;
         apply(&mut sample, offsets, Stage::HighWatermark, |p, v| {
             p.high_watermark = v
         });

@@ -4,5 +4,6 @@
 
 pub mod forensics;
 pub mod groups;
+pub mod log_offsets;
 pub mod offsets;
 pub mod reads;

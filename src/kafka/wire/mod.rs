@@ -431,6 +431,8 @@ fn ours(key: i16) -> Option<(i16, i16)> {
         DescribeTransactionsRequest::KEY => range::<DescribeTransactionsRequest>(),
         DescribeConfigsRequest::KEY => range::<DescribeConfigsRequest>(),
         FindCoordinatorRequest::KEY => range::<FindCoordinatorRequest>(),
+        // v2 takes the isolation level.
+        ListOffsetsRequest::KEY => (2, range::<ListOffsetsRequest>().1),
         ListGroupsRequest::KEY => range::<ListGroupsRequest>(),
         DescribeGroupsRequest::KEY => range::<DescribeGroupsRequest>(),
         ConsumerGroupDescribeRequest::KEY => range::<ConsumerGroupDescribeRequest>(),

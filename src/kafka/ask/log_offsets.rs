@@ -1,0 +1,133 @@
+//! Log start offsets, last stable offsets and high watermarks: ListOffsets, one request
+//! per partition leader and kind, sent to the leader the cycle's metadata names.
+//!
+//! A leader that is down or unreachable fails only its own partitions, and a leader that
+//! moved answers NOT_LEADER_OR_FOLLOWER for them: they are absent for that cycle and
+//! asked of the new leader in the next, since every cycle starts with fresh metadata.
+//! (librdkafka's `offsets_for_times` looks leaders up in its own metadata cache, which
+//! after a leader was killed kept failing with "Meta data fetch error" for over a minute
+//! while the cluster had long elected a new one.)
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use crate::kafka::wire::WireClient;
+
+/// Which offset of each partition to ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The log start offset (EARLIEST).
+    LogStart,
+    /// The last stable offset (LATEST, read_committed).
+    LastStable,
+    /// The high watermark (LATEST, read_uncommitted).
+    HighWatermark,
+}
+
+impl Kind {
+    fn timestamp(self) -> i64 {
+        match self {
+            Kind::LogStart => -2,
+            Kind::LastStable | Kind::HighWatermark => -1,
+        }
+    }
+
+    fn isolation_level(self) -> i8 {
+        match self {
+            Kind::LastStable => 1,
+            Kind::LogStart | Kind::HighWatermark => 0,
+        }
+    }
+}
+
+/// The offset of `kind` of every (topic, partition, leader) in `targets`, in order: a
+/// value or why there is none.
+pub async fn list_offsets(
+    wire: &WireClient,
+    brokers: &BTreeMap<i32, String>,
+    targets: &[(Arc<str>, i32, i32)],
+    kind: Kind,
+    deadline: Instant,
+) -> Vec<Result<i64, String>> {
+    let mut results: Vec<Result<i64, String>> = vec![Err(String::new()); targets.len()];
+    let mut by_leader: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (index, (_, _, leader)) in targets.iter().enumerate() {
+        match brokers.get(leader) {
+            Some(addr) => by_leader.entry(addr.as_str()).or_default().push(index),
+            None if *leader < 0 => results[index] = Err("partition has no leader".into()),
+            None => results[index] = Err(format!("leader {leader} is not in the metadata")),
+        }
+    }
+    let answers = join_all(by_leader.into_iter().map(|(addr, indices)| async move {
+        let mut topics: Vec<ListOffsetsTopic> = Vec::new();
+        let mut position: HashMap<&str, usize> = HashMap::new();
+        for &i in &indices {
+            let (topic, partition, _) = &targets[i];
+            let slot = *position.entry(topic).or_insert_with(|| {
+                let mut t = ListOffsetsTopic::default();
+                t.name = TopicName(StrBytes::from_string(topic.to_string()));
+                topics.push(t);
+                topics.len() - 1
+            });
+            let mut p = ListOffsetsPartition::default();
+            p.partition_index = *partition;
+            p.timestamp = kind.timestamp();
+            topics[slot].partitions.push(p);
+        }
+        let mut request = ListOffsetsRequest::default();
+        // -1: a consumer, not a follower.
+        request.replica_id = BrokerId(-1);
+        request.isolation_level = kind.isolation_level();
+        request.timeout_ms = i32::try_from(
+            deadline
+                .saturating_duration_since(Instant::now())
+                .as_millis(),
+        )
+        .unwrap_or(i32::MAX);
+        request.topics = topics;
+        (
+            indices,
+            wire.pool
+                .send(addr, &request, "ListOffsets", deadline)
+                .await,
+        )
+    }))
+    .await;
+    for (indices, answer) in answers {
+        match answer {
+            Ok(answer) => {
+                let mut found: HashMap<(&str, i32), Result<i64, String>> = HashMap::new();
+                for topic in &answer.topics {
+                    for p in &topic.partitions {
+                        let value = match ResponseError::try_from_code(p.error_code) {
+                            Some(error) => Err(error.to_string()),
+                            None if p.offset >= 0 => Ok(p.offset),
+                            None => Err(format!("no offset in the answer ({})", p.offset)),
+                        };
+                        found.insert((topic.name.0.as_str(), p.partition_index), value);
+                    }
+                }
+                for i in indices {
+                    let (topic, partition, _) = &targets[i];
+                    results[i] = found
+                        .remove(&(&**topic, *partition))
+                        .unwrap_or_else(|| Err("partition missing from the answer".into()));
+                }
+            }
+            Err(error) => {
+                let error = error.to_string();
+                for i in indices {
+                    results[i] = Err(error.clone());
+                }
+            }
+        }
+    }
+    results
+}
