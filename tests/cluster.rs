@@ -859,6 +859,9 @@ async fn rolling_restart_under_sampling() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn blackholed_broker_fails_only_its_partitions() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("kafka_lso_exporter=warn")
+        .try_init();
     let _turn = exclusive();
     require_three_brokers();
     let topic = unique("blackhole");

@@ -6,17 +6,17 @@
 //!
 //! One cycle, in this order (SPEC §2):
 //! 1. metadata (topics, partitions, leaders), filtered by the topic regexes;
-//! 2. log start offsets (ListOffsets EARLIEST, one request per leader the metadata
-//!    names: [`super::ask::log_offsets`]);
-//! 3. group list with type, state and members (ListGroups v5 per broker, then each group
+//! 2. group list with type, state and members (ListGroups v5 per broker, then each group
 //!    described by its own protocol, per coordinator: [`super::groups`]);
-//! 4. committed offsets of every selected group: one FindCoordinator for all of them and
+//! 3. committed offsets of every selected group: one FindCoordinator for all of them and
 //!    one OffsetFetch per coordinator ([`super::offsets`]);
-//! 5. last stable offsets (ListOffsets LATEST, read_committed, one request per leader);
-//! 6. high watermarks (ListOffsets LATEST, read_uncommitted, one request per leader);
-//! 7. for partitions with HW > LSO only, the open transactions holding them
+//! 4. per partition leader, all leaders at once: log start offsets (ListOffsets
+//!    EARLIEST), last stable offsets (ListOffsets LATEST, read_committed), then high
+//!    watermarks (ListOffsets LATEST, read_uncommitted), one request each, to the leaders
+//!    the metadata names ([`super::ask::log_offsets`]);
+//! 5. for partitions with HW > LSO only, the open transactions holding them
 //!    ([`super::forensics`]);
-//! 8. record-batch headers near the groups' committed offsets and at the LSO, for lag
+//! 6. record-batch headers near the groups' committed offsets and at the LSO, for lag
 //!    that never counts markers and for time lag ([`super::reads`]).
 //!
 //! Committed offsets come before the LSO, and the LSO before the HW: all three only
@@ -190,25 +190,35 @@ impl KafkaSampler {
     /// through librdkafka (one request per group) where it cannot, for good once it found
     /// out. Group offsets get at most half of the time left, so that the LSO and HW,
     /// sampled next, keep time of their own when coordinators are loading or gone.
-    /// ListOffsets of `kind` for every target: through the own client to the leaders the
-    /// cycle's metadata names, or through librdkafka where the own client cannot talk to
-    /// this cluster.
+    /// Log start offsets, last stable offsets and high watermarks of every target: through
+    /// the own client to the leaders the cycle's metadata names, or through librdkafka
+    /// where the own client cannot talk to this cluster. They get at most half of the time
+    /// left, so that forensics and reads keep time of their own when a leader does not
+    /// answer.
     async fn log_offsets(
         &self,
         targets: &Arc<Vec<Target>>,
         brokers: &BTreeMap<i32, String>,
-        kind: Kind,
         deadline: Instant,
-    ) -> OffsetsRound {
+    ) -> [OffsetsRound; 3] {
+        let deadline = Instant::now() + remaining(deadline) / 2;
+        let kinds = [Kind::LogStart, Kind::LastStable, Kind::HighWatermark];
         if let Some(wire) = &self.wire {
-            return log_offsets::list_offsets(wire, brokers, targets, kind, deadline).await;
+            let rounds = log_offsets::list_offsets(wire, brokers, targets, &kinds, deadline).await;
+            if let Ok(rounds) = <[OffsetsRound; 3]>::try_from(rounds) {
+                return rounds;
+            }
         }
-        let (consumer, position) = match kind {
-            Kind::LogStart => (&self.read_uncommitted, Offset::Beginning),
-            Kind::LastStable => (&self.read_committed, Offset::End),
-            Kind::HighWatermark => (&self.read_uncommitted, Offset::End),
-        };
-        list_offsets(consumer, targets, position, deadline).await
+        let mut rounds = Vec::with_capacity(3);
+        for kind in kinds {
+            let (consumer, position) = match kind {
+                Kind::LogStart => (&self.read_uncommitted, Offset::Beginning),
+                Kind::LastStable => (&self.read_committed, Offset::End),
+                Kind::HighWatermark => (&self.read_uncommitted, Offset::End),
+            };
+            rounds.push(list_offsets(consumer, targets, position, deadline).await);
+        }
+        rounds.try_into().expect("three rounds")
     }
 
     async fn committed_offsets(
@@ -262,6 +272,9 @@ impl KafkaSampler {
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
     ) -> Option<Vec<RawGroup>> {
+        // At most a third of the time left: a broker that does not answer must not leave
+        // the committed offsets and the partitions' offsets, asked next, without time.
+        let deadline = Instant::now() + remaining(deadline) / 3;
         if let Some(wire) = self
             .wire
             .as_ref()
@@ -431,15 +444,7 @@ impl KafkaSampler {
             .collect();
         let targets: Arc<Vec<Target>> = Arc::new(plan);
 
-        // 2. Log start offsets.
-        let offsets = self
-            .log_offsets(&targets, &brokers, Kind::LogStart, deadline)
-            .await;
-        apply(&mut sample, offsets, Stage::LogStartOffset, |p, v| {
-            p.log_start_offset = v
-        });
-
-        // 3. Groups, 4. their committed offsets.
+        // 2. Groups, 3. their committed offsets.
         if let Some(mut groups) = self.groups(&mut sample, &brokers, deadline).await {
             groups.sort_by(|a, b| a.name.cmp(&b.name));
             groups.dedup_by(|a, b| a.name == b.name);
@@ -471,21 +476,20 @@ impl KafkaSampler {
             sample.groups = groups;
         }
 
-        // 5. Last stable offsets, then 6. high watermarks.
-        let offsets = self
-            .log_offsets(&targets, &brokers, Kind::LastStable, deadline)
-            .await;
-        apply(&mut sample, offsets, Stage::LastStableOffset, |p, v| {
+        // 4. Log start offsets, last stable offsets, then high watermarks.
+        let [log_start, last_stable, high_watermark] =
+            self.log_offsets(&targets, &brokers, deadline).await;
+        apply(&mut sample, log_start, Stage::LogStartOffset, |p, v| {
+            p.log_start_offset = v
+        });
+        apply(&mut sample, last_stable, Stage::LastStableOffset, |p, v| {
             p.last_stable_offset = v
         });
-        let offsets = self
-            .log_offsets(&targets, &brokers, Kind::HighWatermark, deadline)
-            .await;
-        apply(&mut sample, offsets, Stage::HighWatermark, |p, v| {
+        apply(&mut sample, high_watermark, Stage::HighWatermark, |p, v| {
             p.high_watermark = v
         });
 
-        // 7. Who holds the partitions whose LSO is behind the HW.
+        // 5. Who holds the partitions whose LSO is behind the HW.
         if let Some(forensics) = &self.forensics {
             let pinned: Vec<&Planned> = planned
                 .iter()
@@ -499,7 +503,7 @@ impl KafkaSampler {
                 .await;
         }
 
-        // 8. Record-batch headers where groups are close to the end, at offsets of groups
+        // 6. Record-batch headers where groups are close to the end, at offsets of groups
         // further behind, and at the LSO.
         if let Some(reads) = &self.reads {
             reads.read(&mut sample, &planned, &brokers, deadline).await;

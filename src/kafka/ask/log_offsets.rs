@@ -1,5 +1,6 @@
 //! Log start offsets, last stable offsets and high watermarks: ListOffsets, one request
-//! per partition leader and kind, sent to the leader the cycle's metadata names.
+//! per partition leader and kind, sent to the leader the cycle's metadata names, all
+//! leaders at once.
 //!
 //! A leader that is down or unreachable fails only its own partitions, and a leader that
 //! moved answers NOT_LEADER_OR_FOLLOWER for them: they are absent for that cycle and
@@ -47,87 +48,112 @@ impl Kind {
     }
 }
 
-/// The offset of `kind` of every (topic, partition, leader) in `targets`, in order: a
-/// value or why there is none.
+/// The offsets of each kind in `kinds` for every (topic, partition, leader) of
+/// `targets`, in order: a value or why there is none. Each leader is asked for one kind
+/// after the other (so the HW is read after the LSO, and `hw >= lso` holds), all leaders
+/// at once: a leader that does not answer holds up only its own partitions.
 pub async fn list_offsets(
     wire: &WireClient,
     brokers: &BTreeMap<i32, String>,
     targets: &[(Arc<str>, i32, i32)],
-    kind: Kind,
+    kinds: &[Kind],
     deadline: Instant,
-) -> Vec<Result<i64, String>> {
-    let mut results: Vec<Result<i64, String>> = vec![Err(String::new()); targets.len()];
+) -> Vec<Vec<Result<i64, String>>> {
+    let mut results: Vec<Vec<Result<i64, String>>> =
+        vec![vec![Err(String::new()); targets.len()]; kinds.len()];
     let mut by_leader: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (index, (_, _, leader)) in targets.iter().enumerate() {
-        match brokers.get(leader) {
-            Some(addr) => by_leader.entry(addr.as_str()).or_default().push(index),
-            None if *leader < 0 => results[index] = Err("partition has no leader".into()),
-            None => results[index] = Err(format!("leader {leader} is not in the metadata")),
+        let error = match brokers.get(leader) {
+            Some(addr) => {
+                by_leader.entry(addr.as_str()).or_default().push(index);
+                continue;
+            }
+            None if *leader < 0 => "partition has no leader".to_string(),
+            None => format!("leader {leader} is not in the metadata"),
+        };
+        for round in results.iter_mut() {
+            round[index] = Err(error.clone());
         }
     }
     let answers = join_all(by_leader.into_iter().map(|(addr, indices)| async move {
-        let mut topics: Vec<ListOffsetsTopic> = Vec::new();
-        let mut position: HashMap<&str, usize> = HashMap::new();
-        for &i in &indices {
-            let (topic, partition, _) = &targets[i];
-            let slot = *position.entry(topic).or_insert_with(|| {
-                let mut t = ListOffsetsTopic::default();
-                t.name = TopicName(StrBytes::from_string(topic.to_string()));
-                topics.push(t);
-                topics.len() - 1
-            });
-            let mut p = ListOffsetsPartition::default();
-            p.partition_index = *partition;
-            p.timestamp = kind.timestamp();
-            topics[slot].partitions.push(p);
+        let mut rounds = Vec::with_capacity(kinds.len());
+        for &kind in kinds {
+            let request = request(targets, &indices, kind, deadline);
+            rounds.push(
+                wire.pool
+                    .send(addr, &request, "ListOffsets", deadline)
+                    .await,
+            );
         }
-        let mut request = ListOffsetsRequest::default();
-        // -1: a consumer, not a follower.
-        request.replica_id = BrokerId(-1);
-        request.isolation_level = kind.isolation_level();
-        request.timeout_ms = i32::try_from(
-            deadline
-                .saturating_duration_since(Instant::now())
-                .as_millis(),
-        )
-        .unwrap_or(i32::MAX);
-        request.topics = topics;
-        (
-            indices,
-            wire.pool
-                .send(addr, &request, "ListOffsets", deadline)
-                .await,
-        )
+        (indices, rounds)
     }))
     .await;
-    for (indices, answer) in answers {
-        match answer {
-            Ok(answer) => {
-                let mut found: HashMap<(&str, i32), Result<i64, String>> = HashMap::new();
-                for topic in &answer.topics {
-                    for p in &topic.partitions {
-                        let value = match ResponseError::try_from_code(p.error_code) {
-                            Some(error) => Err(error.to_string()),
-                            None if p.offset >= 0 => Ok(p.offset),
-                            None => Err(format!("no offset in the answer ({})", p.offset)),
-                        };
-                        found.insert((topic.name.0.as_str(), p.partition_index), value);
+    for (indices, rounds) in answers {
+        for (round, answer) in results.iter_mut().zip(rounds) {
+            match answer {
+                Ok(answer) => {
+                    let mut found: HashMap<(&str, i32), Result<i64, String>> = HashMap::new();
+                    for topic in &answer.topics {
+                        for p in &topic.partitions {
+                            let value = match ResponseError::try_from_code(p.error_code) {
+                                Some(error) => Err(error.to_string()),
+                                None if p.offset >= 0 => Ok(p.offset),
+                                None => Err(format!("no offset in the answer ({})", p.offset)),
+                            };
+                            found.insert((topic.name.0.as_str(), p.partition_index), value);
+                        }
+                    }
+                    for &i in &indices {
+                        let (topic, partition, _) = &targets[i];
+                        round[i] = found
+                            .remove(&(&**topic, *partition))
+                            .unwrap_or_else(|| Err("partition missing from the answer".into()));
                     }
                 }
-                for i in indices {
-                    let (topic, partition, _) = &targets[i];
-                    results[i] = found
-                        .remove(&(&**topic, *partition))
-                        .unwrap_or_else(|| Err("partition missing from the answer".into()));
-                }
-            }
-            Err(error) => {
-                let error = error.to_string();
-                for i in indices {
-                    results[i] = Err(error.clone());
+                Err(error) => {
+                    let error = error.to_string();
+                    for &i in &indices {
+                        round[i] = Err(error.clone());
+                    }
                 }
             }
         }
     }
     results
+}
+
+/// ListOffsets of `kind` for the partitions `indices` of `targets` (one leader's).
+fn request(
+    targets: &[(Arc<str>, i32, i32)],
+    indices: &[usize],
+    kind: Kind,
+    deadline: Instant,
+) -> ListOffsetsRequest {
+    let mut topics: Vec<ListOffsetsTopic> = Vec::new();
+    let mut position: HashMap<&str, usize> = HashMap::new();
+    for &i in indices {
+        let (topic, partition, _) = &targets[i];
+        let slot = *position.entry(topic).or_insert_with(|| {
+            let mut t = ListOffsetsTopic::default();
+            t.name = TopicName(StrBytes::from_string(topic.to_string()));
+            topics.push(t);
+            topics.len() - 1
+        });
+        let mut p = ListOffsetsPartition::default();
+        p.partition_index = *partition;
+        p.timestamp = kind.timestamp();
+        topics[slot].partitions.push(p);
+    }
+    let mut request = ListOffsetsRequest::default();
+    // -1: a consumer, not a follower.
+    request.replica_id = BrokerId(-1);
+    request.isolation_level = kind.isolation_level();
+    request.timeout_ms = i32::try_from(
+        deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis(),
+    )
+    .unwrap_or(i32::MAX);
+    request.topics = topics;
+    request
 }
