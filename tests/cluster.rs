@@ -5,7 +5,8 @@
 //! is allowed), and what each costs in absent cycles and recovery time is printed.
 //!
 //! `scripts/test` starts the cluster and points `KAFKA_BOOTSTRAP` at it; without three
-//! brokers every test here fails. The tests take turns: each kills brokers.
+//! brokers every test here fails (the single-broker stage skips them by their
+//! `three_brokers_` prefix). The tests take turns: each kills brokers.
 
 mod common;
 
@@ -387,7 +388,7 @@ fn stuck_transactions(report: &serde_json::Value, topic: &str) -> Vec<serde_json
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn request_plan_follows_leaders_and_coordinators() {
+async fn three_brokers_request_plan_follows_leaders_and_coordinators() {
     let _turn = exclusive();
     require_three_brokers();
     ensure_internal_topics().await;
@@ -507,7 +508,7 @@ async fn request_plan_follows_leaders_and_coordinators() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn leader_failover_mid_transaction() {
+async fn three_brokers_leader_failover_mid_transaction() {
     let _turn = exclusive();
     require_three_brokers();
     ensure_internal_topics().await;
@@ -595,7 +596,7 @@ async fn leader_failover_mid_transaction() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn transaction_coordinator_failover() {
+async fn three_brokers_transaction_coordinator_failover() {
     let _turn = exclusive();
     require_three_brokers();
     ensure_internal_topics().await;
@@ -691,7 +692,7 @@ async fn transaction_coordinator_failover() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn group_coordinator_failover() {
+async fn three_brokers_group_coordinator_failover() {
     let _turn = exclusive();
     require_three_brokers();
     ensure_internal_topics().await;
@@ -794,7 +795,7 @@ async fn group_coordinator_failover() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn rolling_restart_under_sampling() {
+async fn three_brokers_rolling_restart_under_sampling() {
     let _turn = exclusive();
     require_three_brokers();
     ensure_internal_topics().await;
@@ -893,7 +894,7 @@ async fn rolling_restart_under_sampling() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn blackholed_broker_fails_only_its_partitions() {
+async fn three_brokers_blackholed_broker_fails_only_its_partitions() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter("kafka_lso_exporter=warn")
         .try_init();
