@@ -87,6 +87,9 @@ fn start_exporter(topics: &str, port: u16, protocol_debug: bool) -> Run {
 /// logged between consecutive cycle ends, by API.
 fn observe_cycles(run: &Run, n: usize) -> (Vec<f64>, Vec<BTreeMap<String, u32>>) {
     let sent = regex::Regex::new(r"Sent (\w+)Request").unwrap();
+    // The broker: the own client logs "broker=HOST:PORT", librdkafka "HOST:PORT/ID: Sent".
+    let own = regex::Regex::new(r"broker=(\S+)").unwrap();
+    let librdkafka = regex::Regex::new(r"(\S+:\d+)/\d+: Sent").unwrap();
     let seconds = regex::Regex::new(r"seconds=([0-9.]+)").unwrap();
     let mut durations = Vec::new();
     let mut requests = Vec::new();
@@ -100,6 +103,10 @@ fn observe_cycles(run: &Run, n: usize) -> (Vec<f64>, Vec<BTreeMap<String, u32>>)
             .expect("exporter log ended before enough cycles");
         if let Some(c) = sent.captures(&line) {
             *current.entry(c[1].to_string()).or_default() += 1;
+            // Counted by broker too, under "@HOST:PORT".
+            if let Some(b) = own.captures(&line).or_else(|| librdkafka.captures(&line)) {
+                *current.entry(format!("@{}", &b[1])).or_default() += 1;
+            }
         } else if line.contains("cycle done") {
             // The first cycle also connects and negotiates: measure steady state.
             if !first {
@@ -293,7 +300,10 @@ async fn main() {
         let mut child = run.child;
         let _ = child.kill();
         let _ = child.wait();
-        let per_api = median_requests(&requests);
+        let (per_broker, per_api): (BTreeMap<String, u32>, BTreeMap<String, u32>) =
+            median_requests(&requests)
+                .into_iter()
+                .partition(|(key, _)| key.starts_with('@'));
         let total: u32 = per_api.values().sum();
 
         // Timing, memory and /metrics latency without protocol logging.
@@ -323,6 +333,14 @@ async fn main() {
             per_api
                 .iter()
                 .map(|(api, n)| format!("{api} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        println!(
+            "by broker (median of 5 cycles): {}",
+            per_broker
+                .iter()
+                .map(|(broker, n)| format!("{} {n}", &broker[1..]))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
