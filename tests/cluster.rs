@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::binary::Binary;
@@ -31,9 +31,9 @@ const BROKERS: i32 = 3;
 const INTERNAL_PARTITIONS: i32 = 8;
 
 /// One test at a time: they kill and restart brokers.
-fn exclusive() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+async fn exclusive() -> tokio::sync::MutexGuard<'static, ()> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    LOCK.lock().await
 }
 
 fn first_port() -> u16 {
@@ -389,7 +389,7 @@ fn stuck_transactions(report: &serde_json::Value, topic: &str) -> Vec<serde_json
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_brokers_request_plan_follows_leaders_and_coordinators() {
-    let _turn = exclusive();
+    let _turn = exclusive().await;
     require_three_brokers();
     ensure_internal_topics().await;
     // Three partitions on three leaders; two pinned, on leaders 1 and 2, by transactions
@@ -509,7 +509,7 @@ async fn three_brokers_request_plan_follows_leaders_and_coordinators() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_brokers_leader_failover_mid_transaction() {
-    let _turn = exclusive();
+    let _turn = exclusive().await;
     require_three_brokers();
     ensure_internal_topics().await;
     // The pinned partition is led by broker 1; its transaction is coordinated by 2.
@@ -597,7 +597,7 @@ async fn three_brokers_leader_failover_mid_transaction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_brokers_transaction_coordinator_failover() {
-    let _turn = exclusive();
+    let _turn = exclusive().await;
     require_three_brokers();
     ensure_internal_topics().await;
     // The pinned partition is led by broker 1; its transaction is coordinated by 3.
@@ -693,7 +693,7 @@ async fn three_brokers_transaction_coordinator_failover() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_brokers_group_coordinator_failover() {
-    let _turn = exclusive();
+    let _turn = exclusive().await;
     require_three_brokers();
     ensure_internal_topics().await;
     // The topic is led by broker 1; the group is coordinated by broker 2.
@@ -737,7 +737,10 @@ async fn three_brokers_group_coordinator_failover() {
             if committed == Some(rdkafka::Offset::Offset(5)) {
                 return Instant::now();
             }
-            assert!(Instant::now() < deadline, "the new coordinator never served");
+            assert!(
+                Instant::now() < deadline,
+                "the new coordinator never served"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     });
@@ -796,7 +799,7 @@ async fn three_brokers_group_coordinator_failover() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_brokers_rolling_restart_under_sampling() {
-    let _turn = exclusive();
+    let _turn = exclusive().await;
     require_three_brokers();
     ensure_internal_topics().await;
     let topic = unique("rolling");
@@ -898,7 +901,7 @@ async fn three_brokers_blackholed_broker_fails_only_its_partitions() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter("kafka_lso_exporter=warn")
         .try_init();
-    let _turn = exclusive();
+    let _turn = exclusive().await;
     require_three_brokers();
     let topic = unique("blackhole");
     create_replicated_topic(&topic, &[1, 2, 3]).await;

@@ -45,6 +45,7 @@ fn fixed_snapshot() -> ClusterSnapshot {
                     age_seconds: 190.25,
                     timeout_ms: Some(60_000),
                     coordinator: CoordinatorStatus::Open,
+                    coordinator_broker: Some(1),
                     hanging: false,
                 }]),
             },
