@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use rdkafka::producer::Producer;
-use workload::{setup, topic, GROUPS, GROUP_PARTITIONS, PARTITIONS, TOPICS};
+use workload::{fleet, groups, setup, topic, topics, GROUP_PARTITIONS, PARTITIONS};
 
 const CYCLES: usize = 20;
 const INTERVAL: &str = "2s";
@@ -126,6 +126,17 @@ fn observe_cycles(run: &Run, n: usize) -> (Vec<f64>, Vec<BTreeMap<String, u32>>)
     (durations, requests)
 }
 
+/// CPU-seconds (user + system) the process has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces): utime and stime are the
+    // 12th and 13th of them, in clock ticks (100 per second on Linux).
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
+}
+
 fn rss_kib(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let field = |name: &str| -> u64 {
@@ -204,7 +215,7 @@ impl Churn {
             let transactional = transactional_producer("bench-churn");
             while !flag.load(Ordering::Relaxed) {
                 let second = Instant::now();
-                for t in 0..workload::TOPICS {
+                for t in 0..topics() {
                     for p in 0..workload::GROUP_PARTITIONS {
                         workload::send_no_flush(&plain, &topic(t), p, 1);
                     }
@@ -271,8 +282,14 @@ async fn main() {
         send(&held, &topic(0), p, 1);
     }
 
-    println!("\nworkload: {TOPICS} topics x {PARTITIONS} partitions, {GROUPS} groups x {GROUP_PARTITIONS} committed partitions, interval {INTERVAL}, 1 broker");
-    for (label, topics, port) in [
+    let brokers = bootstrap().split(',').count();
+    println!(
+        "\nworkload: {} topics x {PARTITIONS} partitions, {} groups x {GROUP_PARTITIONS} committed partitions, interval {INTERVAL}, {brokers} broker(s)",
+        topics(),
+        groups()
+    );
+    let fleet_scenarios = [("20000 partitions (5 pinned, at rest)", "^bench-t", 19749u16)];
+    let default_scenarios = [
         (
             "200 partitions (5 pinned, at rest)",
             "^bench-t0[01]$",
@@ -289,7 +306,13 @@ async fn main() {
             "^bench-t",
             19747u16,
         ),
-    ] {
+    ];
+    let scenarios: &[(&str, &str, u16)] = if fleet() {
+        &fleet_scenarios
+    } else {
+        &default_scenarios
+    };
+    for &(label, topics, port) in scenarios {
         if label.contains("none pinned") {
             held.abort_transaction(Duration::from_secs(30)).unwrap();
         }
@@ -308,7 +331,10 @@ async fn main() {
 
         // Timing, memory and /metrics latency without protocol logging.
         let run = start_exporter(topics, port, false);
+        let (_, _) = observe_cycles(&run, 1);
+        let cpu_before = cpu_seconds(run.child.id());
         let (mut durations, _) = observe_cycles(&run, CYCLES);
+        let cpu_per_cycle = (cpu_seconds(run.child.id()) - cpu_before) / CYCLES as f64;
         durations.sort_by(f64::total_cmp);
         let (latency, bytes, series) = scrape_latency(run.port, false).await;
         let (latency_gzip, gzip_bytes, _) = scrape_latency(run.port, true).await;
@@ -324,7 +350,7 @@ async fn main() {
             gzip_bytes / 1024
         );
         println!(
-            "cycle time over {CYCLES} cycles: median {:.3}s, max {:.3}s",
+            "cycle time over {CYCLES} cycles: median {:.3}s, max {:.3}s; CPU {cpu_per_cycle:.3} s per cycle",
             percentile(&durations, 0.5),
             durations.last().unwrap()
         );
