@@ -6,7 +6,6 @@
 //! prometheus-client writes OpenMetrics text. Scrapers that do not ask for OpenMetrics get
 //! the Prometheus text format 0.0.4, derived by [`to_prometheus_text`].
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::UNIX_EPOCH;
@@ -73,6 +72,7 @@ pub struct Metrics {
     cycle_duration: Family<ClusterLabels, Histogram>,
     generation: AtomicU64,
     rendered: Mutex<Rendered>,
+    render_turn: Mutex<()>,
 }
 
 /// Bodies rendered for one generation, one per [`Variant`].
@@ -108,19 +108,6 @@ impl Variant {
             PROMETHEUS_TEXT
         }
     }
-}
-
-fn gzip(body: &[u8]) -> Bytes {
-    use std::io::Write;
-    let mut encoder = flate2::write::GzEncoder::new(
-        Vec::with_capacity(body.len() / 8),
-        flate2::Compression::fast(),
-    );
-    encoder
-        .write_all(body)
-        .and_then(|()| encoder.finish())
-        .map(Bytes::from)
-        .expect("compressing into memory cannot fail")
 }
 
 impl Metrics {
@@ -168,6 +155,7 @@ impl Metrics {
             cycle_duration,
             generation: AtomicU64::new(1),
             rendered: Mutex::new(Rendered::default()),
+            render_turn: Mutex::new(()),
         }
     }
 
@@ -238,117 +226,280 @@ impl Metrics {
         out
     }
 
-    /// Marks everything rendered so far as outdated; called when a cycle has published
-    /// its snapshot and counted its errors.
-    pub fn cycle_finished(&self) {
-        self.generation.fetch_add(1, Ordering::Release);
+    /// Renders one variant in a single pass: the Prometheus text is converted and the
+    /// body compressed as the registry writes it, so a gzipped body never exists
+    /// uncompressed in memory (at a million series that text is over 100 MB).
+    fn render(&self, variant: Variant) -> Bytes {
+        let mut body = BodyWriter::new(variant);
+        prometheus_client::encoding::text::encode(&mut body, &self.registry)
+            .expect("writing to memory cannot fail");
+        body.finish()
     }
 
-    /// Renders the variant Prometheus asks for (OpenMetrics, gzip) right after a cycle,
-    /// so that the first scrape of the cycle is served from the cache instead of waiting
-    /// for the render. Blocking: call from a blocking thread.
-    pub fn prerender(&self) {
-        let _ = self.encode_for(Some(PROMETHEUS_ACCEPT), true);
+    /// Marks everything rendered so far as outdated, without rendering.
+    pub fn cycle_finished(&self) {
+        let _turn = self.render_turn();
+        self.install(self.generation.load(Ordering::Acquire) + 1, None);
+    }
+
+    /// Makes what a cycle has just published (its snapshot and its counters) current:
+    /// renders the variant Prometheus asks for (OpenMetrics, gzip) from it first, then
+    /// outdates the previous cycle's bodies. Scrapes during the render get the previous
+    /// cycle's body at once instead of waiting for the render. Blocking: call from a
+    /// blocking thread.
+    pub fn cycle_finished_and_rendered(&self) {
+        let _turn = self.render_turn();
+        let variant = Variant::new(Some(PROMETHEUS_ACCEPT), true);
+        let body = self.render(variant);
+        self.install(
+            self.generation.load(Ordering::Acquire) + 1,
+            Some((variant, body)),
+        );
     }
 
     /// The body already rendered for this cycle, if any; never renders and never waits for
-    /// a render in progress, so it may run on an async worker thread.
+    /// a render, so it may run on an async worker thread.
     pub fn cached(
         &self,
         accept: Option<&str>,
         accept_gzip: bool,
     ) -> Option<(&'static str, bool, Bytes)> {
         let variant = Variant::new(accept, accept_gzip);
-        let rendered = self.rendered.try_lock().ok()?;
-        if rendered.generation != self.generation.load(Ordering::Acquire) {
-            return None;
-        }
-        let body = rendered.bodies[variant.slot()].clone()?;
+        let body = self.lookup(variant, self.generation.load(Ordering::Acquire))?;
         Some((variant.content_type(), variant.gzip, body))
     }
 
     /// The body in the format the `Accept` header asks for, gzip-compressed when the
     /// scraper accepts it (Prometheus does): (content type, gzipped, body). Each variant is
-    /// rendered at most once per cycle; concurrent scrapes wait for one render.
+    /// rendered at most once per cycle; concurrent scrapes wait for one render and share
+    /// its body.
     pub fn encode_for(
         &self,
         accept: Option<&str>,
         accept_gzip: bool,
     ) -> (&'static str, bool, Bytes) {
         let variant = Variant::new(accept, accept_gzip);
+        let _turn = self.render_turn();
         let generation = self.generation.load(Ordering::Acquire);
+        let body = match self.lookup(variant, generation) {
+            Some(body) => body,
+            None => {
+                let body = self.render(variant);
+                let mut rendered = self
+                    .rendered
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                // The generation cannot change meanwhile: only renders change it.
+                if rendered.generation != generation {
+                    *rendered = Rendered {
+                        generation,
+                        ..Rendered::default()
+                    };
+                }
+                rendered.bodies[variant.slot()] = Some(body.clone());
+                body
+            }
+        };
+        (variant.content_type(), variant.gzip, body)
+    }
+
+    /// One render at a time: a render holds this for its whole duration, lookups never do.
+    fn render_turn(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.render_turn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn lookup(&self, variant: Variant, generation: u64) -> Option<Bytes> {
+        let rendered = self
+            .rendered
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        (rendered.generation == generation)
+            .then(|| rendered.bodies[variant.slot()].clone())
+            .flatten()
+    }
+
+    /// Replaces every body with those of `generation` (called with the render turn held,
+    /// the only place the generation changes).
+    fn install(&self, generation: u64, body: Option<(Variant, Bytes)>) {
         let mut rendered = self
             .rendered
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if rendered.generation != generation {
-            *rendered = Rendered {
-                generation,
-                ..Rendered::default()
-            };
+        *rendered = Rendered {
+            generation,
+            ..Rendered::default()
+        };
+        if let Some((variant, body)) = body {
+            rendered.bodies[variant.slot()] = Some(body);
         }
-        let plain = Variant {
-            gzip: false,
-            ..variant
-        };
-        let text = rendered.bodies[plain.slot()]
-            .get_or_insert_with(|| {
-                let openmetrics = self.encode_openmetrics();
-                Bytes::from(if variant.openmetrics {
-                    openmetrics
-                } else {
-                    to_prometheus_text(&openmetrics)
-                })
-            })
-            .clone();
-        let body = if variant.gzip {
-            rendered.bodies[variant.slot()]
-                .get_or_insert_with(|| gzip(&text))
-                .clone()
-        } else {
-            text
-        };
-        (variant.content_type(), variant.gzip, body)
+        self.generation.store(generation, Ordering::Release);
     }
+}
+
+/// Receives the registry's text and turns it into one body: as OpenMetrics or converted
+/// line by line to the Prometheus text format, compressed or not.
+struct BodyWriter {
+    prometheus: bool,
+    /// Text not yet passed on: at most one chunk plus a partial line.
+    pending: String,
+    /// Prometheus text: a family's HELP line, held until its TYPE line says whether the
+    /// family is a counter.
+    help: Option<String>,
+    converted: String,
+    out: BodyOut,
+}
+
+enum BodyOut {
+    Plain(Vec<u8>),
+    Gzip(flate2::write::GzEncoder<Vec<u8>>),
+}
+
+/// How much text a [`BodyWriter`] gathers before converting and compressing it.
+const CHUNK: usize = 64 * 1024;
+
+impl BodyWriter {
+    fn new(variant: Variant) -> Self {
+        Self {
+            prometheus: !variant.openmetrics,
+            pending: String::with_capacity(2 * CHUNK),
+            help: None,
+            converted: String::with_capacity(2 * CHUNK),
+            out: if variant.gzip {
+                BodyOut::Gzip(flate2::write::GzEncoder::new(
+                    Vec::with_capacity(CHUNK),
+                    flate2::Compression::fast(),
+                ))
+            } else {
+                BodyOut::Plain(Vec::with_capacity(CHUNK))
+            },
+        }
+    }
+
+    /// Passes on every complete line gathered so far (every line when `all`).
+    fn flush(&mut self, all: bool) {
+        let end = if all {
+            self.pending.len()
+        } else {
+            self.pending.rfind('\n').map_or(0, |i| i + 1)
+        };
+        if end == 0 {
+            return;
+        }
+        let text: &str = if self.prometheus {
+            self.converted.clear();
+            for line in self.pending[..end].split_inclusive('\n') {
+                convert_line(line, &mut self.help, &mut self.converted);
+            }
+            if all {
+                if let Some(help) = self.help.take() {
+                    self.converted.push_str(&help);
+                }
+            }
+            &self.converted
+        } else {
+            &self.pending[..end]
+        };
+        match &mut self.out {
+            BodyOut::Plain(out) => out.extend_from_slice(text.as_bytes()),
+            BodyOut::Gzip(out) => {
+                use std::io::Write;
+                out.write_all(text.as_bytes())
+                    .expect("compressing into memory cannot fail");
+            }
+        }
+        self.pending.drain(..end);
+    }
+
+    fn finish(mut self) -> Bytes {
+        self.flush(true);
+        match self.out {
+            BodyOut::Plain(out) => Bytes::from(out),
+            BodyOut::Gzip(out) => {
+                Bytes::from(out.finish().expect("compressing into memory cannot fail"))
+            }
+        }
+    }
+}
+
+impl std::fmt::Write for BodyWriter {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.pending.push_str(s);
+        if self.pending.len() >= CHUNK {
+            self.flush(false);
+        }
+        Ok(())
+    }
+}
+
+/// Converts one line of prometheus-client's OpenMetrics output to the Prometheus text
+/// format 0.0.4.
+///
+/// For the metric types this exporter uses (counter, gauge, histogram) the two formats
+/// differ in three places only: the `# EOF` trailer, `# UNIT` lines, and counters, whose
+/// HELP and TYPE lines name the family without `_total` in OpenMetrics but with it in the
+/// Prometheus format (where the samples carry `_total` in both). A HELP line comes before
+/// its family's TYPE line, so it waits in `help` until the TYPE line tells.
+fn convert_line(line: &str, help: &mut Option<String>, out: &mut String) {
+    if !line.starts_with('#') {
+        if let Some(help) = help.take() {
+            out.push_str(&help);
+        }
+        out.push_str(line);
+        return;
+    }
+    if line.trim_end() == "# EOF" || line.starts_with("# UNIT ") {
+        return;
+    }
+    if line.starts_with("# HELP ") {
+        if let Some(previous) = help.replace(line.to_owned()) {
+            out.push_str(&previous);
+        }
+        return;
+    }
+    if let Some(name) = line
+        .strip_prefix("# TYPE ")
+        .and_then(|rest| rest.trim_end().strip_suffix(" counter"))
+    {
+        if let Some(held) = help.take() {
+            match held
+                .strip_prefix("# HELP ")
+                .and_then(|h| h.strip_prefix(name))
+            {
+                Some(text) if text.starts_with(' ') || text.starts_with('\n') => {
+                    out.push_str("# HELP ");
+                    out.push_str(name);
+                    out.push_str("_total");
+                    out.push_str(text);
+                }
+                _ => out.push_str(&held),
+            }
+        }
+        out.push_str("# TYPE ");
+        out.push_str(name);
+        out.push_str("_total counter\n");
+        return;
+    }
+    if let Some(held) = help.take() {
+        out.push_str(&held);
+    }
+    out.push_str(line);
 }
 
 /// The `Accept` header Prometheus sends by default.
 const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 
-/// Converts prometheus-client's OpenMetrics output to the Prometheus text format 0.0.4.
-///
-/// For the metric types this exporter uses (counter, gauge, histogram) the two formats
-/// differ in three places only: the `# EOF` trailer, `# UNIT` lines, and counters, whose
-/// HELP and TYPE lines name the family without `_total` in OpenMetrics but with it in the
-/// Prometheus format (where the samples carry `_total` in both).
+/// Converts prometheus-client's OpenMetrics output to the Prometheus text format 0.0.4
+/// (see [`convert_line`]).
 pub fn to_prometheus_text(openmetrics: &str) -> String {
-    let counters: HashSet<&str> = openmetrics
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE "))
-        .filter_map(|l| l.strip_suffix(" counter"))
-        .collect();
-    let mut out = String::with_capacity(openmetrics.len() + counters.len() * 24);
-    for line in openmetrics.lines() {
-        if line == "# EOF" || line.starts_with("# UNIT ") {
-            continue;
-        }
-        let header = line
-            .strip_prefix("# HELP ")
-            .map(|rest| ("# HELP ", rest))
-            .or_else(|| line.strip_prefix("# TYPE ").map(|rest| ("# TYPE ", rest)));
-        if let Some((prefix, rest)) = header {
-            let name = rest.split(' ').next().unwrap_or_default();
-            if counters.contains(name) {
-                out.push_str(prefix);
-                out.push_str(name);
-                out.push_str("_total");
-                out.push_str(&rest[name.len()..]);
-                out.push('\n');
-                continue;
-            }
-        }
-        out.push_str(line);
-        out.push('\n');
+    let mut out = String::with_capacity(openmetrics.len());
+    let mut help = None;
+    for line in openmetrics.split_inclusive('\n') {
+        convert_line(line, &mut help, &mut out);
+    }
+    if let Some(help) = help {
+        out.push_str(&help);
     }
     out
 }
@@ -679,6 +830,115 @@ impl EncodeGaugeValue for Value {
         match self {
             Value::Count(v) => v.encode(encoder),
             Value::Seconds(v) => v.encode(encoder),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt::Write as _;
+    use std::io::Read as _;
+
+    /// OpenMetrics text of several chunks: counters, gauges with UNIT lines and a
+    /// histogram, in the order prometheus-client writes them.
+    fn openmetrics(families: usize) -> String {
+        let mut text = String::new();
+        for f in 0..families {
+            let name = format!("family_{f}");
+            match f % 3 {
+                0 => {
+                    writeln!(text, "# HELP {name} Things counted, {f}.").unwrap();
+                    writeln!(text, "# TYPE {name} counter").unwrap();
+                    for i in 0..40 {
+                        writeln!(text, "{name}_total{{cluster=\"c\",n=\"{i}\"}} {i}").unwrap();
+                    }
+                }
+                1 => {
+                    writeln!(text, "# HELP {name} A level.").unwrap();
+                    writeln!(text, "# TYPE {name} gauge").unwrap();
+                    writeln!(text, "# UNIT {name} seconds").unwrap();
+                    for i in 0..40 {
+                        writeln!(text, "{name}{{topic=\"t\",partition=\"{i}\"}} {i}.5").unwrap();
+                    }
+                }
+                _ => {
+                    writeln!(text, "# HELP {name} Durations.").unwrap();
+                    writeln!(text, "# TYPE {name} histogram").unwrap();
+                    writeln!(text, "{name}_sum 1.0").unwrap();
+                    writeln!(text, "{name}_count 2").unwrap();
+                    writeln!(text, "{name}_bucket{{le=\"+Inf\"}} 2").unwrap();
+                }
+            }
+        }
+        text.push_str("# EOF\n");
+        text
+    }
+
+    /// Writes `text` in the small pieces prometheus-client writes.
+    fn stream(variant: Variant, text: &str) -> Bytes {
+        let mut body = BodyWriter::new(variant);
+        let mut rest = text;
+        let mut step = 1;
+        while !rest.is_empty() {
+            let mut cut = (step % 23 + 1).min(rest.len());
+            while !rest.is_char_boundary(cut) {
+                cut += 1;
+            }
+            body.write_str(&rest[..cut]).unwrap();
+            rest = &rest[cut..];
+            step += 1;
+        }
+        body.finish()
+    }
+
+    fn gunzip(body: &[u8]) -> String {
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(body)
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    }
+
+    #[test]
+    fn prometheus_text_names_counters_with_total_and_drops_unit_and_eof() {
+        let converted = to_prometheus_text(&openmetrics(3));
+        assert!(converted.starts_with(
+            "# HELP family_0_total Things counted, 0.\n# TYPE family_0_total counter\nfamily_0_total{"
+        ));
+        assert!(converted.contains("# HELP family_1 A level.\n# TYPE family_1 gauge\nfamily_1{"));
+        assert!(converted.contains("# TYPE family_2 histogram\nfamily_2_sum 1.0\n"));
+        assert!(!converted.contains("# UNIT") && !converted.contains("# EOF"));
+        assert_eq!(
+            converted.lines().count(),
+            openmetrics(3).lines().count() - 2
+        );
+    }
+
+    #[test]
+    fn streamed_bodies_equal_whole_renders_across_chunks() {
+        let text = openmetrics(600);
+        assert!(text.len() > 4 * CHUNK, "{} bytes", text.len());
+        let prometheus = to_prometheus_text(&text);
+        let cases = [
+            (false, false, prometheus.as_str()),
+            (false, true, prometheus.as_str()),
+            (true, false, text.as_str()),
+            (true, true, text.as_str()),
+        ];
+        for (openmetrics, gzip, expected) in cases {
+            let body = stream(Variant { openmetrics, gzip }, &text);
+            let got = if gzip {
+                assert!(
+                    body.len() < expected.len() / 4,
+                    "compressed: {}",
+                    body.len()
+                );
+                gunzip(&body)
+            } else {
+                String::from_utf8(body.to_vec()).unwrap()
+            };
+            assert!(got == expected, "openmetrics={openmetrics} gzip={gzip}");
         }
     }
 }

@@ -163,9 +163,15 @@ impl ClusterLoop {
                 groups: derived.groups,
                 series_dropped,
             })));
-            self.metrics.cycle_finished();
+            // Rendered before it replaces the previous cycle's body, so that no scrape
+            // waits for a render; the next cycle starts after it.
             let metrics = self.metrics.clone();
-            tokio::task::spawn_blocking(move || metrics.prerender());
+            if let Err(error) =
+                tokio::task::spawn_blocking(move || metrics.cycle_finished_and_rendered()).await
+            {
+                tracing::error!(cluster = %self.cluster, "rendering /metrics failed: {error}");
+                self.metrics.cycle_finished();
+            }
         }
         tracing::debug!(cluster = %self.cluster, "sampling stopped");
     }

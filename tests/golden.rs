@@ -330,4 +330,24 @@ fn a_rendered_body_is_served_until_the_next_cycle() {
     let (_, _, fresh) = metrics.encode_for(None, false);
     assert!(String::from_utf8_lossy(&fresh)
         .contains("kafka_lso_exporter_errors_total{cluster=\"prod\",stage=\"metadata\"} 1"));
+
+    // What the scheduler does after each cycle: the body Prometheus asks for is rendered
+    // before it replaces the previous one, which is served meanwhile.
+    let openmetrics = Some("application/openmetrics-text;version=1.0.0");
+    let (_, _, previous) = metrics.encode_for(openmetrics, true);
+    metrics.count_errors("prod", Stage::Metadata, 1);
+    assert_eq!(metrics.cached(openmetrics, true).unwrap().2, previous);
+    metrics.cycle_finished_and_rendered();
+    let (content_type, gzipped, next) = metrics
+        .cached(openmetrics, true)
+        .expect("rendered with the cycle");
+    assert!(content_type.starts_with("application/openmetrics-text") && gzipped);
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&next[..]), &mut text).unwrap();
+    assert!(text.ends_with("# EOF\n"));
+    assert!(text.contains("kafka_lso_exporter_errors_total{cluster=\"prod\",stage=\"metadata\"} 2"));
+    assert!(
+        metrics.cached(None, false).is_none(),
+        "the other formats wait for their first scrape"
+    );
 }
