@@ -30,7 +30,12 @@ pub struct ClusterLoop {
 impl ClusterLoop {
     /// Runs until `shutdown` turns true (or its sender is dropped).
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        let mut clock = StuckClock::default();
+        // Derivation is CPU work that grows with the fleet (tens of milliseconds at 200,000
+        // group-partitions), so it runs on a blocking thread: scrapes, served by the async
+        // workers, never wait behind it.
+        let clock = Arc::new(std::sync::Mutex::new(StuckClock::default()));
+        let max_series = Arc::new(self.max_series.clone());
+        let hanging_margin = self.hanging_margin;
         let mut last_success: Option<SystemTime> = None;
         let mut was_up: Option<bool> = None;
         let mut was_limited = false;
@@ -60,20 +65,35 @@ impl ClusterLoop {
             };
 
             let up = raw.reached;
-            let mut derived = derive(
-                raw,
-                &mut clock,
-                Instant::now(),
-                SystemTime::now(),
-                self.hanging_margin,
-            );
-            let series_dropped = match &self.max_series {
-                Some((max, priority)) => {
-                    enforce_series_limit(&derived.partitions, &mut derived.groups, *max, |g| {
-                        priority.accepts(g)
-                    })
+            let (clock, max_series) = (clock.clone(), max_series.clone());
+            let derived = tokio::task::spawn_blocking(move || {
+                let mut clock = clock
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let mut derived = derive(
+                    raw,
+                    &mut clock,
+                    Instant::now(),
+                    SystemTime::now(),
+                    hanging_margin,
+                );
+                let series_dropped = match max_series.as_ref() {
+                    Some((max, priority)) => {
+                        enforce_series_limit(&derived.partitions, &mut derived.groups, *max, |g| {
+                            priority.accepts(g)
+                        })
+                    }
+                    None => 0,
+                };
+                (derived, series_dropped)
+            })
+            .await;
+            let (derived, series_dropped) = match derived {
+                Ok(derived) => derived,
+                Err(error) => {
+                    tracing::error!(cluster = %self.cluster, "deriving the cycle's snapshot panicked: {error}");
+                    continue;
                 }
-                None => 0,
             };
             if (series_dropped > 0) != was_limited {
                 was_limited = series_dropped > 0;
@@ -154,7 +174,7 @@ impl ClusterLoop {
             }
             was_up = Some(up);
 
-            self.snapshots.send_replace(Some(Arc::new(ClusterSnapshot {
+            let previous = self.snapshots.send_replace(Some(Arc::new(ClusterSnapshot {
                 cluster: self.cluster.clone(),
                 up,
                 taken_at,
@@ -166,8 +186,12 @@ impl ClusterLoop {
             // Rendered before it replaces the previous cycle's body, so that no scrape
             // waits for a render; the next cycle starts after it.
             let metrics = self.metrics.clone();
-            if let Err(error) =
-                tokio::task::spawn_blocking(move || metrics.cycle_finished_and_rendered()).await
+            if let Err(error) = tokio::task::spawn_blocking(move || {
+                // Freeing a large snapshot takes time too: not on an async worker.
+                drop(previous);
+                metrics.cycle_finished_and_rendered();
+            })
+            .await
             {
                 tracing::error!(cluster = %self.cluster, "rendering /metrics failed: {error}");
                 self.metrics.cycle_finished();
