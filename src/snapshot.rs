@@ -114,8 +114,11 @@ impl OpenTransaction {
             Some(t) if agrees && t.start_time_ms >= 0 => t.start_time_ms,
             _ => raw.last_timestamp_ms,
         };
-        let age_ms = (now_ms - started_ms).max(0);
-        let limit_ms = max_timeout_ms.max(found.map_or(0, |t| i64::from(t.timeout_ms))) + margin_ms;
+        // Times come from brokers: saturating, so that no value a broker sends overflows.
+        let age_ms = now_ms.saturating_sub(started_ms).max(0);
+        let limit_ms = max_timeout_ms
+            .max(found.map_or(0, |t| i64::from(t.timeout_ms)))
+            .saturating_add(margin_ms);
         let coordinator = match (&raw.coordinator, agrees) {
             (CoordinatorView::Unknown, _) => CoordinatorStatus::Unknown,
             (CoordinatorView::Loading { .. }, _) => CoordinatorStatus::Loading,
@@ -278,7 +281,7 @@ impl Anomaly {
 
 /// HW - LSO, clamped at 0.
 pub fn hw_minus_lso(high_watermark: i64, last_stable_offset: i64) -> (i64, Option<Anomaly>) {
-    let gap = high_watermark - last_stable_offset;
+    let gap = high_watermark.saturating_sub(last_stable_offset);
     if gap < 0 {
         (0, Some(Anomaly::LsoAboveHighWatermark))
     } else {
@@ -300,16 +303,17 @@ pub fn lag(
     last_stable_offset: i64,
     log: Option<&PartitionLog>,
 ) -> (Lag, Option<Anomaly>) {
-    let hw_gap = high_watermark - committed;
+    // Offsets come from brokers: saturating, so that no value a broker sends overflows.
+    let hw_gap = high_watermark.saturating_sub(committed);
     let window = log.and_then(|l| l.window.as_deref());
     let count = |bound: i64, committed_only: bool| match window {
         Some(w) if committed < bound => w.receivable(committed, bound, committed_only).0,
-        _ => (bound - committed).max(0),
+        _ => bound.saturating_sub(committed).max(0),
     };
     let lag = Lag {
         hw_lag: count(high_watermark, false),
         lso_lag: count(last_stable_offset, true),
-        committed_beyond_lso: (committed - last_stable_offset).max(0),
+        committed_beyond_lso: committed.saturating_sub(last_stable_offset).max(0),
     };
     let anomaly = (hw_gap < 0).then_some(Anomaly::CommittedBeyondHighWatermark);
     (lag, anomaly)
@@ -317,7 +321,7 @@ pub fn lag(
 
 /// Seconds since `written_ms`, never negative (a producer's clock may run ahead).
 fn age_seconds(now_ms: i64, written_ms: i64) -> f64 {
-    (now_ms - written_ms).max(0) as f64 / 1000.0
+    now_ms.saturating_sub(written_ms).max(0) as f64 / 1000.0
 }
 
 /// Seconds since the first record a consumer at `from` would receive below `bound` was
@@ -639,7 +643,7 @@ pub fn derive(
     let max_timeout_ms = raw
         .transaction_max_timeout_ms
         .unwrap_or(crate::kafka::DEFAULT_MAX_TIMEOUT_MS);
-    let margin_ms = hanging_margin.as_millis() as i64;
+    let margin_ms = i64::try_from(hanging_margin.as_millis()).unwrap_or(i64::MAX);
     let mut raw = raw;
     // What was read of each partition's log, by the partition's index.
     let logs: Vec<Option<PartitionLog>> = raw.partitions.iter_mut().map(|p| p.log.take()).collect();
@@ -775,6 +779,25 @@ mod tests {
         for (hw, lso, gap, anomaly) in cases {
             assert_eq!(hw_minus_lso(hw, lso), (gap, anomaly), "hw {hw} lso {lso}");
         }
+    }
+
+    #[test]
+    fn offsets_at_the_ends_of_the_range_saturate() {
+        // What a broken or hostile broker could send: no overflow, only clamped values.
+        assert_eq!(
+            hw_minus_lso(i64::MIN, i64::MAX),
+            (0, Some(Anomaly::LsoAboveHighWatermark))
+        );
+        assert_eq!(hw_minus_lso(i64::MAX, i64::MIN), (i64::MAX, None));
+        let (lag_max, anomaly) = lag(i64::MIN, i64::MAX, i64::MAX, None);
+        assert_eq!((lag_max.hw_lag, lag_max.lso_lag), (i64::MAX, i64::MAX));
+        assert_eq!((lag_max.committed_beyond_lso, anomaly), (0, None));
+        let (lag_min, anomaly) = lag(i64::MAX, i64::MIN, i64::MIN, None);
+        assert_eq!((lag_min.hw_lag, lag_min.lso_lag), (0, 0));
+        assert_eq!(lag_min.committed_beyond_lso, i64::MAX);
+        assert_eq!(anomaly, Some(Anomaly::CommittedBeyondHighWatermark));
+        assert_eq!(age_seconds(i64::MAX, i64::MIN), i64::MAX as f64 / 1000.0);
+        assert_eq!(age_seconds(i64::MIN, i64::MAX), 0.0);
     }
 
     #[test]
