@@ -122,9 +122,13 @@ async fn main() {
     // The exporter's log: cycle times and warnings.
     let cycles = Arc::new(Mutex::new(Vec::<f64>::new()));
     let warnings = Arc::new(Mutex::new(BTreeMap::<String, u32>::new()));
+    // Every warning with the minute it came, so that each can be explained.
+    let warning_log = Arc::new(Mutex::new(Vec::<(f64, String)>::new()));
+    let soak_started = Instant::now();
     {
         let stderr = child.stderr.take().unwrap();
-        let (cycles, warnings) = (cycles.clone(), warnings.clone());
+        let (cycles, warnings, warning_log) =
+            (cycles.clone(), warnings.clone(), warning_log.clone());
         let seconds = regex::Regex::new(r"seconds=([0-9.]+)").unwrap();
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stderr);
@@ -141,6 +145,11 @@ async fn main() {
                         .unwrap()
                         .entry(warning_kind(&text))
                         .or_default() += 1;
+                    let message = text.split("scheduler").nth(1).unwrap_or(&text);
+                    warning_log.lock().unwrap().push((
+                        soak_started.elapsed().as_secs_f64() / 60.0,
+                        message.trim().chars().take(400).collect(),
+                    ));
                 }
                 line.clear();
             }
@@ -398,5 +407,9 @@ async fn main() {
     println!("warnings in the exporter's log, by kind:");
     for (kind, n) in warnings.lock().unwrap().iter() {
         println!("  {n:5} {kind}");
+    }
+    println!("the warnings (the first 40), by minute:");
+    for (minute, message) in warning_log.lock().unwrap().iter().take(40) {
+        println!("  {minute:5.1} {message}");
     }
 }
