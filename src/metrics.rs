@@ -6,7 +6,6 @@
 //! prometheus-client writes OpenMetrics text. Scrapers that do not ask for OpenMetrics get
 //! the Prometheus text format 0.0.4, derived by [`to_prometheus_text`].
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::UNIX_EPOCH;
 
@@ -70,17 +69,14 @@ pub struct Metrics {
     errors: Family<StageLabels, Counter>,
     anomalies: Family<AnomalyLabels, Counter>,
     cycle_duration: Family<ClusterLabels, Histogram>,
-    generation: AtomicU64,
+    /// The bodies rendered from the current cycle's values. Replaced only with the render
+    /// turn held, so whatever is here belongs to the current cycle.
     rendered: Mutex<Rendered>,
     render_turn: Mutex<()>,
 }
 
-/// Bodies rendered for one generation, one per [`Variant`].
-#[derive(Debug, Default)]
-struct Rendered {
-    generation: u64,
-    bodies: [Option<Bytes>; 4],
-}
+/// Bodies rendered for one cycle, one slot per [`Variant`].
+type Rendered = [Option<Bytes>; 4];
 
 /// What a scraper asked for: the format and whether it accepts gzip.
 #[derive(Debug, Clone, Copy)]
@@ -153,7 +149,6 @@ impl Metrics {
             errors,
             anomalies,
             cycle_duration,
-            generation: AtomicU64::new(1),
             rendered: Mutex::new(Rendered::default()),
             render_turn: Mutex::new(()),
         }
@@ -220,10 +215,11 @@ impl Metrics {
 
     /// Renders everything as OpenMetrics text.
     pub fn encode_openmetrics(&self) -> String {
-        let mut out = String::with_capacity(64 * 1024);
-        prometheus_client::encoding::text::encode(&mut out, &self.registry)
-            .expect("writing to a String cannot fail");
-        out
+        let body = self.render(Variant {
+            openmetrics: true,
+            gzip: false,
+        });
+        String::from_utf8(body.into()).expect("the registry writes UTF-8")
     }
 
     /// Renders one variant in a single pass: the Prometheus text is converted and the
@@ -239,7 +235,7 @@ impl Metrics {
     /// Marks everything rendered so far as outdated, without rendering.
     pub fn cycle_finished(&self) {
         let _turn = self.render_turn();
-        self.install(self.generation.load(Ordering::Acquire) + 1, None);
+        *self.rendered() = Rendered::default();
     }
 
     /// Makes what a cycle has just published (its snapshot and its counters) current:
@@ -251,10 +247,9 @@ impl Metrics {
         let _turn = self.render_turn();
         let variant = Variant::new(Some(PROMETHEUS_ACCEPT), true);
         let body = self.render(variant);
-        self.install(
-            self.generation.load(Ordering::Acquire) + 1,
-            Some((variant, body)),
-        );
+        let mut bodies = Rendered::default();
+        bodies[variant.slot()] = Some(body);
+        *self.rendered() = bodies;
     }
 
     /// The body already rendered for this cycle, if any; never renders and never waits for
@@ -265,7 +260,7 @@ impl Metrics {
         accept_gzip: bool,
     ) -> Option<(&'static str, bool, Bytes)> {
         let variant = Variant::new(accept, accept_gzip);
-        let body = self.lookup(variant, self.generation.load(Ordering::Acquire))?;
+        let body = self.rendered()[variant.slot()].clone()?;
         Some((variant.content_type(), variant.gzip, body))
     }
 
@@ -280,26 +275,12 @@ impl Metrics {
     ) -> (&'static str, bool, Bytes) {
         let variant = Variant::new(accept, accept_gzip);
         let _turn = self.render_turn();
-        let generation = self.generation.load(Ordering::Acquire);
-        let body = match self.lookup(variant, generation) {
-            Some(body) => body,
-            None => {
-                let body = self.render(variant);
-                let mut rendered = self
-                    .rendered
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                // The generation cannot change meanwhile: only renders change it.
-                if rendered.generation != generation {
-                    *rendered = Rendered {
-                        generation,
-                        ..Rendered::default()
-                    };
-                }
-                rendered.bodies[variant.slot()] = Some(body.clone());
-                body
-            }
-        };
+        let cached = self.rendered()[variant.slot()].clone();
+        let body = cached.unwrap_or_else(|| {
+            let body = self.render(variant);
+            self.rendered()[variant.slot()] = Some(body.clone());
+            body
+        });
         (variant.content_type(), variant.gzip, body)
     }
 
@@ -310,31 +291,11 @@ impl Metrics {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn lookup(&self, variant: Variant, generation: u64) -> Option<Bytes> {
-        let rendered = self
-            .rendered
+    /// The bodies, locked only to look one up or to store one, never during a render.
+    fn rendered(&self) -> std::sync::MutexGuard<'_, Rendered> {
+        self.rendered
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        (rendered.generation == generation)
-            .then(|| rendered.bodies[variant.slot()].clone())
-            .flatten()
-    }
-
-    /// Replaces every body with those of `generation` (called with the render turn held,
-    /// the only place the generation changes).
-    fn install(&self, generation: u64, body: Option<(Variant, Bytes)>) {
-        let mut rendered = self
-            .rendered
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        *rendered = Rendered {
-            generation,
-            ..Rendered::default()
-        };
-        if let Some((variant, body)) = body {
-            rendered.bodies[variant.slot()] = Some(body);
-        }
-        self.generation.store(generation, Ordering::Release);
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
