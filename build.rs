@@ -6,6 +6,16 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-env-changed=GIT_REVISION");
     println!("cargo:rerun-if-changed=.git/HEAD");
+    // HEAD names a branch whose file changes with each commit, not HEAD itself.
+    if let Some(branch) = std::fs::read_to_string(".git/HEAD")
+        .ok()
+        .and_then(|head| head.strip_prefix("ref: ").map(|r| r.trim().to_string()))
+    {
+        println!("cargo:rerun-if-changed=.git/{branch}");
+        if std::path::Path::new(".git/packed-refs").exists() {
+            println!("cargo:rerun-if-changed=.git/packed-refs");
+        }
+    }
     let revision = std::env::var("GIT_REVISION")
         .ok()
         .filter(|r| !r.is_empty())
