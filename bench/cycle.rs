@@ -13,15 +13,17 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod process;
 mod workload;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::*;
+use process::{cpu_seconds, exporter, rss_kib};
 use rdkafka::producer::Producer;
 use workload::{fleet, groups, setup, topic, topics, GROUP_PARTITIONS, PARTITIONS};
 
@@ -35,31 +37,8 @@ struct Run {
 }
 
 fn start_exporter(topics: &str, port: u16, protocol_debug: bool) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"));
-    command
-        .args([
-            "--bootstrap-servers",
-            &bootstrap(),
-            "--cluster-name",
-            "bench",
-        ])
-        .args([
-            "--interval",
-            INTERVAL,
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .env(
-            "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
-            format!("[{topics:?}]"),
-        )
-        .env(
-            "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
-            r#"["^bench-g"]"#,
-        )
-        .env("RUST_LOG", "kafka_lso_exporter=debug,librdkafka=debug")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut command = exporter(&bootstrap(), "bench", INTERVAL, port, topics, "^bench-g");
+    command.env("RUST_LOG", "kafka_lso_exporter=debug,librdkafka=debug");
     if protocol_debug {
         command.env("KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__debug", "protocol");
     }
@@ -124,30 +103,6 @@ fn observe_cycles(run: &Run, n: usize) -> (Vec<f64>, Vec<BTreeMap<String, u32>>)
         }
     }
     (durations, requests)
-}
-
-/// CPU-seconds (user + system) the process has used so far.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // Fields after the command name (which may hold spaces): utime and stime are the
-    // 12th and 13th of them, in clock ticks (100 per second on Linux).
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    ticks as f64 / 100.0
-}
-
-fn rss_kib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| -> u64 {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

@@ -5,45 +5,20 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod process;
 mod workload;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
+use process::{cpu_seconds, exporter, rss_kib};
 
 const SCRAPERS: usize = 50;
 const DURATION: Duration = Duration::from_secs(60);
 const INTERVAL_SECONDS: f64 = 5.0;
-
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // Fields after the command name (which may contain spaces) start after ") ".
-    let fields: Vec<&str> = stat
-        .rsplit_once(") ")
-        .unwrap()
-        .1
-        .split_whitespace()
-        .collect();
-    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-    ticks / 100.0 // USER_HZ is 100 on Linux
-}
-
-fn rss_mib(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| -> f64 {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-            / 1024.0
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
 
 fn value(text: &str, prefix: &str) -> f64 {
     text.lines()
@@ -62,25 +37,7 @@ async fn main() {
         .local_addr()
         .unwrap()
         .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"))
-        .args([
-            "--bootstrap-servers",
-            &bootstrap(),
-            "--cluster-name",
-            "bench",
-            "--interval",
-            "5s",
-        ])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env(
-            "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
-            r#"["^bench-t"]"#,
-        )
-        .env(
-            "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
-            r#"["^bench-g"]"#,
-        )
-        .stdout(Stdio::null())
+    let mut child = exporter(&bootstrap(), "bench", "5s", port, "^bench-t", "^bench-g")
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
@@ -151,7 +108,8 @@ async fn main() {
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu = cpu_seconds(pid) - cpu_before;
-    let (rss, hwm) = rss_mib(pid);
+    let (rss, hwm) = rss_kib(pid);
+    let (rss, hwm) = (rss as f64 / 1024.0, hwm as f64 / 1024.0);
     let after = plain.get(&url).send().await.unwrap().text().await.unwrap();
     let cycles = value(&after, "kafka_lso_exporter_cycle_duration_seconds_count{") - cycles_before;
     let cycle_mean = (value(&after, "kafka_lso_exporter_cycle_duration_seconds_sum{")

@@ -17,6 +17,8 @@
 //!
 //! `cargo bench --bench scale` (no broker needed); SCALE_CYCLES sets cycles per size.
 
+mod process;
+
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -28,6 +30,7 @@ use kafka_lso_exporter::kafka::{
 };
 use kafka_lso_exporter::metrics::Metrics;
 use kafka_lso_exporter::snapshot::{derive, series_count, ClusterSnapshot, StuckClock};
+use process::rss_kib;
 use tokio::sync::watch;
 
 const PARTITIONS_PER_TOPIC: usize = 100;
@@ -142,19 +145,6 @@ fn sample(partitions: usize, groups: usize, cycle: i64) -> RawSample {
     }
 }
 
-fn rss_kib() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
 /// Resets VmHWM to the current RSS, so that a later VmHWM is the peak since now.
 fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
@@ -236,7 +226,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
         gzip_bytes = gz;
     }
     let per_cycle = started_all.elapsed().as_secs_f64() / cycles as f64;
-    let (rss_steady, _) = rss_kib();
+    let (rss_steady, _) = rss_kib("self");
 
     // 10 concurrent uncompressed scrapes of the cached body, three rounds.
     let client = reqwest::Client::builder().no_gzip().build().unwrap();
@@ -264,7 +254,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             scrape_s.push(h.await.unwrap());
         }
     }
-    let (_, rss_peak_scrapes) = rss_kib();
+    let (_, rss_peak_scrapes) = rss_kib("self");
 
     println!(
         "partitions={partitions} groups={groups} group_partitions={} series={series} \

@@ -21,15 +21,17 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod process;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
+use process::{exporter, rss_kib};
 use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
@@ -40,17 +42,6 @@ const INTERVAL: &str = "1s";
 const KEEP: usize = 3;
 /// A deleted name may linger this long (3 cycles) before it counts as left behind.
 const GRACE: Duration = Duration::from_secs(3);
-
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
-}
 
 /// Least-squares slope of (minutes, MiB), in MiB per hour.
 fn slope_per_hour(points: &[(f64, f64)]) -> f64 {
@@ -91,30 +82,9 @@ async fn main() {
     );
 
     let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"))
-        .args([
-            "--bootstrap-servers",
-            &bootstrap(),
-            "--cluster-name",
-            "soak",
-        ])
-        .args([
-            "--interval",
-            INTERVAL,
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .env(
-            "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
-            format!("[\"^{run_tag}-\"]"),
-        )
-        .env(
-            "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
-            format!("[\"^{run_tag}-\"]"),
-        )
+    let names = format!("^{run_tag}-");
+    let mut child = exporter(&bootstrap(), "soak", INTERVAL, port, &names, &names)
         .env("RUST_LOG", "kafka_lso_exporter=debug")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("start the exporter");
     let pid = child.id();
@@ -240,7 +210,7 @@ async fn main() {
         tokio::time::sleep(Duration::from_secs(5)).await;
         tick += 1;
         let minute = started.elapsed().as_secs_f64() / 60.0;
-        rss.push((minute, rss_mib(pid)));
+        rss.push((minute, rss_kib(pid).0 as f64 / 1024.0));
 
         if tick % 2 == 0 {
             // A new topic and group; the ones from KEEP rounds ago go.
