@@ -75,6 +75,64 @@ pub struct ClusterConfig {
     /// A group at most this many offsets below the HW has its lag counted exactly from
     /// the log; further behind, markers beyond the window are counted as records.
     pub read_window: u64,
+    /// Which per-partition series the cluster's partitions get.
+    pub granularity: Granularity,
+    /// Groups whose granularity differs from the cluster's.
+    pub group_granularity: GroupGranularity,
+    /// Also export kafka_exporter's metric families (`compat = ["kafka_exporter"]`).
+    pub compat_kafka_exporter: bool,
+}
+
+/// How finely a cluster's (or a group's) series are broken down.
+///
+/// `Topic` keeps one series per topic (and per group and topic) for everything, and
+/// per-partition series only where a transaction withholds records (HW > LSO) and for the
+/// groups on those partitions; `Partition` keeps every per-partition series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Granularity {
+    #[default]
+    Topic,
+    Partition,
+}
+
+impl Granularity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Granularity::Topic => "topic",
+            Granularity::Partition => "partition",
+        }
+    }
+}
+
+/// Per-group exceptions to the cluster's granularity: a group matching `partition` gets
+/// per-partition series, else one matching `topic` gets per-topic series.
+#[derive(Debug, Clone)]
+pub struct GroupGranularity {
+    partition: RegexSet,
+    topic: RegexSet,
+}
+
+impl GroupGranularity {
+    /// The granularity of `group` on a cluster whose own granularity is `cluster`.
+    pub fn of(&self, group: &str, cluster: Granularity) -> Granularity {
+        if self.partition.is_match(group) {
+            Granularity::Partition
+        } else if self.topic.is_match(group) {
+            Granularity::Topic
+        } else {
+            cluster
+        }
+    }
+}
+
+impl Default for GroupGranularity {
+    fn default() -> Self {
+        Self {
+            partition: RegexSet::empty(),
+            topic: RegexSet::empty(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -207,6 +265,21 @@ struct RawCluster {
     read_records: bool,
     #[serde(default, deserialize_with = "integer")]
     read_window: Option<i64>,
+    #[serde(default)]
+    granularity: Granularity,
+    #[serde(default)]
+    group_granularity: RawGroupGranularity,
+    #[serde(default)]
+    compat: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGroupGranularity {
+    #[serde(default)]
+    partition: Vec<String>,
+    #[serde(default)]
+    topic: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -743,6 +816,27 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
                 )))
             }
         };
+        let mut group_granularity = GroupGranularity::default();
+        for (field, patterns, set) in [
+            ("partition", &cluster.group_granularity.partition, &mut group_granularity.partition),
+            ("topic", &cluster.group_granularity.topic, &mut group_granularity.topic),
+        ] {
+            *set = RegexSet::new(patterns).map_err(|e| {
+                let k = ["clusters", &idx, "group_granularity", field];
+                invalid(figment, &k, format!("invalid regex: {e}"))
+            })?;
+        }
+        let mut compat_kafka_exporter = false;
+        for name in &cluster.compat {
+            match name.as_str() {
+                "kafka_exporter" => compat_kafka_exporter = true,
+                other => {
+                    return Err(at("compat")(format!(
+                        "\"{other}\" is not a compatibility set; the one there is: \"kafka_exporter\""
+                    )))
+                }
+            }
+        }
         let mut client = BTreeMap::new();
         for (property, value) in cluster.client {
             if RESERVED_CLIENT_KEYS.contains(&property.as_str()) {
@@ -782,6 +876,9 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             hanging_margin,
             read_records: cluster.read_records,
             read_window,
+            granularity: cluster.granularity,
+            group_granularity,
+            compat_kafka_exporter,
         });
     }
 

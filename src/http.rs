@@ -491,6 +491,7 @@ mod tests {
             }),
             withheld_age_seconds: Some(stuck + 1.0),
             transactions: None,
+            replication: None,
         }
     }
 
@@ -518,6 +519,7 @@ mod tests {
                 hw_lag_seconds: None,
                 lso_lag_seconds: None,
             }]),
+            granularity: Default::default(),
         }
     }
 
@@ -535,6 +537,8 @@ mod tests {
             partitions,
             groups,
             series_dropped: 0,
+            exposition: Default::default(),
+            brokers: Vec::new(),
         }
     }
 

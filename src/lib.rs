@@ -7,11 +7,13 @@
 //! per cluster; [`metrics`] renders snapshots; [`http`] serves them, behind [`web`] (TLS
 //! and basic auth) when a web config is given. [`run`] and [`run_with`] wire it up.
 
+mod compat;
 pub mod config;
 pub mod http;
 pub mod kafka;
 pub mod metrics;
 pub mod scheduler;
+pub mod series;
 pub mod snapshot;
 pub mod web;
 
@@ -28,6 +30,7 @@ use crate::config::Config;
 use crate::kafka::{KafkaSampler, Sampler};
 use crate::metrics::Metrics;
 use crate::scheduler::ClusterLoop;
+use crate::series::Exposition;
 use crate::web::WebConfig;
 
 /// The exporter's version.
@@ -102,6 +105,11 @@ pub async fn run_with(
                 .max_series
                 .map(|max| (max, cluster.priority_groups.clone())),
             hanging_margin: cluster.hanging_margin,
+            exposition: Exposition {
+                granularity: cluster.granularity,
+                kafka_exporter: cluster.compat_kafka_exporter,
+            },
+            group_granularity: cluster.group_granularity.clone(),
         };
         loops.push(tokio::spawn(cluster_loop.run(stop_rx.clone())));
     }

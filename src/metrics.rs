@@ -22,6 +22,7 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 
 use crate::kafka::Stage;
+use crate::series::{self, GroupTopicAggregate, TopicAggregate};
 use crate::snapshot::{group_states, Anomaly, ClusterSnapshot, GroupState};
 
 /// The latest snapshot of one cluster, `None` until its first cycle ends.
@@ -37,18 +38,18 @@ const CYCLE_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ClusterLabels {
-    cluster: String,
+    kafka_cluster: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StageLabels {
-    cluster: String,
+    kafka_cluster: String,
     stage: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct AnomalyLabels {
-    cluster: String,
+    kafka_cluster: String,
     kind: &'static str,
 }
 
@@ -172,7 +173,7 @@ impl Metrics {
         ];
         for stage in stages {
             drop(self.errors.get_or_create(&StageLabels {
-                cluster: cluster.to_string(),
+                kafka_cluster: cluster.to_string(),
                 stage: stage.as_str(),
             }));
         }
@@ -181,7 +182,7 @@ impl Metrics {
             Anomaly::CommittedBeyondHighWatermark,
         ] {
             drop(self.anomalies.get_or_create(&AnomalyLabels {
-                cluster: cluster.to_string(),
+                kafka_cluster: cluster.to_string(),
                 kind: kind.as_str(),
             }));
         }
@@ -190,7 +191,7 @@ impl Metrics {
     pub fn count_errors(&self, cluster: &str, stage: Stage, count: u64) {
         self.errors
             .get_or_create(&StageLabels {
-                cluster: cluster.to_string(),
+                kafka_cluster: cluster.to_string(),
                 stage: stage.as_str(),
             })
             .inc_by(count);
@@ -199,7 +200,7 @@ impl Metrics {
     pub fn count_anomaly(&self, cluster: &str, kind: Anomaly) {
         self.anomalies
             .get_or_create(&AnomalyLabels {
-                cluster: cluster.to_string(),
+                kafka_cluster: cluster.to_string(),
                 kind: kind.as_str(),
             })
             .inc();
@@ -208,7 +209,7 @@ impl Metrics {
     pub fn observe_cycle(&self, cluster: &str, seconds: f64) {
         self.cycle_duration
             .get_or_create(&ClusterLabels {
-                cluster: cluster.to_string(),
+                kafka_cluster: cluster.to_string(),
             })
             .observe(seconds);
     }
@@ -471,74 +472,140 @@ struct SnapshotCollector {
     clusters: Vec<SnapshotReceiver>,
 }
 
-type Labels<'a> = [(&'static str, &'a str)];
+pub(crate) type Labels<'a> = [(&'static str, &'a str)];
+
+/// The label naming the configured cluster on every series. Not `cluster`: many
+/// Prometheus, Thanos and Mimir setups put that on every series as a target or external
+/// label (the Prometheus guide on writing exporters names it as one to avoid).
+pub const CLUSTER_LABEL: &str = "kafka_cluster";
+
+/// One cluster's snapshot with what the render reads of it more than once.
+pub(crate) struct Shown {
+    pub(crate) snapshot: Arc<ClusterSnapshot>,
+    /// Partitions whose HW is ahead of their LSO, sorted by topic and partition.
+    withheld: Vec<(Arc<str>, i32)>,
+    pub(crate) topics: Vec<TopicAggregate>,
+    /// Per group (same order as `snapshot.groups`), its per-topic aggregates.
+    pub(crate) group_topics: Vec<Vec<GroupTopicAggregate>>,
+}
+
+impl Shown {
+    fn new(snapshot: Arc<ClusterSnapshot>) -> Self {
+        // The partitions are sorted by topic and partition, and so is this.
+        let withheld = snapshot
+            .partitions
+            .iter()
+            .filter(|p| series::withheld(p))
+            .map(|p| (p.topic.clone(), p.partition))
+            .collect();
+        let topics = series::topic_aggregates(&snapshot.partitions);
+        let group_topics = snapshot.groups.iter().map(series::group_topic_aggregates).collect();
+        Self {
+            snapshot,
+            withheld,
+            topics,
+            group_topics,
+        }
+    }
+
+    pub(crate) fn cluster(&self) -> &str {
+        &self.snapshot.cluster
+    }
+
+    /// The group's series on this partition are shown (as in
+    /// [`series::group_partition_detail`]).
+    fn group_partition_detail(&self, group: &GroupState, topic: &str, partition: i32) -> bool {
+        group.granularity == crate::config::Granularity::Partition
+            || self
+                .withheld
+                .binary_search_by(|(t, p)| (&**t, *p).cmp(&(topic, partition)))
+                .is_ok()
+    }
+}
 
 impl prometheus_client::collector::Collector for SnapshotCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         // Hold each snapshot (an Arc) for the whole scrape, not the channel's lock.
-        let snapshots: Vec<Arc<ClusterSnapshot>> = self
+        let shown: Vec<Shown> = self
             .clusters
             .iter()
             .filter_map(|rx| rx.borrow().clone())
+            .map(Shown::new)
             .collect();
+        encode_partitions(&mut encoder, &shown)?;
+        encode_topics(&mut encoder, &shown)?;
+        encode_groups(&mut encoder, &shown)?;
+        encode_exporter(&mut encoder, &shown)?;
+        crate::compat::encode(&mut encoder, &shown)?;
+        Ok(())
+    }
+}
 
-        type PartitionValue = fn(&crate::snapshot::PartitionState) -> Option<Value>;
-        let partition_families: [(&str, &str, PartitionValue); 9] = [
-            ("kafka_partition_log_start_offset", "Earliest offset of the partition", |p| {
-                p.log_start_offset.map(Value::Count)
-            }),
-            ("kafka_partition_high_watermark", "High watermark: the latest offset under read_uncommitted", |p| {
-                p.high_watermark.map(Value::Count)
-            }),
-            ("kafka_partition_last_stable_offset", "Last stable offset: the latest offset under read_committed", |p| {
-                p.last_stable_offset.map(Value::Count)
-            }),
-            ("kafka_partition_hw_minus_lso", "High watermark minus last stable offset: records withheld from read_committed consumers by open transactions", |p| {
-                p.visibility.map(|v| Value::Count(v.hw_minus_lso))
-            }),
-            ("kafka_partition_lso_stuck_seconds", "Seconds the last stable offset has not moved while behind the high watermark; 0 when they are equal", |p| {
-                p.visibility.map(|v| Value::Seconds(v.lso_stuck_seconds))
-            }),
-            ("kafka_partition_withheld_age_seconds", "Age of the oldest record withheld from read_committed consumers (the record at the last stable offset), from its timestamp; 0 when the high watermark equals the last stable offset", |p| {
-                p.withheld_age_seconds.map(Value::Seconds)
-            }),
-            ("kafka_partition_open_transactions", "Open transactions in the partition (asked of the leader only while HW > LSO; 0 when they are equal)", |p| {
-                p.transactions.as_ref().map(|t| Value::Count(t.len() as i64))
-            }),
-            ("kafka_partition_oldest_transaction_age_seconds", "Age of the oldest open transaction in the partition, from its coordinator's start time; 0 when none is open", |p| {
-                p.transactions.as_ref().map(|t| Value::Seconds(t.iter().map(|t| t.age_seconds).fold(0.0, f64::max)))
-            }),
-            ("kafka_partition_hanging_transactions", "Open transactions in the partition older than transaction.max.timeout.ms plus hanging_margin (KIP-664): by the coordinator's start time, or since the producer's last write when no coordinator reports them as open there", |p| {
-                p.transactions.as_ref().map(|t| Value::Count(t.iter().filter(|t| t.hanging).count() as i64))
-            }),
-        ];
-        for (name, help, value) in partition_families {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for snapshot in &snapshots {
-                for p in &snapshot.partitions {
-                    if let Some(v) = value(p) {
-                        let labels: &Labels =
-                            &[("cluster", &snapshot.cluster), ("topic", &p.topic)];
-                        gauge(&mut family, &(labels, [("partition", p.partition)]), v)?;
-                    }
+/// Per-partition series: every partition in `partition` granularity, withheld ones in
+/// `topic` granularity.
+fn encode_partitions(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(), std::fmt::Error> {
+    type PartitionValue = fn(&crate::snapshot::PartitionState) -> Option<Value>;
+    let partition_families: [(&str, &str, PartitionValue); 9] = [
+        ("kafka_partition_log_start_offset", "Earliest offset of the partition", |p| {
+            p.log_start_offset.map(Value::Count)
+        }),
+        ("kafka_partition_high_watermark", "High watermark: the latest offset under read_uncommitted", |p| {
+            p.high_watermark.map(Value::Count)
+        }),
+        ("kafka_partition_last_stable_offset", "Last stable offset: the latest offset under read_committed", |p| {
+            p.last_stable_offset.map(Value::Count)
+        }),
+        ("kafka_partition_hw_minus_lso", "High watermark minus last stable offset: records withheld from read_committed consumers by open transactions", |p| {
+            p.visibility.map(|v| Value::Count(v.hw_minus_lso))
+        }),
+        ("kafka_partition_lso_stuck_seconds", "Seconds the last stable offset has not moved while behind the high watermark; 0 when they are equal", |p| {
+            p.visibility.map(|v| Value::Seconds(v.lso_stuck_seconds))
+        }),
+        ("kafka_partition_withheld_age_seconds", "Age of the oldest record withheld from read_committed consumers (the record at the last stable offset), from its timestamp; 0 when the high watermark equals the last stable offset", |p| {
+            p.withheld_age_seconds.map(Value::Seconds)
+        }),
+        ("kafka_partition_open_transactions", "Open transactions in the partition (asked of the leader only while HW > LSO; 0 when they are equal)", |p| {
+            p.transactions.as_ref().map(|t| Value::Count(t.len() as i64))
+        }),
+        ("kafka_partition_oldest_transaction_age_seconds", "Age of the oldest open transaction in the partition, from its coordinator's start time; 0 when none is open", |p| {
+            p.transactions.as_ref().map(|t| Value::Seconds(t.iter().map(|t| t.age_seconds).fold(0.0, f64::max)))
+        }),
+        ("kafka_partition_hanging_transactions", "Open transactions in the partition older than transaction.max.timeout.ms plus hanging_margin (KIP-664): by the coordinator's start time, or since the producer's last write when no coordinator reports them as open there", |p| {
+            p.transactions.as_ref().map(|t| Value::Count(t.iter().filter(|t| t.hanging).count() as i64))
+        }),
+    ];
+    for (name, help, value) in partition_families {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for cluster in shown {
+            let exposition = cluster.snapshot.exposition;
+            for p in cluster.snapshot.partitions.iter().filter(|p| exposition.partition_detail(p)) {
+                if let Some(v) = value(p) {
+                    let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("topic", &p.topic)];
+                    gauge(&mut family, &(labels, [("partition", p.partition)]), v)?;
                 }
             }
         }
+    }
 
-        let mut family = encoder.encode_descriptor(
-            "kafka_transaction_open_info",
-            "An open transaction holding the partition's last stable offset; the value is its age in seconds",
-            None,
-            MetricType::Gauge,
-        )?;
-        for snapshot in &snapshots {
-            for p in &snapshot.partitions {
+    type TransactionValue = fn(&crate::snapshot::OpenTransaction) -> Value;
+    let transaction_families: [(&str, &str, TransactionValue); 2] = [
+        ("kafka_transaction_open_info", "An open transaction holding records of the partition back from read_committed consumers; always 1 (its age: kafka_transaction_open_age_seconds)", |_| {
+            Value::Count(1)
+        }),
+        ("kafka_transaction_open_age_seconds", "Age of an open transaction in the partition: from its coordinator's start time, or since the producer's last write when no coordinator reports it as open there", |t| {
+            Value::Seconds(t.age_seconds)
+        }),
+    ];
+    for (name, help, value) in transaction_families {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for cluster in shown {
+            for p in &cluster.snapshot.partitions {
                 for t in p.transactions.iter().flatten() {
                     let producer_id = t.producer_id.to_string();
                     let producer_epoch = t.producer_epoch.to_string();
                     let start_offset = t.start_offset.to_string();
                     let labels: &Labels = &[
-                        ("cluster", &snapshot.cluster),
+                        (CLUSTER_LABEL, cluster.cluster()),
                         ("topic", &p.topic),
                         ("partition", &p.partition.to_string()),
                         ("transactional_id", &t.transactional_id),
@@ -546,220 +613,343 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
                         ("producer_epoch", &producer_epoch),
                         ("start_offset", &start_offset),
                     ];
-                    gauge(&mut family, &labels, t.age_seconds)?;
+                    gauge(&mut family, &labels, value(t))?;
                 }
             }
         }
+    }
+    Ok(())
+}
 
-        type LagValue = fn(&crate::snapshot::GroupPartitionState) -> Option<Value>;
-        let group_partition_families: [(&str, &str, LagValue); 6] = [
-            ("kafka_consumergroup_committed_offset", "Committed offset of the group", |g| {
-                Some(Value::Count(g.committed_offset))
-            }),
-            ("kafka_consumergroup_hw_lag", "Records a consumer at the committed offset would still receive up to the high watermark: max(0, high watermark - committed offset) less the commit/abort markers in that range", |g| {
-                g.lag.map(|l| Value::Count(l.hw_lag))
-            }),
-            ("kafka_consumergroup_lso_lag", "Records a read_committed consumer at the committed offset can still read now: up to the last stable offset, less commit/abort markers and records of aborted transactions", |g| {
-                g.lag.map(|l| Value::Count(l.lso_lag))
-            }),
-            ("kafka_consumergroup_committed_beyond_lso", "max(0, committed offset - last stable offset): records read before their transaction was decided", |g| {
-                g.lag.map(|l| Value::Count(l.committed_beyond_lso))
-            }),
-            ("kafka_consumergroup_hw_lag_seconds", "Seconds since the first record the group would still receive up to the high watermark was written; 0 when there is none", |g| {
-                g.hw_lag_seconds.map(Value::Seconds)
-            }),
-            ("kafka_consumergroup_lso_lag_seconds", "Seconds since the first record a read_committed consumer at the committed offset could read now was written; 0 when there is none", |g| {
-                g.lso_lag_seconds.map(Value::Seconds)
-            }),
-        ];
-        for (name, help, value) in group_partition_families {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for snapshot in &snapshots {
-                for group in snapshot.groups.iter().filter(|g| g.group_type != "share") {
-                    for g in group.offsets.iter().flatten() {
-                        if let Some(v) = value(g) {
-                            let labels: &Labels = &[
-                                ("cluster", &snapshot.cluster),
-                                ("group", &group.name),
-                                ("topic", &g.topic),
-                            ];
-                            gauge(&mut family, &(labels, [("partition", g.partition)]), v)?;
-                        }
+/// Per-topic aggregates of the partitions, in every granularity.
+fn encode_topics(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(), std::fmt::Error> {
+    type TopicValue = fn(&TopicAggregate) -> Option<Value>;
+    let topic_families: [(&str, &str, TopicValue); 10] = [
+        ("kafka_topic_partitions", "Partitions of the topic sampled in the last cycle", |t| {
+            Some(Value::Count(t.partitions))
+        }),
+        ("kafka_topic_withheld_partitions", "Partitions of the topic whose high watermark is ahead of their last stable offset: an open transaction withholds records there", |t| {
+            t.withheld_partitions.map(Value::Count)
+        }),
+        ("kafka_topic_log_start_offset", "Sum of the log start offsets of the topic's partitions", |t| {
+            t.log_start_offset_sum.map(Value::Count)
+        }),
+        ("kafka_topic_high_watermark", "Sum of the high watermarks of the topic's partitions; its rate is the records (and markers) written per second", |t| {
+            t.high_watermark_sum.map(Value::Count)
+        }),
+        ("kafka_topic_last_stable_offset", "Sum of the last stable offsets of the topic's partitions; its rate is what becomes visible to read_committed consumers per second", |t| {
+            t.last_stable_offset_sum.map(Value::Count)
+        }),
+        ("kafka_topic_max_hw_minus_lso", "Largest high watermark minus last stable offset of the topic's partitions", |t| {
+            t.max_hw_minus_lso.map(Value::Count)
+        }),
+        ("kafka_topic_max_lso_stuck_seconds", "Longest time a last stable offset of the topic has not moved while behind its high watermark", |t| {
+            t.max_lso_stuck_seconds.map(Value::Seconds)
+        }),
+        ("kafka_topic_max_withheld_age_seconds", "Age of the oldest record of the topic withheld from read_committed consumers, from its timestamp", |t| {
+            t.max_withheld_age_seconds.map(Value::Seconds)
+        }),
+        ("kafka_topic_open_transactions", "Open transactions in the topic's partitions, counted once per partition they write to", |t| {
+            t.open_transactions.map(Value::Count)
+        }),
+        ("kafka_topic_hanging_transactions", "Hanging transactions in the topic's partitions, counted once per partition they hold", |t| {
+            t.hanging_transactions.map(Value::Count)
+        }),
+    ];
+    for (name, help, value) in topic_families {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for cluster in shown {
+            for t in &cluster.topics {
+                if let Some(v) = value(t) {
+                    let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("topic", &t.topic)];
+                    gauge(&mut family, &labels, v)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(), std::fmt::Error> {
+    type LagValue = fn(&crate::snapshot::GroupPartitionState) -> Option<Value>;
+    let group_partition_families: [(&str, &str, LagValue); 6] = [
+        ("kafka_consumergroup_committed_offset", "Committed offset of the group", |g| {
+            Some(Value::Count(g.committed_offset))
+        }),
+        ("kafka_consumergroup_hw_lag", "Records a consumer at the committed offset would still receive up to the high watermark: max(0, high watermark - committed offset) less the commit/abort markers in that range", |g| {
+            g.lag.map(|l| Value::Count(l.hw_lag))
+        }),
+        ("kafka_consumergroup_lso_lag", "Records a read_committed consumer at the committed offset can still read now: up to the last stable offset, less commit/abort markers and records of aborted transactions", |g| {
+            g.lag.map(|l| Value::Count(l.lso_lag))
+        }),
+        ("kafka_consumergroup_committed_beyond_lso", "max(0, committed offset - last stable offset): records read before their transaction was decided", |g| {
+            g.lag.map(|l| Value::Count(l.committed_beyond_lso))
+        }),
+        ("kafka_consumergroup_hw_lag_seconds", "Seconds since the first record the group would still receive up to the high watermark was written; 0 when there is none", |g| {
+            g.hw_lag_seconds.map(Value::Seconds)
+        }),
+        ("kafka_consumergroup_lso_lag_seconds", "Seconds since the first record a read_committed consumer at the committed offset could read now was written; 0 when there is none", |g| {
+            g.lso_lag_seconds.map(Value::Seconds)
+        }),
+    ];
+    for (name, help, value) in group_partition_families {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for cluster in shown {
+            for group in cluster.snapshot.groups.iter().filter(|g| g.group_type != "share") {
+                for g in group.offsets.iter().flatten() {
+                    if !cluster.group_partition_detail(group, &g.topic, g.partition) {
+                        continue;
+                    }
+                    if let Some(v) = value(g) {
+                        let labels: &Labels =
+                            &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name), ("topic", &g.topic)];
+                        gauge(&mut family, &(labels, [("partition", g.partition)]), v)?;
                     }
                 }
             }
         }
+    }
 
-        type ShareValue = fn(&GroupState, &crate::snapshot::GroupPartitionState) -> Option<Value>;
-        let share_families: [(&str, &str, ShareValue); 3] = [
-            ("kafka_sharegroup_start_offset", "Share-partition start offset of the share group: every record below it has been delivered and acknowledged", |_, g| {
-                Some(Value::Count(g.committed_offset))
-            }),
-            ("kafka_sharegroup_lag", "Records the share group may still deliver from its start offset: up to the last stable offset with share.isolation.level=read_committed, up to the high watermark otherwise; never commit/abort markers", |group, g| {
-                group.share_lag(g).map(Value::Count)
-            }),
-            ("kafka_sharegroup_lag_seconds", "Seconds since the first record the share group may still deliver was written; 0 when there is none", |group, g| {
-                group.share_lag_seconds(g).map(Value::Seconds)
-            }),
-        ];
-        for (name, help, value) in share_families {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for snapshot in &snapshots {
-                for group in snapshot.groups.iter().filter(|g| g.group_type == "share") {
-                    for g in group.offsets.iter().flatten() {
-                        if let Some(v) = value(group, g) {
-                            let labels: &Labels = &[
-                                ("cluster", &snapshot.cluster),
-                                ("group", &group.name),
-                                ("topic", &g.topic),
-                            ];
-                            gauge(&mut family, &(labels, [("partition", g.partition)]), v)?;
-                        }
+    type GroupTopicValue = fn(&GroupTopicAggregate) -> Option<Value>;
+    let group_topic_families: [(&str, &str, GroupTopicValue); 6] = [
+        ("kafka_consumergroup_topic_committed_offset", "Sum of the group's committed offsets on the topic; its rate is the group's progress in offsets per second", |t| {
+            Some(Value::Count(t.committed_offset_sum))
+        }),
+        ("kafka_consumergroup_topic_hw_lag", "Sum over the topic's partitions of kafka_consumergroup_hw_lag", |t| {
+            t.hw_lag.map(Value::Count)
+        }),
+        ("kafka_consumergroup_topic_lso_lag", "Sum over the topic's partitions of kafka_consumergroup_lso_lag", |t| {
+            t.lso_lag.map(Value::Count)
+        }),
+        ("kafka_consumergroup_topic_committed_beyond_lso", "Sum over the topic's partitions of kafka_consumergroup_committed_beyond_lso", |t| {
+            t.committed_beyond_lso.map(Value::Count)
+        }),
+        ("kafka_consumergroup_topic_max_hw_lag_seconds", "Largest kafka_consumergroup_hw_lag_seconds of the group's partitions of the topic", |t| {
+            t.max_hw_lag_seconds.map(Value::Seconds)
+        }),
+        ("kafka_consumergroup_topic_max_lso_lag_seconds", "Largest kafka_consumergroup_lso_lag_seconds of the group's partitions of the topic", |t| {
+            t.max_lso_lag_seconds.map(Value::Seconds)
+        }),
+    ];
+    for (name, help, value) in group_topic_families {
+        encode_group_topics(encoder, shown, name, help, false, value)?;
+    }
+
+    type ShareValue = fn(&GroupState, &crate::snapshot::GroupPartitionState) -> Option<Value>;
+    let share_families: [(&str, &str, ShareValue); 3] = [
+        ("kafka_sharegroup_start_offset", "Share-partition start offset of the share group: every record below it has been delivered and acknowledged", |_, g| {
+            Some(Value::Count(g.committed_offset))
+        }),
+        ("kafka_sharegroup_lag", "Records the share group may still deliver from its start offset: up to the last stable offset with share.isolation.level=read_committed, up to the high watermark otherwise; never commit/abort markers", |group, g| {
+            group.share_lag(g).map(Value::Count)
+        }),
+        ("kafka_sharegroup_lag_seconds", "Seconds since the first record the share group may still deliver was written; 0 when there is none", |group, g| {
+            group.share_lag_seconds(g).map(Value::Seconds)
+        }),
+    ];
+    for (name, help, value) in share_families {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for cluster in shown {
+            for group in cluster.snapshot.groups.iter().filter(|g| g.group_type == "share") {
+                for g in group.offsets.iter().flatten() {
+                    if !cluster.group_partition_detail(group, &g.topic, g.partition) {
+                        continue;
+                    }
+                    if let Some(v) = value(group, g) {
+                        let labels: &Labels =
+                            &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name), ("topic", &g.topic)];
+                        gauge(&mut family, &(labels, [("partition", g.partition)]), v)?;
                     }
                 }
             }
         }
+    }
 
-        let mut family = encoder.encode_descriptor(
-            "kafka_sharegroup_broker_lag",
-            "The share group's lag on the partition as its broker computes it (KIP-1226, Kafka 4.2 and later): records past the start offset not yet acknowledged",
-            None,
-            MetricType::Gauge,
-        )?;
-        for snapshot in &snapshots {
-            for group in &snapshot.groups {
-                for lag in &group.broker_lags {
-                    let labels: &Labels = &[
-                        ("cluster", &snapshot.cluster),
-                        ("group", &group.name),
-                        ("topic", &lag.topic),
-                    ];
-                    gauge(
-                        &mut family,
-                        &(labels, [("partition", lag.partition)]),
-                        lag.lag,
-                    )?;
+    let mut family = encoder.encode_descriptor(
+        "kafka_sharegroup_broker_lag",
+        "The share group's lag on the partition as its broker computes it (KIP-1226, Kafka 4.2 and later): records past the start offset not yet acknowledged",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        for group in &cluster.snapshot.groups {
+            for lag in &group.broker_lags {
+                if !cluster.group_partition_detail(group, &lag.topic, lag.partition) {
+                    continue;
                 }
+                let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name), ("topic", &lag.topic)];
+                gauge(&mut family, &(labels, [("partition", lag.partition)]), lag.lag)?;
             }
         }
+    }
 
-        let mut family = encoder.encode_descriptor(
-            "kafka_sharegroup_isolation_level",
-            "The share group's share.isolation.level; always 1",
-            None,
-            MetricType::Gauge,
-        )?;
-        for snapshot in &snapshots {
-            for group in &snapshot.groups {
-                if let Some(isolation) = group.isolation {
-                    let labels: &Labels = &[
-                        ("cluster", &snapshot.cluster),
-                        ("group", &group.name),
-                        ("isolation_level", isolation.as_str()),
-                    ];
-                    gauge(&mut family, &labels, 1)?;
-                }
-            }
-        }
+    let share_topic_families: [(&str, &str, GroupTopicValue); 3] = [
+        ("kafka_sharegroup_topic_lag", "Sum over the topic's partitions of kafka_sharegroup_lag", |t| {
+            t.share_lag.map(Value::Count)
+        }),
+        ("kafka_sharegroup_topic_max_lag_seconds", "Largest kafka_sharegroup_lag_seconds of the share group's partitions of the topic", |t| {
+            t.max_share_lag_seconds.map(Value::Seconds)
+        }),
+        ("kafka_sharegroup_topic_broker_lag", "Sum over the partitions of the topic its brokers reported of kafka_sharegroup_broker_lag", |t| {
+            t.broker_lag.map(Value::Count)
+        }),
+    ];
+    for (name, help, value) in share_topic_families {
+        encode_group_topics(encoder, shown, name, help, true, value)?;
+    }
 
-        let mut family = encoder.encode_descriptor(
-            "kafka_consumergroup_info",
-            "The group's type (classic, consumer, share, streams) and its members' protocol type; always 1",
-            None,
-            MetricType::Gauge,
-        )?;
-        for snapshot in &snapshots {
-            for group in &snapshot.groups {
+    let mut family = encoder.encode_descriptor(
+        "kafka_sharegroup_isolation_level",
+        "The share group's share.isolation.level; always 1",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        for group in &cluster.snapshot.groups {
+            if let Some(isolation) = group.isolation {
                 let labels: &Labels = &[
-                    ("cluster", &snapshot.cluster),
+                    (CLUSTER_LABEL, cluster.cluster()),
                     ("group", &group.name),
-                    ("type", &group.group_type),
-                    ("protocol", &group.protocol),
+                    ("isolation_level", isolation.as_str()),
                 ];
                 gauge(&mut family, &labels, 1)?;
             }
         }
-
-        let mut family = encoder.encode_descriptor(
-            "kafka_consumergroup_members",
-            "Live members of the consumer group (absent when it could not be described)",
-            None,
-            MetricType::Gauge,
-        )?;
-        for snapshot in &snapshots {
-            for group in &snapshot.groups {
-                let labels: &Labels = &[("cluster", &snapshot.cluster), ("group", &group.name)];
-                if let Some(members) = group.members {
-                    gauge(&mut family, &labels, members as i64)?;
-                }
-            }
-        }
-
-        let mut family = encoder.encode_descriptor(
-            "kafka_consumergroup_state",
-            "State of the consumer group: 1 for the current state, 0 for the others",
-            None,
-            MetricType::Gauge,
-        )?;
-        for snapshot in &snapshots {
-            for group in &snapshot.groups {
-                let states = group_states(&group.group_type);
-                let known = states.contains(&group.state.as_str());
-                let extra = (!known).then_some(group.state.as_str());
-                for state in states.iter().copied().chain(extra) {
-                    let labels: &Labels = &[
-                        ("cluster", &snapshot.cluster),
-                        ("group", &group.name),
-                        ("state", state),
-                    ];
-                    gauge(&mut family, &labels, i64::from(group.state == state))?;
-                }
-            }
-        }
-
-        let mut family = encoder.encode_descriptor(
-            "kafka_lso_exporter_up",
-            "1 if the last sampling cycle reached the cluster",
-            None,
-            MetricType::Gauge,
-        )?;
-        for snapshot in &snapshots {
-            let labels: &Labels = &[("cluster", &snapshot.cluster)];
-            gauge(&mut family, &labels, i64::from(snapshot.up))?;
-        }
-
-        let mut family = encoder.encode_descriptor(
-            "kafka_lso_exporter_series_dropped",
-            "Series left out in the last cycle because the cluster exceeded max_series",
-            None,
-            MetricType::Gauge,
-        )?;
-        for snapshot in &snapshots {
-            let labels: &Labels = &[("cluster", &snapshot.cluster)];
-            gauge(&mut family, &labels, snapshot.series_dropped as i64)?;
-        }
-
-        let mut family = encoder.encode_descriptor(
-            "kafka_lso_exporter_last_success_timestamp_seconds",
-            "Unix time at which the last cycle that reached the cluster ended",
-            None,
-            MetricType::Gauge,
-        )?;
-        for snapshot in &snapshots {
-            if let Some(at) = snapshot.last_success {
-                let seconds = at
-                    .duration_since(UNIX_EPOCH)
-                    .unwrap_or_default()
-                    .as_secs_f64();
-                let labels: &Labels = &[("cluster", &snapshot.cluster)];
-                gauge(&mut family, &labels, seconds)?;
-            }
-        }
-        Ok(())
     }
+
+    let mut family = encoder.encode_descriptor(
+        "kafka_consumergroup_info",
+        "The group's type (classic, consumer, share, streams) and its members' protocol type; always 1",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        for group in &cluster.snapshot.groups {
+            let labels: &Labels = &[
+                (CLUSTER_LABEL, cluster.cluster()),
+                ("group", &group.name),
+                ("group_type", &group.group_type),
+                ("protocol", &group.protocol),
+            ];
+            gauge(&mut family, &labels, 1)?;
+        }
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "kafka_consumergroup_members",
+        "Live members of the consumer group (absent when it could not be described)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        for group in &cluster.snapshot.groups {
+            let Some(members) = group.members else {
+                continue;
+            };
+            if cluster.snapshot.exposition.kafka_exporter {
+                // kafka_exporter's family of the same name labels the group
+                // `consumergroup`: one series answers both.
+                let labels: &Labels = &[
+                    (CLUSTER_LABEL, cluster.cluster()),
+                    ("group", &group.name),
+                    ("consumergroup", &group.name),
+                ];
+                gauge(&mut family, &labels, members as i64)?;
+            } else {
+                let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name)];
+                gauge(&mut family, &labels, members as i64)?;
+            }
+        }
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "kafka_consumergroup_state",
+        "State of the consumer group: 1 for the current state, 0 for the others",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        for group in &cluster.snapshot.groups {
+            let states = group_states(&group.group_type);
+            let known = states.contains(&group.state.as_str());
+            let extra = (!known).then_some(group.state.as_str());
+            for state in states.iter().copied().chain(extra) {
+                let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name), ("state", state)];
+                gauge(&mut family, &labels, i64::from(group.state == state))?;
+            }
+        }
+    }
+    Ok(())
 }
 
-fn gauge(
+/// One family of per-group, per-topic aggregates: of share groups when `share`, of the
+/// other groups otherwise.
+fn encode_group_topics(
+    encoder: &mut DescriptorEncoder,
+    shown: &[Shown],
+    name: &str,
+    help: &str,
+    share: bool,
+    value: fn(&GroupTopicAggregate) -> Option<Value>,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for cluster in shown {
+        for (group, topics) in cluster.snapshot.groups.iter().zip(&cluster.group_topics) {
+            if (group.group_type == "share") != share {
+                continue;
+            }
+            for t in topics {
+                if let Some(v) = value(t) {
+                    let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name), ("topic", &t.topic)];
+                    gauge(&mut family, &labels, v)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The exporter's own per-cluster state.
+fn encode_exporter(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "kafka_lso_exporter_up",
+        "1 if the last sampling cycle reached the cluster",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster())];
+        gauge(&mut family, &labels, i64::from(cluster.snapshot.up))?;
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "kafka_lso_exporter_series_dropped",
+        "Series left out in the last cycle because the cluster exceeded max_series",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster())];
+        gauge(&mut family, &labels, cluster.snapshot.series_dropped as i64)?;
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "kafka_lso_exporter_last_success_timestamp_seconds",
+        "Unix time at which the last cycle that reached the cluster ended",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        if let Some(at) = cluster.snapshot.last_success {
+            let seconds = at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+            let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster())];
+            gauge(&mut family, &labels, seconds)?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn gauge(
     family: &mut prometheus_client::encoding::MetricEncoder,
     labels: &impl EncodeLabelSet,
     value: impl Into<Value>,
@@ -769,7 +959,7 @@ fn gauge(
 
 /// A gauge value: offsets print as integers, durations as floats.
 #[derive(Debug, Clone, Copy)]
-enum Value {
+pub(crate) enum Value {
     Count(i64),
     Seconds(f64),
 }

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
-use crate::config::NameFilter;
+use crate::config::{GroupGranularity, NameFilter};
 use crate::kafka::Sampler;
 use crate::metrics::Metrics;
-use crate::snapshot::{derive, enforce_series_limit, ClusterSnapshot, StuckClock};
+use crate::series::{enforce_series_limit, Exposition};
+use crate::snapshot::{derive, ClusterSnapshot, StuckClock};
 
 /// Everything one cluster's loop needs.
 pub struct ClusterLoop {
@@ -25,6 +26,10 @@ pub struct ClusterLoop {
     pub max_series: Option<(usize, NameFilter)>,
     /// See `clusters[].hanging_margin`.
     pub hanging_margin: Duration,
+    /// How `/metrics` shows the cluster (`granularity`, `compat`).
+    pub exposition: Exposition,
+    /// Groups whose granularity differs from the cluster's.
+    pub group_granularity: GroupGranularity,
 }
 
 impl ClusterLoop {
@@ -36,6 +41,8 @@ impl ClusterLoop {
         let clock = Arc::new(std::sync::Mutex::new(StuckClock::default()));
         let max_series = Arc::new(self.max_series.clone());
         let hanging_margin = self.hanging_margin;
+        let exposition = self.exposition;
+        let group_granularity = Arc::new(self.group_granularity.clone());
         let mut last_success: Option<SystemTime> = None;
         let mut was_up: Option<bool> = None;
         let mut was_limited = false;
@@ -66,6 +73,7 @@ impl ClusterLoop {
 
             let up = raw.reached;
             let (clock, max_series) = (clock.clone(), max_series.clone());
+            let group_granularity = group_granularity.clone();
             let derived = tokio::task::spawn_blocking(move || {
                 let mut clock = clock
                     .lock()
@@ -77,12 +85,17 @@ impl ClusterLoop {
                     SystemTime::now(),
                     hanging_margin,
                 );
+                for group in &mut derived.groups {
+                    group.granularity = group_granularity.of(&group.name, exposition.granularity);
+                }
                 let series_dropped = match max_series.as_ref() {
-                    Some((max, priority)) => {
-                        enforce_series_limit(&derived.partitions, &mut derived.groups, *max, |g| {
-                            priority.accepts(g)
-                        })
-                    }
+                    Some((max, priority)) => enforce_series_limit(
+                        &derived.partitions,
+                        &mut derived.groups,
+                        exposition,
+                        *max,
+                        |g| priority.accepts(g),
+                    ),
                     None => 0,
                 };
                 (derived, series_dropped)
@@ -182,6 +195,8 @@ impl ClusterLoop {
                 partitions: derived.partitions,
                 groups: derived.groups,
                 series_dropped,
+                exposition,
+                brokers: derived.brokers,
             })));
             // Rendered before it replaces the previous cycle's body, so that no scrape
             // waits for a render; the next cycle starts after it.

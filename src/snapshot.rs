@@ -23,6 +23,10 @@ pub struct ClusterSnapshot {
     pub groups: Vec<GroupState>,
     /// Series left out by the cardinality guard in this cycle.
     pub series_dropped: usize,
+    /// How `/metrics` shows it: granularity, compatibility families.
+    pub exposition: crate::series::Exposition,
+    /// Brokers the last cycle's metadata listed: id and address (host:port).
+    pub brokers: Vec<(i32, String)>,
 }
 
 /// One partition's offsets and what they imply.
@@ -41,6 +45,8 @@ pub struct PartitionState {
     /// The open transactions, oldest first: empty when HW == LSO, absent when forensics
     /// is off for the cluster or failed for this partition in this cycle.
     pub transactions: Option<Vec<OpenTransaction>>,
+    /// Leader and replicas as the cycle's metadata names them.
+    pub replication: Option<crate::kafka::Replication>,
 }
 
 /// An open transaction holding a partition's LSO, as leader and coordinator report it.
@@ -219,6 +225,8 @@ pub struct GroupState {
     pub broker_lags: Vec<crate::kafka::BrokerLag>,
     /// Absent when the group's offsets could not be fetched in this cycle.
     pub offsets: Option<Vec<GroupPartitionState>>,
+    /// Whether `/metrics` shows the group's series per partition or per topic.
+    pub granularity: crate::config::Granularity,
 }
 
 /// A group's position on one partition.
@@ -483,28 +491,6 @@ pub fn group_states(group_type: &str) -> &'static [&'static str] {
     }
 }
 
-/// Series a group's state renders: one per state of its protocol (plus its own if
-/// unknown).
-fn state_series(group: &GroupState) -> usize {
-    let states = group_states(&group.group_type);
-    states.len() + usize::from(!states.contains(&group.state.as_str()))
-}
-
-/// Series one group-partition renders: the committed offset, the three lags when the
-/// partition's offsets were sampled, and the time lags when they are known. A share
-/// group renders its start offset, and its lag and time lag against its bound.
-fn offset_series(group: &GroupState, offset: &GroupPartitionState) -> usize {
-    if group.group_type == "share" {
-        let known = group.isolation.is_some();
-        return 1
-            + usize::from(known && offset.lag.is_some())
-            + usize::from(known && group.share_lag_seconds(offset).is_some());
-    }
-    1 + 3 * usize::from(offset.lag.is_some())
-        + usize::from(offset.hw_lag_seconds.is_some())
-        + usize::from(offset.lso_lag_seconds.is_some())
-}
-
 impl GroupState {
     /// A share group's lag on one partition: against the LSO when it reads committed,
     /// the HW otherwise; `None` for other groups or an unknown isolation level.
@@ -550,77 +536,13 @@ impl GroupState {
     }
 }
 
-/// How many series `/metrics` renders for these partitions and groups.
-pub fn series_count(partitions: &[PartitionState], groups: &[GroupState]) -> usize {
-    let partition_series: usize = partitions
-        .iter()
-        .map(|p| {
-            usize::from(p.log_start_offset.is_some())
-                + usize::from(p.high_watermark.is_some())
-                + usize::from(p.last_stable_offset.is_some())
-                + 2 * usize::from(p.visibility.is_some())
-                + usize::from(p.withheld_age_seconds.is_some())
-                + p.transactions.as_ref().map_or(0, |t| 3 + t.len())
-        })
-        .sum();
-    let group_series: usize = groups
-        .iter()
-        .map(|g| {
-            // kafka_consumergroup_info, members, a share group's isolation level, the
-            // states, the offsets.
-            1 + usize::from(g.members.is_some())
-                + usize::from(g.isolation.is_some())
-                + g.broker_lags.len()
-                + state_series(g)
-                + g.offsets
-                    .iter()
-                    .flatten()
-                    .map(|o| offset_series(g, o))
-                    .sum::<usize>()
-        })
-        .sum();
-    partition_series + group_series
-}
-
-/// The cardinality guard: while the cluster renders more than `max_series` series, drops
-/// the group-partition series of groups that `is_priority` does not keep, one whole group
-/// at a time in reverse name order (so the same groups go every cycle). Partition series,
-/// group state and members are always kept. Returns how many series were dropped.
-pub fn enforce_series_limit(
-    partitions: &[PartitionState],
-    groups: &mut [GroupState],
-    max_series: usize,
-    is_priority: impl Fn(&str) -> bool,
-) -> usize {
-    let mut total = series_count(partitions, groups);
-    let mut dropped = 0;
-    for group in groups.iter_mut().rev() {
-        if total <= max_series {
-            break;
-        }
-        if is_priority(&group.name) {
-            continue;
-        }
-        let series: usize = group
-            .offsets
-            .iter()
-            .flatten()
-            .map(|o| offset_series(group, o))
-            .sum();
-        if let Some(offsets) = group.offsets.as_mut() {
-            offsets.clear();
-            total -= series;
-            dropped += series;
-        }
-    }
-    dropped
-}
-
 /// The result of deriving one cycle.
 #[derive(Debug)]
 pub struct Derived {
     pub partitions: Vec<PartitionState>,
     pub groups: Vec<GroupState>,
+    /// Brokers the cycle's metadata listed: id and address (host:port).
+    pub brokers: Vec<(i32, String)>,
     pub anomalies: Vec<Anomaly>,
     pub failures: Vec<(Stage, StageFailure)>,
 }
@@ -691,6 +613,7 @@ pub fn derive(
                 visibility,
                 withheld_age_seconds,
                 transactions,
+                replication: p.replication,
             }
         })
         .collect();
@@ -749,6 +672,7 @@ pub fn derive(
                 isolation: g.isolation,
                 broker_lags: g.broker_lags,
                 offsets,
+                granularity: Default::default(),
             }
         })
         .collect();
@@ -756,13 +680,14 @@ pub fn derive(
     Derived {
         partitions,
         groups,
+        brokers: raw.brokers,
         anomalies,
         failures: raw.failures.into_iter().collect(),
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::kafka::{CommittedOffset, RawGroup, RawPartition};
 
@@ -911,7 +836,7 @@ mod tests {
         );
     }
 
-    fn raw_transaction(
+    pub(crate) fn raw_transaction(
         state: &str,
         producer_id: i64,
         coordinator_epoch: i16,
@@ -1099,6 +1024,7 @@ mod tests {
             last_stable_offset: lso,
             high_watermark: hw,
             log: None,
+            replication: None,
         }
     }
 
@@ -1207,6 +1133,7 @@ mod tests {
     fn derive_joins_groups_to_partitions_and_drops_what_failed() {
         let raw = RawSample {
             reached: true,
+            brokers: Vec::new(),
             partitions: vec![
                 partition("orders", 0, Some(900), Some(880)),
                 partition("orders", 1, None, Some(50)), // HW request failed
@@ -1273,6 +1200,7 @@ mod tests {
     fn derive_counts_anomalies() {
         let raw = RawSample {
             reached: true,
+            brokers: Vec::new(),
             partitions: vec![partition("t", 0, Some(10), Some(12))],
             groups: vec![RawGroup {
                 name: "g".into(),
@@ -1305,91 +1233,6 @@ mod tests {
         assert_eq!(
             (lag.hw_lag, lag.lso_lag, lag.committed_beyond_lso),
             (0, 0, 3)
-        );
-    }
-
-    fn group(name: &str, partitions: i32) -> GroupState {
-        GroupState {
-            name: name.into(),
-            state: "Stable".into(),
-            members: Some(1),
-            group_type: "classic".into(),
-            protocol: "consumer".into(),
-            isolation: None,
-            broker_lags: Vec::new(),
-            offsets: Some(
-                (0..partitions)
-                    .map(|p| GroupPartitionState {
-                        topic: Arc::from("t"),
-                        partition: p,
-                        committed_offset: 1,
-                        lag: Some(Lag {
-                            hw_lag: 0,
-                            lso_lag: 0,
-                            committed_beyond_lso: 0,
-                        }),
-                        hw_lag_seconds: None,
-                        lso_lag_seconds: None,
-                    })
-                    .collect(),
-            ),
-        }
-    }
-
-    #[test]
-    fn series_limit_drops_group_partition_series_outside_the_priority_list() {
-        let partitions: Vec<PartitionState> = (0..10)
-            .map(|p| PartitionState {
-                topic: Arc::from("t"),
-                partition: p,
-                log_start_offset: Some(0),
-                high_watermark: Some(5),
-                last_stable_offset: Some(5),
-                visibility: Some(Visibility {
-                    hw_minus_lso: 0,
-                    lso_stuck_seconds: 0.0,
-                }),
-                withheld_age_seconds: None,
-                transactions: None,
-            })
-            .collect();
-        let mut groups = vec![group("a-critical", 10), group("b", 10), group("c", 10)];
-        // 10 partitions x 5 + 3 groups x (1 info + 1 member + 6 states + 10 x 4) = 50 + 144.
-        assert_eq!(series_count(&partitions, &groups), 194);
-
-        let dropped = enforce_series_limit(&partitions, &mut groups, 1000, |_| false);
-        assert_eq!(dropped, 0, "under the limit nothing is dropped");
-
-        let dropped =
-            enforce_series_limit(&partitions, &mut groups, 154, |g| g.ends_with("critical"));
-        assert_eq!(dropped, 40, "one group (the last by name) is enough");
-        assert!(groups[2].offsets.as_ref().unwrap().is_empty());
-        assert_eq!(groups[1].offsets.as_ref().unwrap().len(), 10);
-
-        let dropped =
-            enforce_series_limit(&partitions, &mut groups, 60, |g| g.ends_with("critical"));
-        assert_eq!(
-            dropped, 40,
-            "the priority group is kept even over the limit"
-        );
-        assert_eq!(groups[0].offsets.as_ref().unwrap().len(), 10);
-        assert_eq!(series_count(&partitions, &groups), 50 + 3 * 8 + 40);
-
-        // Forensics adds three series per partition, and one per open transaction.
-        let mut partitions = partitions;
-        partitions[1].transactions = Some(Vec::new());
-        let raw = raw_transaction("Ongoing", 4001, 3, true);
-        partitions[0].transactions = Some(vec![OpenTransaction::derive(&raw, 0, 0, 0)]);
-        assert_eq!(series_count(&partitions, &groups), 50 + 3 * 8 + 40 + 3 + 4);
-        // Withheld age, and each time lag, is one series where it is known.
-        partitions[0].withheld_age_seconds = Some(1.0);
-        let kept = groups[0].offsets.as_mut().unwrap();
-        kept[0].hw_lag_seconds = Some(0.0);
-        kept[0].lso_lag_seconds = Some(0.0);
-        kept[1].hw_lag_seconds = Some(2.0);
-        assert_eq!(
-            series_count(&partitions, &groups),
-            50 + 3 * 8 + 40 + 3 + 4 + 1 + 3
         );
     }
 

@@ -40,7 +40,9 @@ use super::ask::offsets;
 use super::ask::reads::Reads;
 use super::native::{list_consumer_group_offsets, queued_events};
 use super::wire::{Security, WireClient};
-use super::{CommittedOffset, Planned, RawGroup, RawPartition, RawSample, Sampler, Stage};
+use super::{
+    CommittedOffset, Planned, RawGroup, RawPartition, RawSample, Replication, Sampler, Stage,
+};
 use crate::config::{ClusterConfig, NameFilter};
 
 /// Samples one cluster through librdkafka.
@@ -388,14 +390,20 @@ impl KafkaSampler {
             consumer
                 .fetch_metadata(None, remaining(deadline))
                 .map(|metadata| {
-                    let mut plan: Vec<Target> = Vec::new();
+                    let mut plan: Vec<(Target, Replication)> = Vec::new();
                     for topic in metadata.topics() {
                         if topic.error().is_some() || !topics.accepts(topic.name()) {
                             continue;
                         }
                         let name: Arc<str> = Arc::from(topic.name());
                         for partition in topic.partitions() {
-                            plan.push((name.clone(), partition.id(), partition.leader()));
+                            let replication = Replication {
+                                leader: partition.leader(),
+                                preferred_leader: partition.replicas().first().copied().unwrap_or(-1),
+                                replicas: partition.replicas().len() as u32,
+                                in_sync_replicas: partition.isr().len() as u32,
+                            };
+                            plan.push(((name.clone(), partition.id(), partition.leader()), replication));
                         }
                     }
                     let brokers: BTreeMap<i32, String> = metadata
@@ -421,10 +429,11 @@ impl KafkaSampler {
             }
         };
         sample.reached = true;
-        plan.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        plan.sort_by(|(a, _), (b, _)| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        sample.brokers = brokers.iter().map(|(id, address)| (*id, address.clone())).collect();
         sample.partitions = plan
             .iter()
-            .map(|(topic, partition, _)| RawPartition {
+            .map(|((topic, partition, _), replication)| RawPartition {
                 topic: topic.clone(),
                 partition: *partition,
                 log_start_offset: None,
@@ -432,8 +441,10 @@ impl KafkaSampler {
                 high_watermark: None,
                 open_transactions: None,
                 log: None,
+                replication: Some(*replication),
             })
             .collect();
+        let plan: Vec<Target> = plan.into_iter().map(|(target, _)| target).collect();
         let planned: Vec<Planned> = plan
             .iter()
             .enumerate()

@@ -98,6 +98,19 @@ pub struct RawPartition {
     /// What was read of the partition's log (record-batch headers); `None` when record
     /// reads are off for the cluster.
     pub log: Option<PartitionLog>,
+    /// Leader and replicas as the cycle's metadata names them.
+    pub replication: Option<Replication>,
+}
+
+/// A partition's leader and replicas as the metadata names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replication {
+    /// The leader's broker id; -1 when the partition has none.
+    pub leader: i32,
+    /// The first replica, which leads when leadership is balanced; -1 without replicas.
+    pub preferred_leader: i32,
+    pub replicas: u32,
+    pub in_sync_replicas: u32,
 }
 
 /// The parts of one partition's log the exporter has read ([`reads`]): the window below
@@ -245,6 +258,8 @@ pub struct RawSample {
     pub failures: BTreeMap<Stage, StageFailure>,
     /// The brokers' `transaction.max.timeout.ms`, when forensics could read it.
     pub transaction_max_timeout_ms: Option<i64>,
+    /// Brokers the cycle's metadata lists: id and address (host:port).
+    pub brokers: Vec<(i32, String)>,
 }
 
 impl RawSample {

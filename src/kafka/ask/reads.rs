@@ -473,6 +473,7 @@ mod tests {
             high_watermark: Some(hw),
             open_transactions: None,
             log: None,
+            replication: None,
         }
     }
 

@@ -1,0 +1,320 @@
+//! Which series a snapshot shows, and the per-topic aggregates (pure code).
+//!
+//! A cluster's granularity ([`Granularity`]) decides how finely `/metrics` breaks its
+//! values down. Per-topic aggregates are always shown: they are one series per topic (and
+//! per group and topic), so dashboards and alerts that read them work in either mode.
+//! Per-partition series are shown for every partition in `partition` mode, and in `topic`
+//! mode only where a transaction withholds records (HW > LSO) — there the stuck table,
+//! forensics and the blocked-group alert need them — together with every group's
+//! position on such a partition. A group's own granularity (`group_granularity`) can ask
+//! for its per-partition series either way.
+//!
+//! [`series_count`] counts what the renderer in [`crate::metrics`] writes, for the
+//! cardinality guard; both read the decisions from here, so they cannot disagree.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+pub use crate::config::Granularity;
+use crate::snapshot::{group_states, GroupPartitionState, GroupState, PartitionState};
+
+/// How a cluster's snapshot is shown on `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Exposition {
+    /// Granularity of the cluster's partition series, and of groups without their own.
+    pub granularity: Granularity,
+    /// Also show kafka_exporter's metric families (`compat = ["kafka_exporter"]`).
+    pub kafka_exporter: bool,
+}
+
+/// A transaction withholds records in the partition: HW > LSO in this cycle.
+pub fn withheld(partition: &PartitionState) -> bool {
+    partition.visibility.is_some_and(|v| v.hw_minus_lso > 0)
+}
+
+/// The partitions whose records a transaction withholds, by (topic, partition).
+pub fn withheld_partitions(partitions: &[PartitionState]) -> HashSet<(&str, i32)> {
+    partitions
+        .iter()
+        .filter(|p| withheld(p))
+        .map(|p| (&*p.topic, p.partition))
+        .collect()
+}
+
+impl Exposition {
+    /// The partition's own series (`kafka_partition_*`, `kafka_transaction_open_*`) are
+    /// shown.
+    pub fn partition_detail(&self, partition: &PartitionState) -> bool {
+        self.granularity == Granularity::Partition || withheld(partition)
+    }
+}
+
+/// The group's series on one partition are shown: the group wants them, or a transaction
+/// withholds records there (`withheld` from [`withheld_partitions`]).
+pub fn group_partition_detail(
+    group: &GroupState,
+    topic: &str,
+    partition: i32,
+    withheld: &HashSet<(&str, i32)>,
+) -> bool {
+    group.granularity == Granularity::Partition || withheld.contains(&(topic, partition))
+}
+
+/// One topic's partitions, summed up. A value is absent when it is absent for any of the
+/// topic's partitions in this cycle: a sum or maximum over part of a topic would be wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicAggregate {
+    pub topic: Arc<str>,
+    /// Partitions sampled.
+    pub partitions: i64,
+    /// Partitions whose HW is ahead of their LSO.
+    pub withheld_partitions: Option<i64>,
+    pub log_start_offset_sum: Option<i64>,
+    pub high_watermark_sum: Option<i64>,
+    pub last_stable_offset_sum: Option<i64>,
+    pub max_hw_minus_lso: Option<i64>,
+    pub max_lso_stuck_seconds: Option<f64>,
+    pub max_withheld_age_seconds: Option<f64>,
+    pub open_transactions: Option<i64>,
+    pub hanging_transactions: Option<i64>,
+}
+
+/// Per-topic aggregates of partitions sorted by topic (as a [`crate::kafka::RawSample`]
+/// lists them), in that order.
+pub fn topic_aggregates(partitions: &[PartitionState]) -> Vec<TopicAggregate> {
+    partitions
+        .chunk_by(|a, b| a.topic == b.topic)
+        .map(|run| TopicAggregate {
+            topic: run[0].topic.clone(),
+            partitions: run.len() as i64,
+            withheld_partitions: sum(run.iter().map(|p| p.visibility.map(|v| i64::from(v.hw_minus_lso > 0)))),
+            log_start_offset_sum: sum(run.iter().map(|p| p.log_start_offset)),
+            high_watermark_sum: sum(run.iter().map(|p| p.high_watermark)),
+            last_stable_offset_sum: sum(run.iter().map(|p| p.last_stable_offset)),
+            max_hw_minus_lso: max(run.iter().map(|p| p.visibility.map(|v| v.hw_minus_lso))),
+            max_lso_stuck_seconds: max(run.iter().map(|p| p.visibility.map(|v| v.lso_stuck_seconds))),
+            max_withheld_age_seconds: max(run.iter().map(|p| p.withheld_age_seconds)),
+            open_transactions: sum(run.iter().map(|p| p.transactions.as_ref().map(|t| t.len() as i64))),
+            hanging_transactions: sum(
+                run.iter()
+                    .map(|p| p.transactions.as_ref().map(|t| t.iter().filter(|t| t.hanging).count() as i64)),
+            ),
+        })
+        .collect()
+}
+
+/// One group's positions on one topic, summed up; absent as in [`TopicAggregate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupTopicAggregate {
+    pub topic: Arc<str>,
+    pub committed_offset_sum: i64,
+    pub hw_lag: Option<i64>,
+    pub lso_lag: Option<i64>,
+    pub committed_beyond_lso: Option<i64>,
+    pub max_hw_lag_seconds: Option<f64>,
+    pub max_lso_lag_seconds: Option<f64>,
+    /// A share group's lag against its bound ([`GroupState::share_lag`]).
+    pub share_lag: Option<i64>,
+    pub max_share_lag_seconds: Option<f64>,
+    /// A share group's lag as its brokers compute it (KIP-1226), summed over the
+    /// partitions they reported.
+    pub broker_lag: Option<i64>,
+}
+
+/// Per-topic aggregates of a group's committed offsets (sorted by topic), in that order.
+pub fn group_topic_aggregates(group: &GroupState) -> Vec<GroupTopicAggregate> {
+    let Some(offsets) = group.offsets.as_deref() else {
+        return Vec::new();
+    };
+    offsets
+        .chunk_by(|a, b| a.topic == b.topic)
+        .map(|run| {
+            let topic = run[0].topic.clone();
+            let lags = |f: fn(&crate::snapshot::Lag) -> i64| sum(run.iter().map(|o| o.lag.as_ref().map(f)));
+            let broker_lags: Vec<i64> = group
+                .broker_lags
+                .iter()
+                .filter(|l| *l.topic == *topic)
+                .map(|l| l.lag)
+                .collect();
+            GroupTopicAggregate {
+                committed_offset_sum: run.iter().fold(0, |s, o| s.saturating_add(o.committed_offset)),
+                hw_lag: lags(|l| l.hw_lag),
+                lso_lag: lags(|l| l.lso_lag),
+                committed_beyond_lso: lags(|l| l.committed_beyond_lso),
+                max_hw_lag_seconds: max(run.iter().map(|o| o.hw_lag_seconds)),
+                max_lso_lag_seconds: max(run.iter().map(|o| o.lso_lag_seconds)),
+                share_lag: sum(run.iter().map(|o| group.share_lag(o))),
+                max_share_lag_seconds: max(run.iter().map(|o| group.share_lag_seconds(o))),
+                broker_lag: (!broker_lags.is_empty()).then(|| sum(broker_lags.into_iter().map(Some)).unwrap_or(0)),
+                topic,
+            }
+        })
+        .collect()
+}
+
+/// The sum, or `None` when any value is absent (or there is none).
+fn sum(values: impl Iterator<Item = Option<i64>>) -> Option<i64> {
+    values.fold(Some(0i64), |total, v| Some(total?.saturating_add(v?)))
+}
+
+/// The largest value, or `None` when any value is absent (or there is none).
+fn max<T: PartialOrd + Copy>(mut values: impl Iterator<Item = Option<T>>) -> Option<T> {
+    let first = values.next()??;
+    values.try_fold(first, |largest, v| {
+        let v = v?;
+        Some(if v > largest { v } else { largest })
+    })
+}
+
+/// How many series `/metrics` renders for these partitions and groups of one cluster.
+pub fn series_count(
+    partitions: &[PartitionState],
+    groups: &[GroupState],
+    exposition: Exposition,
+) -> usize {
+    let withheld = withheld_partitions(partitions);
+    partition_series(partitions, exposition)
+        + groups
+            .iter()
+            .map(|g| group_series(g, &withheld, exposition))
+            .sum::<usize>()
+}
+
+/// Series of the partitions and their topics.
+fn partition_series(partitions: &[PartitionState], exposition: Exposition) -> usize {
+    let compat = usize::from(exposition.kafka_exporter);
+    let own: usize = partitions
+        .iter()
+        .map(|p| {
+            let own = if exposition.partition_detail(p) {
+                usize::from(p.log_start_offset.is_some())
+                    + usize::from(p.high_watermark.is_some())
+                    + usize::from(p.last_stable_offset.is_some())
+                    + 2 * usize::from(p.visibility.is_some())
+                    + usize::from(p.withheld_age_seconds.is_some())
+                    + p.transactions.as_ref().map_or(0, |t| 3 + 2 * t.len())
+            } else {
+                0
+            };
+            // kafka_exporter's current and oldest offset, leader, replicas, in-sync
+            // replicas, preferred leader, under-replicated.
+            own + compat
+                * (usize::from(p.high_watermark.is_some())
+                    + usize::from(p.log_start_offset.is_some())
+                    + p.replication.map_or(0, |_| 5))
+        })
+        .sum();
+    let topics: usize = topic_aggregates(partitions)
+        .iter()
+        .map(|t| {
+            let counts = [
+                t.withheld_partitions,
+                t.log_start_offset_sum,
+                t.high_watermark_sum,
+                t.last_stable_offset_sum,
+                t.max_hw_minus_lso,
+                t.open_transactions,
+                t.hanging_transactions,
+            ];
+            1 + counts.iter().filter(|v| v.is_some()).count()
+                + usize::from(t.max_lso_stuck_seconds.is_some())
+                + usize::from(t.max_withheld_age_seconds.is_some())
+        })
+        .sum();
+    own + topics
+}
+
+/// Series of one group: kafka_consumergroup_info, members, a share group's isolation
+/// level, the states, the offsets and their per-topic aggregates.
+fn group_series(g: &GroupState, withheld: &HashSet<(&str, i32)>, exposition: Exposition) -> usize {
+    let compat = usize::from(exposition.kafka_exporter);
+    let offsets: usize = g
+        .offsets
+        .iter()
+        .flatten()
+        .map(|o| {
+            let detail = group_partition_detail(g, &o.topic, o.partition, withheld);
+            usize::from(detail) * offset_series(g, o) + compat * (1 + usize::from(o.lag.is_some()))
+        })
+        .sum();
+    let topics: usize = group_topic_aggregates(g)
+        .iter()
+        .map(|t| group_topic_series(g, t) + compat * (1 + usize::from(t.hw_lag.is_some())))
+        .sum();
+    1 + usize::from(g.members.is_some())
+        + usize::from(g.isolation.is_some())
+        + g.broker_lags
+            .iter()
+            .filter(|l| group_partition_detail(g, &l.topic, l.partition, withheld))
+            .count()
+        + state_series(g)
+        + offsets
+        + topics
+}
+
+/// Series a group's state renders: one per state of its protocol (plus its own if
+/// unknown).
+fn state_series(group: &GroupState) -> usize {
+    let states = group_states(&group.group_type);
+    states.len() + usize::from(!states.contains(&group.state.as_str()))
+}
+
+/// Series one group-partition renders: the committed offset, the three lags when the
+/// partition's offsets were sampled, and the time lags when they are known. A share
+/// group renders its start offset, and its lag and time lag against its bound.
+pub(crate) fn offset_series(group: &GroupState, offset: &GroupPartitionState) -> usize {
+    if group.group_type == "share" {
+        return 1
+            + usize::from(group.share_lag(offset).is_some())
+            + usize::from(group.share_lag_seconds(offset).is_some());
+    }
+    1 + 3 * usize::from(offset.lag.is_some())
+        + usize::from(offset.hw_lag_seconds.is_some())
+        + usize::from(offset.lso_lag_seconds.is_some())
+}
+
+/// Series one group-topic aggregate renders.
+fn group_topic_series(group: &GroupState, t: &GroupTopicAggregate) -> usize {
+    if group.group_type == "share" {
+        return usize::from(t.share_lag.is_some())
+            + usize::from(t.max_share_lag_seconds.is_some())
+            + usize::from(t.broker_lag.is_some());
+    }
+    1 + 3 * usize::from(t.hw_lag.is_some())
+        + usize::from(t.max_hw_lag_seconds.is_some())
+        + usize::from(t.max_lso_lag_seconds.is_some())
+}
+
+/// The cardinality guard: while the cluster renders more than `max_series` series, drops
+/// the offsets (and so every group-partition and group-topic series) of groups that
+/// `is_priority` does not keep, one whole group at a time in reverse name order (so the
+/// same groups go every cycle). Partition and topic series, group state and members are
+/// always kept. Returns how many series were dropped.
+pub fn enforce_series_limit(
+    partitions: &[PartitionState],
+    groups: &mut [GroupState],
+    exposition: Exposition,
+    max_series: usize,
+    is_priority: impl Fn(&str) -> bool,
+) -> usize {
+    let withheld = withheld_partitions(partitions);
+    let mut total = series_count(partitions, groups, exposition);
+    let mut dropped = 0;
+    for group in groups.iter_mut().rev() {
+        if total <= max_series {
+            break;
+        }
+        if is_priority(&group.name) || group.offsets.is_none() {
+            continue;
+        }
+        let with = group_series(group, &withheld, exposition);
+        if let Some(offsets) = group.offsets.as_mut() {
+            offsets.clear();
+        }
+        let series = with - group_series(group, &withheld, exposition);
+        total -= series;
+        dropped += series;
+    }
+    dropped
+}
