@@ -19,8 +19,14 @@ use crate::metrics::{gauge, Labels, Shown, CLUSTER_LABEL};
 use crate::snapshot::PartitionState;
 
 /// Writes the families of every cluster that asked for them.
-pub(crate) fn encode(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(), std::fmt::Error> {
-    let shown: Vec<&Shown> = shown.iter().filter(|c| c.snapshot.exposition.kafka_exporter).collect();
+pub(crate) fn encode(
+    encoder: &mut DescriptorEncoder,
+    shown: &[Shown],
+) -> Result<(), std::fmt::Error> {
+    let shown: Vec<&Shown> = shown
+        .iter()
+        .filter(|c| c.snapshot.exposition.kafka_exporter)
+        .collect();
     if shown.is_empty() {
         return Ok(());
     }
@@ -45,7 +51,11 @@ pub(crate) fn encode(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result
     for cluster in shown.iter().filter(|c| c.snapshot.up) {
         for (id, address) in &cluster.snapshot.brokers {
             let id = id.to_string();
-            let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("id", &id), ("address", address)];
+            let labels: &Labels = &[
+                (CLUSTER_LABEL, cluster.cluster()),
+                ("id", &id),
+                ("address", address),
+            ];
             gauge(&mut family, &labels, 1)?;
         }
     }
@@ -53,34 +63,56 @@ pub(crate) fn encode(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result
 
     type PartitionValue = fn(&PartitionState) -> Option<i64>;
     let partition_families: [(&str, &str, PartitionValue); 7] = [
-        ("kafka_topic_partition_current_offset", "Current Offset of a Broker at Topic/Partition", |p| {
-            p.high_watermark
-        }),
-        ("kafka_topic_partition_oldest_offset", "Oldest Offset of a Broker at Topic/Partition", |p| {
-            p.log_start_offset
-        }),
-        ("kafka_topic_partition_leader", "Leader Broker ID of this Topic/Partition", |p| {
-            p.replication.map(|r| i64::from(r.leader))
-        }),
-        ("kafka_topic_partition_replicas", "Number of Replicas for this Topic/Partition", |p| {
-            p.replication.map(|r| i64::from(r.replicas))
-        }),
-        ("kafka_topic_partition_in_sync_replica", "Number of In-Sync Replicas for this Topic/Partition", |p| {
-            p.replication.map(|r| i64::from(r.in_sync_replicas))
-        }),
-        ("kafka_topic_partition_leader_is_preferred", "1 if Topic/Partition is using the Preferred Broker", |p| {
-            p.replication.map(|r: Replication| i64::from(r.leader >= 0 && r.leader == r.preferred_leader))
-        }),
-        ("kafka_topic_partition_under_replicated_partition", "1 if Topic/Partition is under Replicated", |p| {
-            p.replication.map(|r| i64::from(r.in_sync_replicas < r.replicas))
-        }),
+        (
+            "kafka_topic_partition_current_offset",
+            "Current Offset of a Broker at Topic/Partition",
+            |p| p.high_watermark,
+        ),
+        (
+            "kafka_topic_partition_oldest_offset",
+            "Oldest Offset of a Broker at Topic/Partition",
+            |p| p.log_start_offset,
+        ),
+        (
+            "kafka_topic_partition_leader",
+            "Leader Broker ID of this Topic/Partition",
+            |p| p.replication.map(|r| i64::from(r.leader)),
+        ),
+        (
+            "kafka_topic_partition_replicas",
+            "Number of Replicas for this Topic/Partition",
+            |p| p.replication.map(|r| i64::from(r.replicas)),
+        ),
+        (
+            "kafka_topic_partition_in_sync_replica",
+            "Number of In-Sync Replicas for this Topic/Partition",
+            |p| p.replication.map(|r| i64::from(r.in_sync_replicas)),
+        ),
+        (
+            "kafka_topic_partition_leader_is_preferred",
+            "1 if Topic/Partition is using the Preferred Broker",
+            |p| {
+                p.replication.map(|r: Replication| {
+                    i64::from(r.leader >= 0 && r.leader == r.preferred_leader)
+                })
+            },
+        ),
+        (
+            "kafka_topic_partition_under_replicated_partition",
+            "1 if Topic/Partition is under Replicated",
+            |p| {
+                p.replication
+                    .map(|r| i64::from(r.in_sync_replicas < r.replicas))
+            },
+        ),
     ];
     for (name, help, value) in partition_families {
         let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
         for cluster in &shown {
             for p in &cluster.snapshot.partitions {
                 if let Some(v) = value(p) {
-                    let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("topic", &p.topic)];
+                    let labels: &Labels =
+                        &[(CLUSTER_LABEL, cluster.cluster()), ("topic", &p.topic)];
                     gauge(&mut family, &(labels, [("partition", p.partition)]), v)?;
                 }
             }
@@ -99,11 +131,19 @@ pub(crate) fn encode(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result
     for (name, help, value) in group_partition_families {
         let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
         for cluster in &shown {
-            for group in cluster.snapshot.groups.iter().filter(|g| g.group_type != "share") {
+            for group in cluster
+                .snapshot
+                .groups
+                .iter()
+                .filter(|g| g.group_type != "share")
+            {
                 for o in group.offsets.iter().flatten() {
                     if let Some(v) = value(o) {
-                        let labels: &Labels =
-                            &[(CLUSTER_LABEL, cluster.cluster()), ("consumergroup", &group.name), ("topic", &o.topic)];
+                        let labels: &Labels = &[
+                            (CLUSTER_LABEL, cluster.cluster()),
+                            ("consumergroup", &group.name),
+                            ("topic", &o.topic),
+                        ];
                         gauge(&mut family, &(labels, [("partition", o.partition)]), v)?;
                     }
                 }
@@ -113,12 +153,16 @@ pub(crate) fn encode(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result
 
     type TopicValue = fn(&crate::series::GroupTopicAggregate) -> Option<i64>;
     let group_topic_families: [(&str, &str, TopicValue); 2] = [
-        ("kafka_consumergroup_current_offset_sum", "Current Offset of a ConsumerGroup at Topic for all partitions", |t| {
-            Some(t.committed_offset_sum)
-        }),
-        ("kafka_consumergroup_lag_sum", "Current Approximate Lag of a ConsumerGroup at Topic for all partitions", |t| {
-            t.hw_lag
-        }),
+        (
+            "kafka_consumergroup_current_offset_sum",
+            "Current Offset of a ConsumerGroup at Topic for all partitions",
+            |t| Some(t.committed_offset_sum),
+        ),
+        (
+            "kafka_consumergroup_lag_sum",
+            "Current Approximate Lag of a ConsumerGroup at Topic for all partitions",
+            |t| t.hw_lag,
+        ),
     ];
     for (name, help, value) in group_topic_families {
         let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
@@ -129,8 +173,11 @@ pub(crate) fn encode(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result
                 }
                 for t in topics {
                     if let Some(v) = value(t) {
-                        let labels: &Labels =
-                            &[(CLUSTER_LABEL, cluster.cluster()), ("consumergroup", &group.name), ("topic", &t.topic)];
+                        let labels: &Labels = &[
+                            (CLUSTER_LABEL, cluster.cluster()),
+                            ("consumergroup", &group.name),
+                            ("topic", &t.topic),
+                        ];
                         gauge(&mut family, &labels, v)?;
                     }
                 }

@@ -818,8 +818,16 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
         };
         let mut group_granularity = GroupGranularity::default();
         for (field, patterns, set) in [
-            ("partition", &cluster.group_granularity.partition, &mut group_granularity.partition),
-            ("topic", &cluster.group_granularity.topic, &mut group_granularity.topic),
+            (
+                "partition",
+                &cluster.group_granularity.partition,
+                &mut group_granularity.partition,
+            ),
+            (
+                "topic",
+                &cluster.group_granularity.topic,
+                &mut group_granularity.topic,
+            ),
         ] {
             *set = RegexSet::new(patterns).map_err(|e| {
                 let k = ["clusters", &idx, "group_granularity", field];
@@ -830,11 +838,9 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
         for name in &cluster.compat {
             match name.as_str() {
                 "kafka_exporter" => compat_kafka_exporter = true,
-                other => {
-                    return Err(at("compat")(format!(
-                        "\"{other}\" is not a compatibility set; the one there is: \"kafka_exporter\""
-                    )))
-                }
+                other => return Err(at("compat")(format!(
+                    "\"{other}\" is not a compatibility set; the one there is: \"kafka_exporter\""
+                ))),
             }
         }
         let mut client = BTreeMap::new();
@@ -968,6 +974,11 @@ mod hostile {
         "hanging_margin",
         "read_records",
         "read_window",
+        "granularity",
+        "group_granularity",
+        "partition",
+        "topic",
+        "compat",
         "sasl.password",
         "",
     ];

@@ -499,7 +499,11 @@ impl Shown {
             .map(|p| (p.topic.clone(), p.partition))
             .collect();
         let topics = series::topic_aggregates(&snapshot.partitions);
-        let group_topics = snapshot.groups.iter().map(series::group_topic_aggregates).collect();
+        let group_topics = snapshot
+            .groups
+            .iter()
+            .map(series::group_topic_aggregates)
+            .collect();
         Self {
             snapshot,
             withheld,
@@ -543,7 +547,10 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
 
 /// Per-partition series: every partition in `partition` granularity, withheld ones in
 /// `topic` granularity.
-fn encode_partitions(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(), std::fmt::Error> {
+fn encode_partitions(
+    encoder: &mut DescriptorEncoder,
+    shown: &[Shown],
+) -> Result<(), std::fmt::Error> {
     type PartitionValue = fn(&crate::snapshot::PartitionState) -> Option<Value>;
     let partition_families: [(&str, &str, PartitionValue); 9] = [
         ("kafka_partition_log_start_offset", "Earliest offset of the partition", |p| {
@@ -578,9 +585,15 @@ fn encode_partitions(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result
         let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
         for cluster in shown {
             let exposition = cluster.snapshot.exposition;
-            for p in cluster.snapshot.partitions.iter().filter(|p| exposition.partition_detail(p)) {
+            for p in cluster
+                .snapshot
+                .partitions
+                .iter()
+                .filter(|p| exposition.partition_detail(p))
+            {
                 if let Some(v) = value(p) {
-                    let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("topic", &p.topic)];
+                    let labels: &Labels =
+                        &[(CLUSTER_LABEL, cluster.cluster()), ("topic", &p.topic)];
                     gauge(&mut family, &(labels, [("partition", p.partition)]), v)?;
                 }
             }
@@ -661,7 +674,8 @@ fn encode_topics(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
         for cluster in shown {
             for t in &cluster.topics {
                 if let Some(v) = value(t) {
-                    let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("topic", &t.topic)];
+                    let labels: &Labels =
+                        &[(CLUSTER_LABEL, cluster.cluster()), ("topic", &t.topic)];
                     gauge(&mut family, &labels, v)?;
                 }
             }
@@ -695,14 +709,22 @@ fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
     for (name, help, value) in group_partition_families {
         let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
         for cluster in shown {
-            for group in cluster.snapshot.groups.iter().filter(|g| g.group_type != "share") {
+            for group in cluster
+                .snapshot
+                .groups
+                .iter()
+                .filter(|g| g.group_type != "share")
+            {
                 for g in group.offsets.iter().flatten() {
                     if !cluster.group_partition_detail(group, &g.topic, g.partition) {
                         continue;
                     }
                     if let Some(v) = value(g) {
-                        let labels: &Labels =
-                            &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name), ("topic", &g.topic)];
+                        let labels: &Labels = &[
+                            (CLUSTER_LABEL, cluster.cluster()),
+                            ("group", &group.name),
+                            ("topic", &g.topic),
+                        ];
                         gauge(&mut family, &(labels, [("partition", g.partition)]), v)?;
                     }
                 }
@@ -750,14 +772,22 @@ fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
     for (name, help, value) in share_families {
         let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
         for cluster in shown {
-            for group in cluster.snapshot.groups.iter().filter(|g| g.group_type == "share") {
+            for group in cluster
+                .snapshot
+                .groups
+                .iter()
+                .filter(|g| g.group_type == "share")
+            {
                 for g in group.offsets.iter().flatten() {
                     if !cluster.group_partition_detail(group, &g.topic, g.partition) {
                         continue;
                     }
                     if let Some(v) = value(group, g) {
-                        let labels: &Labels =
-                            &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name), ("topic", &g.topic)];
+                        let labels: &Labels = &[
+                            (CLUSTER_LABEL, cluster.cluster()),
+                            ("group", &group.name),
+                            ("topic", &g.topic),
+                        ];
                         gauge(&mut family, &(labels, [("partition", g.partition)]), v)?;
                     }
                 }
@@ -777,8 +807,16 @@ fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
                 if !cluster.group_partition_detail(group, &lag.topic, lag.partition) {
                     continue;
                 }
-                let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name), ("topic", &lag.topic)];
-                gauge(&mut family, &(labels, [("partition", lag.partition)]), lag.lag)?;
+                let labels: &Labels = &[
+                    (CLUSTER_LABEL, cluster.cluster()),
+                    ("group", &group.name),
+                    ("topic", &lag.topic),
+                ];
+                gauge(
+                    &mut family,
+                    &(labels, [("partition", lag.partition)]),
+                    lag.lag,
+                )?;
             }
         }
     }
@@ -874,7 +912,11 @@ fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
             let known = states.contains(&group.state.as_str());
             let extra = (!known).then_some(group.state.as_str());
             for state in states.iter().copied().chain(extra) {
-                let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name), ("state", state)];
+                let labels: &Labels = &[
+                    (CLUSTER_LABEL, cluster.cluster()),
+                    ("group", &group.name),
+                    ("state", state),
+                ];
                 gauge(&mut family, &labels, i64::from(group.state == state))?;
             }
         }
@@ -900,7 +942,11 @@ fn encode_group_topics(
             }
             for t in topics {
                 if let Some(v) = value(t) {
-                    let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name), ("topic", &t.topic)];
+                    let labels: &Labels = &[
+                        (CLUSTER_LABEL, cluster.cluster()),
+                        ("group", &group.name),
+                        ("topic", &t.topic),
+                    ];
                     gauge(&mut family, &labels, v)?;
                 }
             }
@@ -910,7 +956,10 @@ fn encode_group_topics(
 }
 
 /// The exporter's own per-cluster state.
-fn encode_exporter(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(), std::fmt::Error> {
+fn encode_exporter(
+    encoder: &mut DescriptorEncoder,
+    shown: &[Shown],
+) -> Result<(), std::fmt::Error> {
     let mut family = encoder.encode_descriptor(
         "kafka_lso_exporter_up",
         "1 if the last sampling cycle reached the cluster",
@@ -941,7 +990,10 @@ fn encode_exporter(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(
     )?;
     for cluster in shown {
         if let Some(at) = cluster.snapshot.last_success {
-            let seconds = at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+            let seconds = at
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64();
             let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster())];
             gauge(&mut family, &labels, seconds)?;
         }

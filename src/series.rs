@@ -87,18 +87,25 @@ pub fn topic_aggregates(partitions: &[PartitionState]) -> Vec<TopicAggregate> {
         .map(|run| TopicAggregate {
             topic: run[0].topic.clone(),
             partitions: run.len() as i64,
-            withheld_partitions: sum(run.iter().map(|p| p.visibility.map(|v| i64::from(v.hw_minus_lso > 0)))),
+            withheld_partitions: sum(run
+                .iter()
+                .map(|p| p.visibility.map(|v| i64::from(v.hw_minus_lso > 0)))),
             log_start_offset_sum: sum(run.iter().map(|p| p.log_start_offset)),
             high_watermark_sum: sum(run.iter().map(|p| p.high_watermark)),
             last_stable_offset_sum: sum(run.iter().map(|p| p.last_stable_offset)),
             max_hw_minus_lso: max(run.iter().map(|p| p.visibility.map(|v| v.hw_minus_lso))),
-            max_lso_stuck_seconds: max(run.iter().map(|p| p.visibility.map(|v| v.lso_stuck_seconds))),
+            max_lso_stuck_seconds: max(run
+                .iter()
+                .map(|p| p.visibility.map(|v| v.lso_stuck_seconds))),
             max_withheld_age_seconds: max(run.iter().map(|p| p.withheld_age_seconds)),
-            open_transactions: sum(run.iter().map(|p| p.transactions.as_ref().map(|t| t.len() as i64))),
-            hanging_transactions: sum(
-                run.iter()
-                    .map(|p| p.transactions.as_ref().map(|t| t.iter().filter(|t| t.hanging).count() as i64)),
-            ),
+            open_transactions: sum(run
+                .iter()
+                .map(|p| p.transactions.as_ref().map(|t| t.len() as i64))),
+            hanging_transactions: sum(run.iter().map(|p| {
+                p.transactions
+                    .as_ref()
+                    .map(|t| t.iter().filter(|t| t.hanging).count() as i64)
+            })),
         })
         .collect()
 }
@@ -130,7 +137,9 @@ pub fn group_topic_aggregates(group: &GroupState) -> Vec<GroupTopicAggregate> {
         .chunk_by(|a, b| a.topic == b.topic)
         .map(|run| {
             let topic = run[0].topic.clone();
-            let lags = |f: fn(&crate::snapshot::Lag) -> i64| sum(run.iter().map(|o| o.lag.as_ref().map(f)));
+            let lags = |f: fn(&crate::snapshot::Lag) -> i64| {
+                sum(run.iter().map(|o| o.lag.as_ref().map(f)))
+            };
             let broker_lags: Vec<i64> = group
                 .broker_lags
                 .iter()
@@ -138,7 +147,9 @@ pub fn group_topic_aggregates(group: &GroupState) -> Vec<GroupTopicAggregate> {
                 .map(|l| l.lag)
                 .collect();
             GroupTopicAggregate {
-                committed_offset_sum: run.iter().fold(0, |s, o| s.saturating_add(o.committed_offset)),
+                committed_offset_sum: run
+                    .iter()
+                    .fold(0, |s, o| s.saturating_add(o.committed_offset)),
                 hw_lag: lags(|l| l.hw_lag),
                 lso_lag: lags(|l| l.lso_lag),
                 committed_beyond_lso: lags(|l| l.committed_beyond_lso),
@@ -146,7 +157,8 @@ pub fn group_topic_aggregates(group: &GroupState) -> Vec<GroupTopicAggregate> {
                 max_lso_lag_seconds: max(run.iter().map(|o| o.lso_lag_seconds)),
                 share_lag: sum(run.iter().map(|o| group.share_lag(o))),
                 max_share_lag_seconds: max(run.iter().map(|o| group.share_lag_seconds(o))),
-                broker_lag: (!broker_lags.is_empty()).then(|| sum(broker_lags.into_iter().map(Some)).unwrap_or(0)),
+                broker_lag: (!broker_lags.is_empty())
+                    .then(|| sum(broker_lags.into_iter().map(Some)).unwrap_or(0)),
                 topic,
             }
         })
@@ -317,4 +329,200 @@ pub fn enforce_series_limit(
         dropped += series;
     }
     dropped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::tests::raw_transaction;
+    use crate::snapshot::{Lag, OpenTransaction, Visibility};
+
+    fn partition(topic: &str, partition: i32, hw: i64, lso: i64, stuck: f64) -> PartitionState {
+        PartitionState {
+            topic: Arc::from(topic),
+            partition,
+            log_start_offset: Some(0),
+            high_watermark: Some(hw),
+            last_stable_offset: Some(lso),
+            visibility: Some(Visibility {
+                hw_minus_lso: hw - lso,
+                lso_stuck_seconds: stuck,
+            }),
+            withheld_age_seconds: None,
+            transactions: None,
+            replication: None,
+        }
+    }
+
+    fn group(name: &str, topic: &str, partitions: i32, granularity: Granularity) -> GroupState {
+        GroupState {
+            name: name.into(),
+            state: "Stable".into(),
+            members: Some(1),
+            group_type: "classic".into(),
+            protocol: "consumer".into(),
+            isolation: None,
+            broker_lags: Vec::new(),
+            offsets: Some(
+                (0..partitions)
+                    .map(|p| GroupPartitionState {
+                        topic: Arc::from(topic),
+                        partition: p,
+                        committed_offset: 100 + i64::from(p),
+                        lag: Some(Lag {
+                            hw_lag: i64::from(p),
+                            lso_lag: 0,
+                            committed_beyond_lso: 0,
+                        }),
+                        hw_lag_seconds: Some(f64::from(p)),
+                        lso_lag_seconds: None,
+                    })
+                    .collect(),
+            ),
+            granularity,
+        }
+    }
+
+    const PARTITION: Exposition = Exposition {
+        granularity: Granularity::Partition,
+        kafka_exporter: false,
+    };
+    const TOPIC: Exposition = Exposition {
+        granularity: Granularity::Topic,
+        kafka_exporter: false,
+    };
+
+    #[test]
+    fn topic_aggregates_sum_and_take_the_largest_and_are_absent_when_a_partition_is_unknown() {
+        // The seed example on partition 0: LSO 880,000 behind an open transaction while
+        // the HW is 900,000.
+        let mut partitions = vec![
+            partition("orders", 0, 900_000, 880_000, 184.5),
+            partition("orders", 1, 1_000, 1_000, 0.0),
+            partition("payments", 0, 7, 7, 0.0),
+        ];
+        let topics = topic_aggregates(&partitions);
+        assert_eq!(topics.len(), 2);
+        let orders = &topics[0];
+        assert_eq!(&*orders.topic, "orders");
+        assert_eq!(orders.partitions, 2);
+        assert_eq!(orders.withheld_partitions, Some(1));
+        assert_eq!(orders.high_watermark_sum, Some(901_000));
+        assert_eq!(orders.last_stable_offset_sum, Some(881_000));
+        assert_eq!(orders.max_hw_minus_lso, Some(20_000));
+        assert_eq!(orders.max_lso_stuck_seconds, Some(184.5));
+        assert_eq!(orders.open_transactions, None, "forensics off");
+        assert_eq!(topics[1].withheld_partitions, Some(0));
+
+        // A failed HW makes every value that depends on it absent for the whole topic.
+        partitions[1].high_watermark = None;
+        partitions[1].visibility = None;
+        let orders = &topic_aggregates(&partitions)[0];
+        assert_eq!(orders.partitions, 2);
+        assert_eq!(orders.high_watermark_sum, None);
+        assert_eq!(orders.max_hw_minus_lso, None);
+        assert_eq!(orders.last_stable_offset_sum, Some(881_000));
+
+        // Open and hanging transactions count per partition.
+        let raw = raw_transaction("Ongoing", 4001, 3, true);
+        partitions[0].transactions = Some(vec![OpenTransaction::derive(&raw, 2_000_000_000, 0, 0)]);
+        partitions[1].transactions = Some(Vec::new());
+        let orders = &topic_aggregates(&partitions)[0];
+        assert_eq!(orders.open_transactions, Some(1));
+        assert_eq!(orders.hanging_transactions, Some(1));
+    }
+
+    #[test]
+    fn group_topic_aggregates_sum_lags_and_take_the_longest_time_lag() {
+        let g = group("g", "orders", 4, Granularity::Topic);
+        let topics = group_topic_aggregates(&g);
+        assert_eq!(topics.len(), 1);
+        assert_eq!(topics[0].committed_offset_sum, 100 + 101 + 102 + 103);
+        assert_eq!(topics[0].hw_lag, Some(1 + 2 + 3));
+        assert_eq!(topics[0].lso_lag, Some(0));
+        assert_eq!(topics[0].max_hw_lag_seconds, Some(3.0));
+        assert_eq!(topics[0].max_lso_lag_seconds, None, "unknown somewhere");
+        assert_eq!(topics[0].share_lag, None, "not a share group");
+    }
+
+    #[test]
+    fn topic_granularity_counts_partition_series_only_where_records_are_withheld() {
+        let partitions = vec![
+            partition("t", 0, 900, 880, 10.0),
+            partition("t", 1, 5, 5, 0.0),
+            partition("t", 2, 5, 5, 0.0),
+        ];
+        let groups = vec![group("g", "t", 3, Granularity::Partition)];
+        // Partition series: 3 x (log start, HW, LSO, gap, stuck) = 15; the topic: count,
+        // withheld, three sums, largest gap, largest stuck = 7 (no withheld age, no
+        // forensics). The group: info, members, 6 states; 3 partitions x (committed, 3
+        // lags, hw time lag) = 15; the topic: committed sum, 3 lag sums, largest hw time
+        // lag = 5.
+        assert_eq!(
+            series_count(&partitions, &groups, PARTITION),
+            15 + 7 + 8 + 15 + 5
+        );
+        // `topic`: only partition 0's series, but the group asked for every partition.
+        assert_eq!(
+            series_count(&partitions, &groups, TOPIC),
+            5 + 7 + 8 + 15 + 5
+        );
+        // A group of `topic` granularity: its position on partition 0 only.
+        let groups = vec![group("g", "t", 3, Granularity::Topic)];
+        assert_eq!(series_count(&partitions, &groups, TOPIC), 5 + 7 + 8 + 5 + 5);
+        // kafka_exporter's families: current and oldest offset per partition (no
+        // replication known here), and per group-partition and group-topic two each.
+        let compat = Exposition {
+            kafka_exporter: true,
+            ..TOPIC
+        };
+        assert_eq!(
+            series_count(&partitions, &groups, compat),
+            5 + 7 + 8 + 5 + 5 + 3 * 2 + 3 * 2 + 2
+        );
+    }
+
+    #[test]
+    fn series_limit_drops_whole_groups_outside_the_priority_list() {
+        let partitions: Vec<PartitionState> =
+            (0..10).map(|p| partition("t", p, 5, 5, 0.0)).collect();
+        let mut groups: Vec<GroupState> = ["a-critical", "b", "c"]
+            .iter()
+            .map(|name| group(name, "t", 10, Granularity::Partition))
+            .collect();
+        // 10 x 5 + 7 for the topic; per group 8 + 10 x 5 + 5 = 63.
+        assert_eq!(series_count(&partitions, &groups, PARTITION), 57 + 3 * 63);
+        assert_eq!(
+            enforce_series_limit(&partitions, &mut groups, PARTITION, 1000, |_| false),
+            0
+        );
+
+        let dropped =
+            enforce_series_limit(&partitions, &mut groups, PARTITION, 57 + 2 * 63 + 8, |g| {
+                g.ends_with("critical")
+            });
+        assert_eq!(dropped, 55, "one group (the last by name) is enough");
+        assert!(groups[2].offsets.as_ref().unwrap().is_empty());
+        assert_eq!(groups[1].offsets.as_ref().unwrap().len(), 10);
+
+        let dropped = enforce_series_limit(&partitions, &mut groups, PARTITION, 60, |g| {
+            g.ends_with("critical")
+        });
+        assert_eq!(
+            dropped, 55,
+            "the priority group is kept even over the limit"
+        );
+        assert_eq!(groups[0].offsets.as_ref().unwrap().len(), 10);
+        assert_eq!(
+            series_count(&partitions, &groups, PARTITION),
+            57 + 63 + 2 * 8
+        );
+
+        // In `topic` granularity the same groups cost far less.
+        let groups: Vec<GroupState> = ["a", "b", "c"]
+            .iter()
+            .map(|name| group(name, "t", 10, Granularity::Topic))
+            .collect();
+        assert_eq!(series_count(&partitions, &groups, TOPIC), 7 + 3 * (8 + 5));
+    }
 }

@@ -29,7 +29,7 @@ async fn quick_start_flags_serve_metrics_and_sigterm_stops_gracefully() {
     }
     let (_, body) = exporter.get("/metrics").await.unwrap();
     assert!(
-        body.contains("kafka_lso_exporter_up{cluster=\"default\"} 1"),
+        body.contains("kafka_lso_exporter_up{kafka_cluster=\"default\"} 1"),
         "{body}"
     );
 

@@ -23,7 +23,7 @@ async fn s8_broker_loss_and_recovery() {
     create_topic(&topic, 3).await;
     send(&plain_producer(), &topic, 0, 10);
     let exporter = Exporter::start(&format!("^{topic}$"), "^$", &[]).await;
-    let cluster = [("cluster", "test")];
+    let cluster = [("kafka_cluster", "test")];
     let p = partition_labels(&topic, "0");
     exporter
         .wait_for("first samples", Duration::from_secs(15), |s| {
@@ -33,7 +33,7 @@ async fn s8_broker_loss_and_recovery() {
     assert_eq!(exporter.get("/readyz").await.0, 200);
 
     kafka_local("stop");
-    let topic_only = [("cluster", "test"), ("topic", topic.as_str())];
+    let topic_only = [("kafka_cluster", "test"), ("topic", topic.as_str())];
     exporter
         .wait_for(
             "up 0 and no partition series",
@@ -70,7 +70,7 @@ async fn s8_broker_loss_and_recovery() {
     assert!(
         s.value(
             "kafka_lso_exporter_errors_total",
-            &[("cluster", "test"), ("stage", "metadata")]
+            &[("kafka_cluster", "test"), ("stage", "metadata")]
         )
         .unwrap()
             >= 1.0,

@@ -278,7 +278,7 @@ impl Watch {
 fn cycle_of(s: &Scrape) -> Option<u64> {
     s.value(
         "kafka_lso_exporter_cycle_duration_seconds_count",
-        &[("cluster", "test")],
+        &[("kafka_cluster", "test")],
     )
     .map(|v| v as u64)
 }
@@ -349,7 +349,7 @@ fn assert_cycles_within_deadline(s: &Scrape) {
     let count = |le: &str| {
         s.value(
             "kafka_lso_exporter_cycle_duration_seconds_bucket",
-            &[("cluster", "test"), ("le", le)],
+            &[("kafka_cluster", "test"), ("le", le)],
         )
         .expect("cycle histogram")
     };

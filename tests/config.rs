@@ -482,3 +482,71 @@ fn check_config_and_version_flags() {
         .unwrap();
     assert!(String::from_utf8_lossy(&output.stdout).contains(env!("CARGO_PKG_VERSION")));
 }
+
+#[test]
+fn granularity_per_cluster_and_per_group_and_compatibility_sets() {
+    use kafka_lso_exporter::config::Granularity;
+    let path = write_temp(
+        "granularity.toml",
+        &format!(
+            "{CLUSTER}granularity = \"partition\"\ncompat = [\"kafka_exporter\"]\n\
+             group_granularity = {{ topic = [\"^batch-\"] }}\n\
+             [[clusters]]\nname = \"other\"\nbootstrap_servers = \"k:9092\"\n"
+        ),
+    );
+    let config = Config::load(
+        Some(&path),
+        env(&[(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__1__GROUP_GRANULARITY__PARTITION",
+            "[\"^payments-\"]",
+        )]),
+        &Overrides::default(),
+    )
+    .expect("config");
+    let (prod, other) = (&config.clusters[0], &config.clusters[1]);
+    assert_eq!(prod.granularity, Granularity::Partition);
+    assert!(prod.compat_kafka_exporter);
+    let of = |c: &kafka_lso_exporter::config::ClusterConfig, group: &str| {
+        c.group_granularity.of(group, c.granularity)
+    };
+    assert_eq!(of(prod, "batch-nightly"), Granularity::Topic);
+    assert_eq!(of(prod, "billing"), Granularity::Partition);
+    // The default is `topic`, and no compatibility families.
+    assert_eq!(other.granularity, Granularity::Topic);
+    assert!(!other.compat_kafka_exporter);
+    assert_eq!(of(other, "payments-eu"), Granularity::Partition);
+    assert_eq!(of(other, "billing"), Granularity::Topic);
+
+    for (what, contents, key) in [
+        (
+            "unknown granularity",
+            format!("{CLUSTER}granularity = \"group\"\n"),
+            "clusters[0].granularity",
+        ),
+        (
+            "unknown compatibility set",
+            format!("{CLUSTER}compat = [\"kminion\"]\n"),
+            "clusters[0].compat",
+        ),
+        (
+            "bad group regex",
+            format!("{CLUSTER}group_granularity = {{ partition = [\"(\"] }}\n"),
+            "clusters[0].group_granularity.partition",
+        ),
+        (
+            "unknown group granularity",
+            format!("{CLUSTER}group_granularity = {{ partitions = [\"a\"] }}\n"),
+            "clusters[0].group_granularity",
+        ),
+    ] {
+        let path = write_temp("bad-granularity.toml", &contents);
+        let error = Config::load(Some(&path), env(&[]), &Overrides::default())
+            .err()
+            .unwrap_or_else(|| panic!("{what}: accepted"))
+            .to_string();
+        assert!(
+            error.contains(key),
+            "{what}: {error:?} does not name {key:?}"
+        );
+    }
+}

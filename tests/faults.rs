@@ -13,7 +13,7 @@ use common::*;
 fn cycles(s: &Scrape, cluster: &str) -> f64 {
     s.value(
         "kafka_lso_exporter_cycle_duration_seconds_count",
-        &[("cluster", cluster)],
+        &[("kafka_cluster", cluster)],
     )
     .unwrap_or(0.0)
 }
@@ -45,14 +45,14 @@ async fn cut_and_blackholed_broker() {
     // coordinator requests aborted the process here (an assertion in
     // rd_kafka_enq_once_del_source_return); the exporter's own OffsetFetch must not.
     let exporter = through_proxy("proxied", interval, &topic, &group);
-    let cluster = [("cluster", "proxied")];
+    let cluster = [("kafka_cluster", "proxied")];
     let p1 = [
-        ("cluster", "proxied"),
+        ("kafka_cluster", "proxied"),
         ("topic", topic.as_str()),
         ("partition", "1"),
     ];
     let g1 = [
-        ("cluster", "proxied"),
+        ("kafka_cluster", "proxied"),
         ("group", group.as_str()),
         ("topic", topic.as_str()),
         ("partition", "1"),
@@ -103,7 +103,7 @@ async fn cut_and_blackholed_broker() {
     // Blackhole: connections accepted, nothing answered.
     proxy.set_mode(Mode::Blackhole);
     proxy.cut_all();
-    let topic_only = [("cluster", "proxied"), ("topic", topic.as_str())];
+    let topic_only = [("kafka_cluster", "proxied"), ("topic", topic.as_str())];
     let s = exporter
         .wait_for(
             "up 0 and no partition series",
@@ -136,7 +136,7 @@ async fn cut_and_blackholed_broker() {
     let within_a_second = s
         .value(
             "kafka_lso_exporter_cycle_duration_seconds_bucket",
-            &[("cluster", "proxied"), ("le", "1.0")],
+            &[("kafka_cluster", "proxied"), ("le", "1.0")],
         )
         .unwrap();
     assert_eq!(within_a_second, total, "a cycle overran its deadline");
@@ -152,7 +152,7 @@ async fn cut_and_blackholed_broker() {
     assert!(
         s.value(
             "kafka_lso_exporter_errors_total",
-            &[("cluster", "proxied"), ("stage", "metadata")]
+            &[("kafka_cluster", "proxied"), ("stage", "metadata")]
         )
         .unwrap()
             >= 200.0
@@ -197,7 +197,8 @@ async fn unreachable_at_start() {
     );
     exporter
         .wait_for("up 0", Duration::from_secs(10), |s| {
-            (s.value("kafka_lso_exporter_up", &[("cluster", "gone")]) == Some(0.0)).then_some(())
+            (s.value("kafka_lso_exporter_up", &[("kafka_cluster", "gone")]) == Some(0.0))
+                .then_some(())
         })
         .await;
     let (status, body) = exporter.get("/readyz").await.unwrap();
@@ -266,7 +267,7 @@ async fn two_clusters_one_down() {
     let config = config_from_env(vars.iter().map(|(k, v)| (k.to_string(), v.clone())));
     let exporter = Exporter::start_with(config).await;
     let p = [
-        ("cluster", "good"),
+        ("kafka_cluster", "good"),
         ("topic", topic.as_str()),
         ("partition", "0"),
     ];
@@ -279,11 +280,11 @@ async fn two_clusters_one_down() {
         .await;
     let s = exporter.scrape().await;
     assert_eq!(
-        s.value("kafka_lso_exporter_up", &[("cluster", "good")]),
+        s.value("kafka_lso_exporter_up", &[("kafka_cluster", "good")]),
         Some(1.0)
     );
     assert_eq!(
-        s.value("kafka_lso_exporter_up", &[("cluster", "down")]),
+        s.value("kafka_lso_exporter_up", &[("kafka_cluster", "down")]),
         Some(0.0)
     );
     assert_eq!(
@@ -295,14 +296,14 @@ async fn two_clusters_one_down() {
     let good_mean = s
         .value(
             "kafka_lso_exporter_cycle_duration_seconds_sum",
-            &[("cluster", "good")],
+            &[("kafka_cluster", "good")],
         )
         .unwrap()
         / cycles(&s, "good");
     let down_mean = s
         .value(
             "kafka_lso_exporter_cycle_duration_seconds_sum",
-            &[("cluster", "down")],
+            &[("kafka_cluster", "down")],
         )
         .unwrap()
         / cycles(&s, "down");
@@ -355,7 +356,7 @@ async fn coordinator_loading_is_retried_then_counted() {
     let exporter = Exporter::start_with(config).await;
     let flaky_offset = group_labels(&flaky, &topic, "0");
     let steady_offset = group_labels(&steady, &topic, "0");
-    let errors = [("cluster", "test"), ("stage", "group_offsets")];
+    let errors = [("kafka_cluster", "test"), ("stage", "group_offsets")];
     exporter
         .wait_for("both groups", Duration::from_secs(20), |s| {
             (s.value("kafka_consumergroup_committed_offset", &flaky_offset) == Some(6.0)
@@ -383,7 +384,7 @@ async fn coordinator_loading_is_retried_then_counted() {
         .wait_for("two more cycles", Duration::from_secs(10), |s| {
             let cycles = s.value(
                 "kafka_lso_exporter_cycle_duration_seconds_count",
-                &[("cluster", "test")],
+                &[("kafka_cluster", "test")],
             )?;
             (cycles >= 2.0).then(|| s.text.clone())
         })
@@ -422,7 +423,7 @@ async fn coordinator_loading_is_retried_then_counted() {
     let p = partition_labels(&topic, "0");
     assert_eq!(s.value("kafka_partition_high_watermark", &p), Some(6.0));
     assert_eq!(
-        s.value("kafka_lso_exporter_up", &[("cluster", "test")]),
+        s.value("kafka_lso_exporter_up", &[("kafka_cluster", "test")]),
         Some(1.0)
     );
 
@@ -481,12 +482,12 @@ async fn broker_without_describe_producers_turns_forensics_off() {
 
     let exporter = through_proxy("old", "500ms", &topic, &group);
     let p = [
-        ("cluster", "old"),
+        ("kafka_cluster", "old"),
         ("topic", topic.as_str()),
         ("partition", "0"),
     ];
     let g = [
-        ("cluster", "old"),
+        ("kafka_cluster", "old"),
         ("group", group.as_str()),
         ("topic", topic.as_str()),
         ("partition", "0"),
@@ -512,7 +513,7 @@ async fn broker_without_describe_producers_turns_forensics_off() {
         "kafka_transaction_open_info",
     ] {
         assert_eq!(
-            s.series(family, &[("cluster", "old")]).count(),
+            s.series(family, &[("kafka_cluster", "old")]).count(),
             0,
             "{family}"
         );
@@ -520,7 +521,7 @@ async fn broker_without_describe_producers_turns_forensics_off() {
     assert_eq!(
         s.value(
             "kafka_lso_exporter_errors_total",
-            &[("cluster", "old"), ("stage", "group_offsets")]
+            &[("kafka_cluster", "old"), ("stage", "group_offsets")]
         ),
         Some(0.0)
     );
@@ -551,7 +552,7 @@ async fn broker_without_batched_offset_fetch_falls_back_to_librdkafka() {
 
     let exporter = through_proxy("old", "500ms", &topic, &group);
     let g = [
-        ("cluster", "old"),
+        ("kafka_cluster", "old"),
         ("group", group.as_str()),
         ("topic", topic.as_str()),
         ("partition", "0"),
@@ -597,17 +598,17 @@ async fn broker_without_group_types_keeps_the_classic_group_apis() {
     // librdkafka's classic DescribeGroups leaves the protocol type of an empty group
     // empty: the type is what this path can say.
     let info = [
-        ("cluster", "old"),
+        ("kafka_cluster", "old"),
         ("group", group.as_str()),
-        ("type", "classic"),
+        ("group_type", "classic"),
     ];
     let state = [
-        ("cluster", "old"),
+        ("kafka_cluster", "old"),
         ("group", group.as_str()),
         ("state", "Empty"),
     ];
     let g = [
-        ("cluster", "old"),
+        ("kafka_cluster", "old"),
         ("group", group.as_str()),
         ("topic", topic.as_str()),
         ("partition", "0"),
@@ -629,7 +630,7 @@ async fn broker_without_group_types_keeps_the_classic_group_apis() {
     assert_eq!(
         s.value(
             "kafka_consumergroup_members",
-            &[("cluster", "old"), ("group", group.as_str())]
+            &[("kafka_cluster", "old"), ("group", group.as_str())]
         ),
         Some(0.0)
     );
@@ -663,7 +664,7 @@ async fn hanging_transaction_is_reported() {
 
     let exporter = through_proxy("hang", "500ms", &topic, &group);
     let p = [
-        ("cluster", "hang"),
+        ("kafka_cluster", "hang"),
         ("topic", topic.as_str()),
         ("partition", "0"),
     ];
@@ -673,7 +674,7 @@ async fn hanging_transaction_is_reported() {
             Duration::from_secs(20),
             |s| {
                 (s.value("kafka_partition_hanging_transactions", &p) == Some(1.0)).then(|| {
-                    s.series("kafka_transaction_open_info", &p)
+                    s.series("kafka_transaction_open_age_seconds", &p)
                         .map(|(l, v)| (l.clone(), v))
                         .collect::<Vec<_>>()
                 })

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use kafka_lso_exporter::kafka::{Replication, Stage};
-use kafka_lso_exporter::series::{series_count, Exposition, Granularity};
 use kafka_lso_exporter::metrics::{to_prometheus_text, Metrics};
+use kafka_lso_exporter::series::{series_count, Exposition, Granularity};
 use kafka_lso_exporter::snapshot::{
     Anomaly, ClusterSnapshot, CoordinatorStatus, GroupPartitionState, GroupState, Lag,
     OpenTransaction, PartitionState, Visibility,
@@ -152,32 +152,34 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                 protocol: "consumer".into(),
                 isolation: None,
                 broker_lags: Vec::new(),
-                offsets: Some(vec![GroupPartitionState {
-                    topic: topic.clone(),
-                    partition: 0,
-                    committed_offset: 880,
-                    lag: Some(Lag {
-                        hw_lag: 19,
-                        lso_lag: 0,
-                        committed_beyond_lso: 0,
-                    }),
-                    hw_lag_seconds: Some(186.75),
-                    lso_lag_seconds: Some(0.0),
-                },
-                // Caught up on a partition without an open transaction: only in
-                // `partition` granularity, and in the per-topic sums.
-                GroupPartitionState {
-                    topic: topic.clone(),
-                    partition: 1,
-                    committed_offset: 1000,
-                    lag: Some(Lag {
-                        hw_lag: 0,
-                        lso_lag: 0,
-                        committed_beyond_lso: 0,
-                    }),
-                    hw_lag_seconds: Some(0.0),
-                    lso_lag_seconds: Some(0.0),
-                }]),
+                offsets: Some(vec![
+                    GroupPartitionState {
+                        topic: topic.clone(),
+                        partition: 0,
+                        committed_offset: 880,
+                        lag: Some(Lag {
+                            hw_lag: 19,
+                            lso_lag: 0,
+                            committed_beyond_lso: 0,
+                        }),
+                        hw_lag_seconds: Some(186.75),
+                        lso_lag_seconds: Some(0.0),
+                    },
+                    // Caught up on a partition without an open transaction: only in
+                    // `partition` granularity, and in the per-topic sums.
+                    GroupPartitionState {
+                        topic: topic.clone(),
+                        partition: 1,
+                        committed_offset: 1000,
+                        lag: Some(Lag {
+                            hw_lag: 0,
+                            lso_lag: 0,
+                            committed_beyond_lso: 0,
+                        }),
+                        hw_lag_seconds: Some(0.0),
+                        lso_lag_seconds: Some(0.0),
+                    },
+                ]),
                 granularity,
             },
             GroupState {
@@ -524,7 +526,8 @@ fn a_rendered_body_is_served_until_the_next_cycle() {
     let mut text = String::new();
     std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&next[..]), &mut text).unwrap();
     assert!(text.ends_with("# EOF\n"));
-    assert!(text.contains("kafka_lso_exporter_errors_total{kafka_cluster=\"prod\",stage=\"metadata\"} 2"));
+    assert!(text
+        .contains("kafka_lso_exporter_errors_total{kafka_cluster=\"prod\",stage=\"metadata\"} 2"));
     assert!(
         metrics.cached(None, false).is_none(),
         "the other formats wait for their first scrape"

@@ -87,10 +87,10 @@ async fn kip_848_groups_beside_a_classic_group() {
     let groups = format!("{}|{}", anchored(&modern), anchored(&classic));
     let exporter = Exporter::start(&anchored(&topic), &groups, &[]).await;
     fn group(name: &str) -> [(&str, &str); 2] {
-        [("cluster", "test"), ("group", name)]
+        [("kafka_cluster", "test"), ("group", name)]
     }
     fn state<'a>(name: &'a str, group: &'a str) -> [(&'a str, &'a str); 3] {
-        [("cluster", "test"), ("group", group), ("state", name)]
+        [("kafka_cluster", "test"), ("group", group), ("state", name)]
     }
     let modern_name = modern.as_str();
     let classic_name = classic.as_str();
@@ -119,9 +119,9 @@ async fn kip_848_groups_beside_a_classic_group() {
         s.value(
             "kafka_consumergroup_info",
             &[
-                ("cluster", "test"),
+                ("kafka_cluster", "test"),
                 ("group", modern_name),
-                ("type", "consumer"),
+                ("group_type", "consumer"),
                 ("protocol", "consumer"),
             ]
         ),
@@ -159,9 +159,9 @@ async fn kip_848_groups_beside_a_classic_group() {
         s.value(
             "kafka_consumergroup_info",
             &[
-                ("cluster", "test"),
+                ("kafka_cluster", "test"),
                 ("group", classic_name),
-                ("type", "classic"),
+                ("group_type", "classic"),
                 ("protocol", "consumer"),
             ]
         ),

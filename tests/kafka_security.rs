@@ -129,13 +129,17 @@ async fn topic_with(prefix: &str, records: usize) -> String {
 
 /// Waits until `cluster` is up with the topic's high watermark at `hw`.
 async fn wait_sampled(exporter: &Exporter, cluster: &str, topic: &str, hw: f64) {
-    let p = [("cluster", cluster), ("topic", topic), ("partition", "0")];
+    let p = [
+        ("kafka_cluster", cluster),
+        ("topic", topic),
+        ("partition", "0"),
+    ];
     exporter
         .wait_for(
             &format!("cluster {cluster} up with {topic}/0 at HW {hw}"),
             FIRST_SAMPLE,
             |s| {
-                (s.value("kafka_lso_exporter_up", &[("cluster", cluster)]) == Some(1.0)
+                (s.value("kafka_lso_exporter_up", &[("kafka_cluster", cluster)]) == Some(1.0)
                     && s.value("kafka_partition_high_watermark", &p) == Some(hw)
                     && s.value("kafka_partition_last_stable_offset", &p) == Some(hw))
                 .then_some(())
@@ -206,8 +210,8 @@ async fn ssl_without_the_ca_is_refused() {
         &[("security.protocol".into(), "SSL".into())],
     )))
     .await;
-    let cluster = [("cluster", "tls")];
-    let metadata = [("cluster", "tls"), ("stage", "metadata")];
+    let cluster = [("kafka_cluster", "tls")];
+    let metadata = [("kafka_cluster", "tls"), ("stage", "metadata")];
     exporter
         .wait_for("up 0 with metadata errors", FIRST_SAMPLE, |s| {
             (s.value("kafka_lso_exporter_up", &cluster) == Some(0.0)
@@ -250,19 +254,19 @@ async fn a_cluster_with_a_wrong_password_does_not_affect_the_other() {
     let exporter = Exporter::start_with(load(env)).await;
 
     let plain = [
-        ("cluster", "plain"),
+        ("kafka_cluster", "plain"),
         ("topic", topic.as_str()),
         ("partition", "0"),
     ];
-    let scram = [("cluster", "scram")];
-    let scram_metadata = [("cluster", "scram"), ("stage", "metadata")];
+    let scram = [("kafka_cluster", "scram")];
+    let scram_metadata = [("kafka_cluster", "scram"), ("stage", "metadata")];
     // Several failed cycles of "scram", with "plain" sampled all along.
     exporter
         .wait_for(
             "plain up with its series, scram up 0 after 3 failed cycles",
             FIRST_SAMPLE,
             |s| {
-                (s.value("kafka_lso_exporter_up", &[("cluster", "plain")]) == Some(1.0)
+                (s.value("kafka_lso_exporter_up", &[("kafka_cluster", "plain")]) == Some(1.0)
                     && s.value("kafka_partition_high_watermark", &plain) == Some(5.0)
                     && s.value("kafka_lso_exporter_up", &scram) == Some(0.0)
                     && s.value("kafka_lso_exporter_errors_total", &scram_metadata)
@@ -273,7 +277,7 @@ async fn a_cluster_with_a_wrong_password_does_not_affect_the_other() {
         .await;
     let scrape = exporter.scrape().await;
     assert_eq!(
-        scrape.value("kafka_lso_exporter_up", &[("cluster", "plain")]),
+        scrape.value("kafka_lso_exporter_up", &[("kafka_cluster", "plain")]),
         Some(1.0)
     );
     assert_eq!(
@@ -287,7 +291,7 @@ async fn a_cluster_with_a_wrong_password_does_not_affect_the_other() {
     assert!(scrape
         .value(
             "kafka_lso_exporter_last_success_timestamp_seconds",
-            &[("cluster", "plain")]
+            &[("kafka_cluster", "plain")]
         )
         .is_some_and(|t| t > 0.0));
     assert!(!scrape.text.contains(&wrong), "{}", scrape.text);
@@ -341,8 +345,8 @@ async fn a_wrong_password_is_counted_and_never_shown() {
         &topic,
         &with_librdkafka_debug(scram_client("SCRAM-SHA-512", &wrong)),
     ));
-    let cluster = [("cluster", "scram")];
-    let metadata = [("cluster", "scram"), ("stage", "metadata")];
+    let cluster = [("kafka_cluster", "scram")];
+    let metadata = [("kafka_cluster", "scram"), ("stage", "metadata")];
     let scrape = binary
         .wait_for("up 0 after 3 failed cycles", FIRST_SAMPLE, |s| {
             (s.value("kafka_lso_exporter_up", &cluster) == Some(0.0)
@@ -423,13 +427,13 @@ async fn the_right_password_is_not_logged_at_debug_level() {
         &with_librdkafka_debug(scram_client("SCRAM-SHA-512", PASSWORD)),
     ));
     let p = [
-        ("cluster", "scram"),
+        ("kafka_cluster", "scram"),
         ("topic", topic.as_str()),
         ("partition", "0"),
     ];
     binary
         .wait_for("up 1 with HW 5", FIRST_SAMPLE, |s| {
-            (s.value("kafka_lso_exporter_up", &[("cluster", "scram")]) == Some(1.0)
+            (s.value("kafka_lso_exporter_up", &[("kafka_cluster", "scram")]) == Some(1.0)
                 && s.value("kafka_partition_high_watermark", &p) == Some(5.0))
             .then_some(())
         })
@@ -481,7 +485,7 @@ async fn forensics_through(cluster: &str, bootstrap: &str, client: &[(String, St
     let exporter =
         Exporter::start_with(load(cluster_env(0, cluster, bootstrap, &topic, client))).await;
     let p = [
-        ("cluster", cluster),
+        ("kafka_cluster", cluster),
         ("topic", topic.as_str()),
         ("partition", "0"),
     ];
@@ -503,7 +507,7 @@ async fn forensics_through(cluster: &str, bootstrap: &str, client: &[(String, St
         assert_eq!(
             scrape.value(
                 "kafka_lso_exporter_errors_total",
-                &[("cluster", cluster), ("stage", stage)]
+                &[("kafka_cluster", cluster), ("stage", stage)]
             ),
             Some(0.0),
             "{stage} errors through {cluster}"

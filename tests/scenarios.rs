@@ -93,7 +93,7 @@ async fn s1_worked_example() {
         Some(0.0)
     );
     assert_eq!(
-        s.value("kafka_lso_exporter_up", &[("cluster", "test")]),
+        s.value("kafka_lso_exporter_up", &[("kafka_cluster", "test")]),
         Some(1.0)
     );
 
@@ -293,10 +293,10 @@ async fn s5_mixed_isolation() {
     assert_eq!(s.value("kafka_consumergroup_hw_lag", &b), Some(10.0));
     // Both groups have no members and report the Empty state.
     for group in [&group_a, &group_b] {
-        let labels = [("cluster", "test"), ("group", group.as_str())];
+        let labels = [("kafka_cluster", "test"), ("group", group.as_str())];
         assert_eq!(s.value("kafka_consumergroup_members", &labels), Some(0.0));
         let state = [
-            ("cluster", "test"),
+            ("kafka_cluster", "test"),
             ("group", group.as_str()),
             ("state", "Empty"),
         ];
@@ -416,7 +416,7 @@ async fn s7_churn() {
         r.unwrap_or_else(|(g, e)| panic!("deleting group {g}: {e}"));
     }
     let deleted = Instant::now();
-    let group_only = [("cluster", "test"), ("group", group.as_str())];
+    let group_only = [("kafka_cluster", "test"), ("group", group.as_str())];
     exporter
         .wait_for("the deleted group's series gone", CYCLE * 3, |s| {
             (s.series("kafka_consumergroup_committed_offset", &group_only)
@@ -432,7 +432,7 @@ async fn s7_churn() {
     for r in admin.delete_topics(&[&topic], &opts).await.unwrap() {
         r.unwrap_or_else(|(t, e)| panic!("deleting topic {t}: {e}"));
     }
-    let topic_only = [("cluster", "test"), ("topic", topic.as_str())];
+    let topic_only = [("kafka_cluster", "test"), ("topic", topic.as_str())];
     exporter
         .wait_for("the deleted topic's series gone", CYCLE * 3, |s| {
             (s.series("kafka_partition_high_watermark", &topic_only)
@@ -446,7 +446,7 @@ async fn s7_churn() {
         .await;
     let s = exporter.scrape().await;
     assert_eq!(
-        s.value("kafka_lso_exporter_up", &[("cluster", "test")]),
+        s.value("kafka_lso_exporter_up", &[("kafka_cluster", "test")]),
         Some(1.0)
     );
     exporter.stop().await;

@@ -55,7 +55,7 @@ async fn share_groups_progress_lag_and_blocked() {
         s.value(
             "kafka_sharegroup_isolation_level",
             &[
-                ("cluster", "test"),
+                ("kafka_cluster", "test"),
                 ("group", &partial),
                 ("isolation_level", "read_committed")
             ]
@@ -66,9 +66,9 @@ async fn share_groups_progress_lag_and_blocked() {
         s.value(
             "kafka_consumergroup_info",
             &[
-                ("cluster", "test"),
+                ("kafka_cluster", "test"),
                 ("group", &partial),
-                ("type", "share"),
+                ("group_type", "share"),
                 ("protocol", "share")
             ]
         ),

@@ -33,10 +33,10 @@ async fn a_streams_group_described_by_its_own_protocol() {
 
     let topics = format!("{}|{}", anchored(&input), anchored(&output));
     let exporter = Exporter::start(&topics, &anchored(&app), &[]).await;
-    let group = [("cluster", "test"), ("group", app.as_str())];
+    let group = [("kafka_cluster", "test"), ("group", app.as_str())];
     let state = |name: &'static str| {
         [
-            ("cluster", "test"),
+            ("kafka_cluster", "test"),
             ("group", app.as_str()),
             ("state", name),
         ]
@@ -66,9 +66,9 @@ async fn a_streams_group_described_by_its_own_protocol() {
         s.value(
             "kafka_consumergroup_info",
             &[
-                ("cluster", "test"),
+                ("kafka_cluster", "test"),
                 ("group", &app),
-                ("type", "streams"),
+                ("group_type", "streams"),
                 ("protocol", "streams"),
             ]
         ),
@@ -88,7 +88,7 @@ async fn a_streams_group_described_by_its_own_protocol() {
     assert_eq!(
         s.value(
             "kafka_lso_exporter_errors_total",
-            &[("cluster", "test"), ("stage", "describe_groups")]
+            &[("kafka_cluster", "test"), ("stage", "describe_groups")]
         )
         .unwrap_or(0.0),
         0.0

@@ -25,23 +25,36 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
-/// The open-transaction series of one partition: (labels, age).
+/// The open-transaction series of one partition: (labels, age). Each transaction's
+/// `kafka_transaction_open_info` is 1 and its age is the gauge with the same labels.
 fn open_info(
     scrape: &Scrape,
     topic: &str,
     partition: &str,
 ) -> Vec<(BTreeMap<String, String>, f64)> {
-    scrape
-        .series(
-            "kafka_transaction_open_info",
-            &[
-                ("cluster", "test"),
-                ("topic", topic),
-                ("partition", partition),
-            ],
-        )
+    let selector = [
+        ("kafka_cluster", "test"),
+        ("topic", topic),
+        ("partition", partition),
+    ];
+    let info: Vec<(BTreeMap<String, String>, f64)> = scrape
+        .series("kafka_transaction_open_info", &selector)
         .map(|(labels, value)| (labels.clone(), value))
-        .collect()
+        .collect();
+    let ages: Vec<(BTreeMap<String, String>, f64)> = scrape
+        .series("kafka_transaction_open_age_seconds", &selector)
+        .map(|(labels, value)| (labels.clone(), value))
+        .collect();
+    assert!(
+        info.iter().all(|(_, v)| *v == 1.0),
+        "info series are 1: {info:?}"
+    );
+    assert_eq!(
+        info.iter().map(|(l, _)| l).collect::<Vec<_>>(),
+        ages.iter().map(|(l, _)| l).collect::<Vec<_>>(),
+        "one age per info series, with the same labels"
+    );
+    ages
 }
 
 /// One held transaction: its id and producer are named, its start offset is the LSO, its

@@ -224,7 +224,7 @@ async fn tls_with_basic_auth_guards_every_path() {
     })
     .await;
     assert!(
-        body.contains("kafka_lso_exporter_up{cluster=\"default\"} 0"),
+        body.contains("kafka_lso_exporter_up{kafka_cluster=\"default\"} 0"),
         "{body}"
     );
     let ok = client
@@ -786,7 +786,7 @@ async fn binary_serves_tls_and_stops_on_sigterm() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert!(
-        body.contains("kafka_lso_exporter_up{cluster=\"default\"} 0"),
+        body.contains("kafka_lso_exporter_up{kafka_cluster=\"default\"} 0"),
         "{body}"
     );
 

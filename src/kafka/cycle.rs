@@ -399,11 +399,18 @@ impl KafkaSampler {
                         for partition in topic.partitions() {
                             let replication = Replication {
                                 leader: partition.leader(),
-                                preferred_leader: partition.replicas().first().copied().unwrap_or(-1),
+                                preferred_leader: partition
+                                    .replicas()
+                                    .first()
+                                    .copied()
+                                    .unwrap_or(-1),
                                 replicas: partition.replicas().len() as u32,
                                 in_sync_replicas: partition.isr().len() as u32,
                             };
-                            plan.push(((name.clone(), partition.id(), partition.leader()), replication));
+                            plan.push((
+                                (name.clone(), partition.id(), partition.leader()),
+                                replication,
+                            ));
                         }
                     }
                     let brokers: BTreeMap<i32, String> = metadata
@@ -430,7 +437,10 @@ impl KafkaSampler {
         };
         sample.reached = true;
         plan.sort_by(|(a, _), (b, _)| (&a.0, a.1).cmp(&(&b.0, b.1)));
-        sample.brokers = brokers.iter().map(|(id, address)| (*id, address.clone())).collect();
+        sample.brokers = brokers
+            .iter()
+            .map(|(id, address)| (*id, address.clone()))
+            .collect();
         sample.partitions = plan
             .iter()
             .map(|((topic, partition, _), replication)| RawPartition {

@@ -329,6 +329,12 @@ impl Exporter {
                 format!("[{groups:?}]"),
             ),
             ("KAFKA_LSO_EXPORTER_INTERVAL".into(), "1s".into()),
+            // Most tests read per-partition series of partitions nothing withholds;
+            // `topic` granularity has tests of its own (an `extra` setting overrides this).
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GRANULARITY".into(),
+                "partition".into(),
+            ),
         ];
         env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         Self::start_with(config_from_env(env)).await
@@ -514,7 +520,7 @@ fn parse_labels(text: &str) -> BTreeMap<String, String> {
 /// Labels of a partition series of the test cluster.
 pub fn partition_labels<'a>(topic: &'a str, partition: &'a str) -> [(&'a str, &'a str); 3] {
     [
-        ("cluster", "test"),
+        ("kafka_cluster", "test"),
         ("topic", topic),
         ("partition", partition),
     ]
@@ -527,7 +533,7 @@ pub fn group_labels<'a>(
     partition: &'a str,
 ) -> [(&'a str, &'a str); 4] {
     [
-        ("cluster", "test"),
+        ("kafka_cluster", "test"),
         ("group", group),
         ("topic", topic),
         ("partition", partition),
