@@ -4,12 +4,17 @@
 //!
 //! Scenario: a transaction held open, a read_committed group caught up behind it, a
 //! read_uncommitted group at the HW and another between the LSO and the HW (its LSO lag is 0
-//! and its HW lag > 0, like the blocked group's, but it has committed past the LSO).
-//! Asserts: every dashboard panel query returns data; KafkaLsoStuck and
-//! KafkaConsumerGroupBlockedByTransaction fire, the latter for the read_committed group and
-//! never for a read_uncommitted one (Prometheus's ALERTS history and the webhook); the
-//! webhook receives KafkaLsoStuck with topic and partition; after the commit the alerts
-//! resolve.
+//! and its HW lag > 0, like the blocked group's, but it has committed past the LSO). The
+//! exporter runs as a new user gets it, in `topic` granularity, with kafka_exporter's
+//! families on (`compat`); a second one, cluster `hang`, sees the same broker through the
+//! test proxy, which makes the transaction look hanging.
+//! Asserts: every dashboard panel query returns data, ours and those of Strimzi's and
+//! kafka_exporter's dashboards; `topic` granularity drops the per-partition series of the
+//! partition nothing withholds and keeps the withheld one's; KafkaLsoStuck,
+//! KafkaConsumerGroupBlockedByTransaction and KafkaTransactionHanging fire, the blocked one
+//! for the read_committed group and never for a read_uncommitted one (Prometheus's ALERTS
+//! history and the webhook); the webhook receives KafkaLsoStuck with topic and partition;
+//! after the commit the alerts resolve.
 
 mod common;
 
@@ -197,6 +202,94 @@ fn collect_panels<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
     }
 }
 
+/// The Kubernetes namespace and Strimzi cluster Strimzi's PodMonitor gives its targets as
+/// labels; its dashboard selects on them.
+const NAMESPACE: &str = "kafka-e2e";
+const STRIMZI_CLUSTER: &str = "e2e";
+/// Strimzi's dashboard reads two families from the brokers' JMX metrics, which no
+/// kafka_exporter serves.
+const BROKER_JMX: [&str; 2] = [
+    "kafka_cluster_partition_atminisr",
+    "kafka_cluster_partition_underminisr",
+];
+
+/// The queries of the kafka_exporter dashboards users run (tests/fixtures/compat): every
+/// panel's, and for each template variable the query its picker runs, with the variables
+/// filled in as a user picking this test's cluster, topic and group would.
+fn compat_dashboard_queries(topic: &str, group: &str, instance: &str) -> Vec<(String, String)> {
+    let fill = |text: &str| {
+        text.replace("$kubernetes_namespace", NAMESPACE)
+            .replace("$strimzi_cluster_name", STRIMZI_CLUSTER)
+            .replace("$consumergroup", group)
+            .replace("$topic", topic)
+            .replace("$instance", instance)
+            .replace("$job", "kafka-lso-exporter")
+    };
+    let mut queries = Vec::new();
+    let mut skipped = Vec::new();
+    for file in [
+        "strimzi-kafka-exporter.json",
+        "kafka_exporter_overview.json",
+    ] {
+        let path = repo_root().join("tests/fixtures/compat").join(file);
+        let dashboard: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut panels = Vec::new();
+        collect_panels(&dashboard["panels"], &mut panels);
+        for panel in panels {
+            for target in panel["targets"].as_array().into_iter().flatten() {
+                let Some(expr) = target["expr"].as_str() else {
+                    continue;
+                };
+                let name = format!("{file} / {}", panel["title"].as_str().unwrap_or("?"));
+                if BROKER_JMX.iter().any(|jmx| expr.contains(jmx)) {
+                    skipped.push(name);
+                    continue;
+                }
+                let filled = fill(expr);
+                assert!(
+                    !filled.contains('$'),
+                    "unfilled variable in {name}: {filled}"
+                );
+                queries.push((name, filled));
+            }
+        }
+        for variable in dashboard["templating"]["list"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let Some(query) = variable["query"].as_str() else {
+                continue;
+            };
+            let name = format!("{file} / variable {}", variable["name"]);
+            let query = fill(query);
+            // label_values(SELECTOR, LABEL) lists LABEL of what SELECTOR returns;
+            // query_result(EXPR) shows EXPR. Both need the selector to return data.
+            let expr = if let Some(args) = query.strip_prefix("label_values(") {
+                let (selector, label) = args.trim_end_matches(')').rsplit_once(',').unwrap();
+                format!("count by ({}) ({selector})", label.trim())
+            } else if let Some(expr) = query.strip_prefix("query_result(") {
+                expr.trim_end_matches(')').to_string()
+            } else {
+                continue; // the data source picker
+            };
+            queries.push((name, expr));
+        }
+    }
+    assert_eq!(
+        skipped.len(),
+        2,
+        "only the broker JMX panels are skipped: {skipped:?}"
+    );
+    assert!(
+        queries.len() >= 20,
+        "only {} compat queries found",
+        queries.len()
+    );
+    queries
+}
+
 struct Prometheus {
     base: String,
     http: reqwest::Client,
@@ -307,7 +400,49 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
     let _share_member = common::java::ShareMember::start(&topic, &share_group, 1_000);
 
     let groups = format!("^({committed_group}|{uncommitted_group}|{between_group}|{share_group})$");
-    let exporter = Exporter::start(&format!("^{topic}$"), &groups, &[]).await;
+    let exporter = Exporter::start(
+        &format!("^{topic}$"),
+        &groups,
+        &[
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__GRANULARITY", "topic"),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__COMPAT",
+                "[\"kafka_exporter\"]",
+            ),
+        ],
+    )
+    .await;
+    // The same broker through the proxy, which ages the producer's last write by 20
+    // minutes and hides the transaction from the coordinators' lists: a hanging
+    // transaction, as the exporter sees one.
+    let proxy =
+        common::proxy::Proxy::start(listener(5).parse().unwrap(), listener(4).parse().unwrap())
+            .await;
+    proxy.fake_hanging(Duration::from_secs(20 * 60));
+    let hanging = Exporter::start_with(config_from_env(
+        [
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__NAME", "hang".to_string()),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS",
+                listener(5),
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+                format!("[\"^{topic}$\"]"),
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
+                format!("[\"^{committed_group}$\"]"),
+            ),
+            ("KAFKA_LSO_EXPORTER_INTERVAL", "1s".to_string()),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GRANULARITY",
+                "topic".to_string(),
+            ),
+        ]
+        .map(|(k, v)| (k.to_string(), v)),
+    ))
+    .await;
 
     // Alertmanager with a webhook receiver in this process.
     let received: Arc<Mutex<Vec<Value>>> = Arc::default();
@@ -334,7 +469,7 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
     std::fs::write(
         dir.join("alertmanager.yml"),
         format!(
-            "route:\n  receiver: hook\n  group_by: [alertname, cluster, topic, partition, group]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: hook\n    webhook_configs:\n      - url: http://127.0.0.1:{hook_port}/\n        send_resolved: true\n"
+            "route:\n  receiver: hook\n  group_by: [alertname, kafka_cluster, topic, partition, group]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: hook\n    webhook_configs:\n      - url: http://127.0.0.1:{hook_port}/\n        send_resolved: true\n"
         ),
     )
     .unwrap();
@@ -358,9 +493,10 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
     std::fs::write(
         dir.join("prometheus.yml"),
         format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [{rules}]\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\nscrape_configs:\n  - job_name: kafka-lso-exporter\n    static_configs:\n      - targets: ['{exporter}']\n",
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [{rules}]\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\nscrape_configs:\n  - job_name: kafka-lso-exporter\n    static_configs:\n      - targets: ['{exporter}']\n        labels: {{namespace: {NAMESPACE}, strimzi_io_cluster: {STRIMZI_CLUSTER}}}\n      - targets: ['{hanging}']\n",
             rules = dir.join("rules.yml").display(),
             exporter = exporter.addr,
+            hanging = hanging.addr,
         ),
     )
     .unwrap();
@@ -386,10 +522,17 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
         )
     };
 
-    // (1) Every dashboard query returns at least one series. Well within the transaction's
-    // timeout (librdkafka's default transaction.timeout.ms, 60 s): past it the coordinator
-    // aborts the transaction, and a failure would also list every query that needs it.
-    let queries = dashboard_queries(&topic);
+    // (1) Every dashboard query returns at least one series: ours, Strimzi's and
+    // kafka_exporter's (the variables their pickers need included). Well within the
+    // transaction's timeout (librdkafka's default transaction.timeout.ms, 60 s): past it
+    // the coordinator aborts the transaction, and a failure would also list every query
+    // that needs it.
+    let mut queries = dashboard_queries(&topic);
+    queries.extend(compat_dashboard_queries(
+        &topic,
+        &committed_group,
+        &exporter.addr.to_string(),
+    ));
     let pending = eventually(
         "every dashboard query to return data",
         Duration::from_secs(40),
@@ -418,16 +561,32 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
     .await;
     let () = pending;
 
-    // (2) The two alerts fire, the blocked one for the read_committed group, while the group
+    // `topic` granularity: partition 1 (nothing withheld) has its per-topic and
+    // kafka_exporter series only, partition 0 (withheld) its own series too.
+    let series = |expr: String| {
+        let prometheus = &prometheus;
+        async move { prometheus.query(&expr).await.map(|r| r.len()) }
+    };
+    for (expr, expected) in [
+        (format!("kafka_partition_high_watermark{{kafka_cluster=\"test\", topic=\"{topic}\"}}"), 1),
+        (format!("kafka_partition_hw_minus_lso{{kafka_cluster=\"test\", topic=\"{topic}\", partition=\"0\"}}"), 1),
+        (format!("kafka_topic_partition_current_offset{{kafka_cluster=\"test\", topic=\"{topic}\"}}"), 2),
+        (format!("kafka_consumergroup_committed_offset{{kafka_cluster=\"test\", group=\"{committed_group}\", topic=\"{topic}\"}}"), 1),
+        (format!("kafka_consumergroup_topic_committed_offset{{kafka_cluster=\"test\", group=\"{committed_group}\", topic=\"{topic}\"}}"), 1),
+    ] {
+        assert_eq!(series(expr.clone()).await, Ok(expected), "{expr}");
+    }
+
+    // (2) The alerts fire, the blocked one for the read_committed group, while the group
     // between the LSO and the HW shows what a rule on the lags alone mistook for blocked:
     // LSO lag 0 and HW lag > 0 (but committed past the LSO).
     let between_looks_blocked = format!(
         "(kafka_consumergroup_hw_lag{{group=\"{between_group}\", topic=\"{topic}\", partition=\"0\"}} > 0)
-          and on (cluster, group, topic, partition) (kafka_consumergroup_lso_lag == 0)
-          and on (cluster, group, topic, partition) (kafka_consumergroup_committed_beyond_lso > 0)"
+          and on (kafka_cluster, group, topic, partition) (kafka_consumergroup_lso_lag == 0)
+          and on (kafka_cluster, group, topic, partition) (kafka_consumergroup_committed_beyond_lso > 0)"
     );
     eventually(
-        "KafkaLsoStuck and KafkaConsumerGroupBlockedByTransaction firing",
+        "KafkaLsoStuck, KafkaConsumerGroupBlockedByTransaction and KafkaTransactionHanging firing",
         Duration::from_secs(60),
         || async {
             let between = prometheus.query(&between_looks_blocked).await?;
@@ -448,7 +607,13 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
                     && state == "firing"
                     && labels["group"] == committed_group.as_str()
             });
-            if firing.contains("KafkaLsoStuck") && blocked_group_ok {
+            let hanging_ok = alerts.iter().any(|(name, state, labels)| {
+                name == "KafkaTransactionHanging"
+                    && state == "firing"
+                    && labels["kafka_cluster"] == "hang"
+                    && labels["topic"] == topic.as_str()
+            });
+            if firing.contains("KafkaLsoStuck") && blocked_group_ok && hanging_ok {
                 Ok(())
             } else {
                 Err(format!("firing: {firing:?}\n{}", context()))
@@ -576,5 +741,7 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
     drop(prometheus_service);
     drop(alertmanager);
     exporter.stop().await;
+    hanging.stop().await;
+    drop(proxy);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -39,7 +39,14 @@ impl Binary {
                 command.env_remove(key);
             }
         }
-        command.envs(env.iter().copied());
+        // `partition` granularity unless the test sets one (see
+        // `per_partition_unless_set`); the first cluster may come from the flags.
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let from_flags = args.contains(&"--bootstrap-servers");
+        command.envs(super::per_partition_unless_set(env, from_flags));
         let child = command.spawn().expect("start the exporter binary");
         Binary {
             child: Mutex::new(child),

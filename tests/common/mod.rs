@@ -292,14 +292,42 @@ pub fn consume_all_and_commit(
     offsets
 }
 
-/// A configuration made of `KAFKA_LSO_EXPORTER_*` variables only (no config file).
+/// A configuration made of `KAFKA_LSO_EXPORTER_*` variables only (no config file), in
+/// `partition` granularity unless the variables say otherwise (see
+/// [`per_partition_unless_set`]).
 pub fn config_from_env(vars: impl IntoIterator<Item = (String, String)>) -> Config {
     Config::load(
         Some(&repo_root().join("tests/empty.toml")),
-        vars,
+        per_partition_unless_set(vars.into_iter().collect(), false),
         &Overrides::default(),
     )
     .expect("test config")
+}
+
+/// The suites read per-partition series of partitions nothing withholds (lags, offsets,
+/// failures), so each configured cluster whose `granularity` the variables leave unset
+/// gets `partition` (the first one also when `first_from_flags`: `--bootstrap-servers`
+/// makes it). The default, `topic`, has tests of its own (tests/golden.rs,
+/// tests/ops_e2e.rs), which set it.
+pub fn per_partition_unless_set(
+    mut vars: Vec<(String, String)>,
+    first_from_flags: bool,
+) -> Vec<(String, String)> {
+    let mut clusters: std::collections::BTreeSet<String> = vars
+        .iter()
+        .filter_map(|(key, _)| key.strip_prefix("KAFKA_LSO_EXPORTER_CLUSTERS__"))
+        .filter_map(|rest| rest.split_once("__").map(|(index, _)| index.to_string()))
+        .collect();
+    if first_from_flags {
+        clusters.insert("0".into());
+    }
+    for index in clusters {
+        let key = format!("KAFKA_LSO_EXPORTER_CLUSTERS__{index}__GRANULARITY");
+        if !vars.iter().any(|(k, _)| *k == key) {
+            vars.push((key, "partition".into()));
+        }
+    }
+    vars
 }
 
 /// The exporter, running in this process on an ephemeral port.
@@ -329,12 +357,6 @@ impl Exporter {
                 format!("[{groups:?}]"),
             ),
             ("KAFKA_LSO_EXPORTER_INTERVAL".into(), "1s".into()),
-            // Most tests read per-partition series of partitions nothing withholds;
-            // `topic` granularity has tests of its own (an `extra` setting overrides this).
-            (
-                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GRANULARITY".into(),
-                "partition".into(),
-            ),
         ];
         env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         Self::start_with(config_from_env(env)).await
