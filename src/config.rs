@@ -838,9 +838,11 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
         for name in &cluster.compat {
             match name.as_str() {
                 "kafka_exporter" => compat_kafka_exporter = true,
-                other => return Err(at("compat")(format!(
+                other => {
+                    return Err(at("compat")(format!(
                     "\"{other}\" is not a compatibility set; the one there is: \"kafka_exporter\""
-                ))),
+                )))
+                }
             }
         }
         let mut client = BTreeMap::new();

@@ -482,8 +482,9 @@ pub const CLUSTER_LABEL: &str = "kafka_cluster";
 /// One cluster's snapshot with what the render reads of it more than once.
 pub(crate) struct Shown {
     pub(crate) snapshot: Arc<ClusterSnapshot>,
-    /// Partitions whose HW is ahead of their LSO, sorted by topic and partition.
-    withheld: Vec<(Arc<str>, i32)>,
+    /// Partitions whose LSO a transaction pins ([`series::pinned`]), sorted by topic and
+    /// partition.
+    pinned: Vec<(Arc<str>, i32)>,
     pub(crate) topics: Vec<TopicAggregate>,
     /// Per group (same order as `snapshot.groups`), its per-topic aggregates.
     pub(crate) group_topics: Vec<Vec<GroupTopicAggregate>>,
@@ -492,10 +493,10 @@ pub(crate) struct Shown {
 impl Shown {
     fn new(snapshot: Arc<ClusterSnapshot>) -> Self {
         // The partitions are sorted by topic and partition, and so is this.
-        let withheld = snapshot
+        let pinned = snapshot
             .partitions
             .iter()
-            .filter(|p| series::withheld(p))
+            .filter(|p| series::pinned(p))
             .map(|p| (p.topic.clone(), p.partition))
             .collect();
         let topics = series::topic_aggregates(&snapshot.partitions);
@@ -506,7 +507,7 @@ impl Shown {
             .collect();
         Self {
             snapshot,
-            withheld,
+            pinned,
             topics,
             group_topics,
         }
@@ -521,7 +522,7 @@ impl Shown {
     fn group_partition_detail(&self, group: &GroupState, topic: &str, partition: i32) -> bool {
         group.granularity == crate::config::Granularity::Partition
             || self
-                .withheld
+                .pinned
                 .binary_search_by(|(t, p)| (&**t, *p).cmp(&(topic, partition)))
                 .is_ok()
     }
@@ -545,7 +546,7 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
     }
 }
 
-/// Per-partition series: every partition in `partition` granularity, withheld ones in
+/// Per-partition series: every partition in `partition` granularity, pinned ones in
 /// `topic` granularity.
 fn encode_partitions(
     encoder: &mut DescriptorEncoder,

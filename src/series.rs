@@ -4,9 +4,12 @@
 //! values down. Per-topic aggregates are always shown: they are one series per topic (and
 //! per group and topic), so dashboards and alerts that read them work in either mode.
 //! Per-partition series are shown for every partition in `partition` mode, and in `topic`
-//! mode only where a transaction withholds records (HW > LSO) — there the stuck table,
-//! forensics and the blocked-group alert need them — together with every group's
-//! position on such a partition. A group's own granularity (`group_granularity`) can ask
+//! mode only where a transaction pins the LSO — HW > LSO, and the LSO has not moved since
+//! the previous cycle (its stuck clock runs) — together with every group's position on
+//! such a partition. That is where the stuck table, forensics and the blocked-group alert
+//! look; a busy exactly-once partition, whose LSO moves every cycle although some
+//! transaction is always open, keeps to its topic's series instead of appearing and
+//! vanishing cycle after cycle. A group's own granularity (`group_granularity`) can ask
 //! for its per-partition series either way.
 //!
 //! [`series_count`] counts what the renderer in [`crate::metrics`] writes, for the
@@ -27,16 +30,19 @@ pub struct Exposition {
     pub kafka_exporter: bool,
 }
 
-/// A transaction withholds records in the partition: HW > LSO in this cycle.
-pub fn withheld(partition: &PartitionState) -> bool {
-    partition.visibility.is_some_and(|v| v.hw_minus_lso > 0)
+/// A transaction pins the partition's LSO: HW > LSO, and the LSO has stood still since
+/// the previous cycle (or, after a restart, since a transaction the coordinator reports).
+pub fn pinned(partition: &PartitionState) -> bool {
+    partition
+        .visibility
+        .is_some_and(|v| v.hw_minus_lso > 0 && v.lso_stuck_seconds > 0.0)
 }
 
-/// The partitions whose records a transaction withholds, by (topic, partition).
-pub fn withheld_partitions(partitions: &[PartitionState]) -> HashSet<(&str, i32)> {
+/// The [`pinned`] partitions, by (topic, partition).
+pub fn pinned_partitions(partitions: &[PartitionState]) -> HashSet<(&str, i32)> {
     partitions
         .iter()
-        .filter(|p| withheld(p))
+        .filter(|p| pinned(p))
         .map(|p| (&*p.topic, p.partition))
         .collect()
 }
@@ -45,19 +51,19 @@ impl Exposition {
     /// The partition's own series (`kafka_partition_*`, `kafka_transaction_open_*`) are
     /// shown.
     pub fn partition_detail(&self, partition: &PartitionState) -> bool {
-        self.granularity == Granularity::Partition || withheld(partition)
+        self.granularity == Granularity::Partition || pinned(partition)
     }
 }
 
 /// The group's series on one partition are shown: the group wants them, or a transaction
-/// withholds records there (`withheld` from [`withheld_partitions`]).
+/// pins the partition (`pinned` from [`pinned_partitions`]).
 pub fn group_partition_detail(
     group: &GroupState,
     topic: &str,
     partition: i32,
-    withheld: &HashSet<(&str, i32)>,
+    pinned: &HashSet<(&str, i32)>,
 ) -> bool {
-    group.granularity == Granularity::Partition || withheld.contains(&(topic, partition))
+    group.granularity == Granularity::Partition || pinned.contains(&(topic, partition))
 }
 
 /// One topic's partitions, summed up. A value is absent when it is absent for any of the
@@ -185,11 +191,11 @@ pub fn series_count(
     groups: &[GroupState],
     exposition: Exposition,
 ) -> usize {
-    let withheld = withheld_partitions(partitions);
+    let pinned = pinned_partitions(partitions);
     partition_series(partitions, exposition)
         + groups
             .iter()
-            .map(|g| group_series(g, &withheld, exposition))
+            .map(|g| group_series(g, &pinned, exposition))
             .sum::<usize>()
 }
 
@@ -239,14 +245,14 @@ fn partition_series(partitions: &[PartitionState], exposition: Exposition) -> us
 
 /// Series of one group: kafka_consumergroup_info, members, a share group's isolation
 /// level, the states, the offsets and their per-topic aggregates.
-fn group_series(g: &GroupState, withheld: &HashSet<(&str, i32)>, exposition: Exposition) -> usize {
+fn group_series(g: &GroupState, pinned: &HashSet<(&str, i32)>, exposition: Exposition) -> usize {
     let compat = usize::from(exposition.kafka_exporter);
     let offsets: usize = g
         .offsets
         .iter()
         .flatten()
         .map(|o| {
-            let detail = group_partition_detail(g, &o.topic, o.partition, withheld);
+            let detail = group_partition_detail(g, &o.topic, o.partition, pinned);
             usize::from(detail) * offset_series(g, o) + compat * (1 + usize::from(o.lag.is_some()))
         })
         .sum();
@@ -258,7 +264,7 @@ fn group_series(g: &GroupState, withheld: &HashSet<(&str, i32)>, exposition: Exp
         + usize::from(g.isolation.is_some())
         + g.broker_lags
             .iter()
-            .filter(|l| group_partition_detail(g, &l.topic, l.partition, withheld))
+            .filter(|l| group_partition_detail(g, &l.topic, l.partition, pinned))
             .count()
         + state_series(g)
         + offsets
@@ -310,7 +316,7 @@ pub fn enforce_series_limit(
     max_series: usize,
     is_priority: impl Fn(&str) -> bool,
 ) -> usize {
-    let withheld = withheld_partitions(partitions);
+    let pinned = pinned_partitions(partitions);
     let mut total = series_count(partitions, groups, exposition);
     let mut dropped = 0;
     for group in groups.iter_mut().rev() {
@@ -320,11 +326,11 @@ pub fn enforce_series_limit(
         if is_priority(&group.name) || group.offsets.is_none() {
             continue;
         }
-        let with = group_series(group, &withheld, exposition);
+        let with = group_series(group, &pinned, exposition);
         if let Some(offsets) = group.offsets.as_mut() {
             offsets.clear();
         }
-        let series = with - group_series(group, &withheld, exposition);
+        let series = with - group_series(group, &pinned, exposition);
         total -= series;
         dropped += series;
     }
@@ -446,8 +452,8 @@ mod tests {
     }
 
     #[test]
-    fn topic_granularity_counts_partition_series_only_where_records_are_withheld() {
-        let partitions = vec![
+    fn topic_granularity_counts_partition_series_only_where_the_lso_is_pinned() {
+        let mut partitions = vec![
             partition("t", 0, 900, 880, 10.0),
             partition("t", 1, 5, 5, 0.0),
             partition("t", 2, 5, 5, 0.0),
@@ -480,6 +486,15 @@ mod tests {
             series_count(&partitions, &groups, compat),
             5 + 7 + 8 + 5 + 5 + 3 * 2 + 3 * 2 + 2
         );
+        // A transaction open on partition 2 whose LSO moved since the last cycle (a busy
+        // exactly-once partition): withheld, not pinned, no partition series.
+        partitions[2] = partition("t", 2, 9, 7, 0.0);
+        assert!(!pinned(&partitions[2]));
+        assert_eq!(
+            topic_aggregates(&partitions)[0].withheld_partitions,
+            Some(2)
+        );
+        assert_eq!(series_count(&partitions, &groups, TOPIC), 5 + 7 + 8 + 5 + 5);
     }
 
     #[test]
