@@ -5,11 +5,13 @@
 //! Layout: [`config`] loads and validates settings; [`kafka`] samples clusters;
 //! [`snapshot`] derives metric values (pure code); [`scheduler`] runs one sampling loop
 //! per cluster; [`metrics`] renders snapshots; [`http`] serves them, behind [`web`] (TLS
-//! and basic auth) when a web config is given. [`run`] and [`run_with`] wire it up.
+//! and basic auth) when a web config is given; [`logfmt`] is the default log format.
+//! [`run`] and [`run_with`] wire it up.
 
 pub mod config;
 pub mod http;
 pub mod kafka;
+pub mod logfmt;
 pub mod metrics;
 pub mod scheduler;
 pub mod snapshot;
