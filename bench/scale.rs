@@ -171,6 +171,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
         clusters: Arc::new(vec![("scale".into(), rx)]),
         bootstrap: Arc::new(Default::default()),
         interval: Duration::from_secs(30),
+        telemetry_path: Arc::from("/metrics"),
     });
     tokio::spawn(async move { axum::serve(listener, app).await });
 
