@@ -46,7 +46,7 @@ pub const DEFAULT_LISTEN_ADDRESS: &str = ":9745";
 /// Default of `web.telemetry_path`.
 pub const DEFAULT_TELEMETRY_PATH: &str = "/metrics";
 /// Paths the exporter serves besides the telemetry path, which must not take one of them.
-pub const RESERVED_PATHS: &[&str] = &["/", "/healthz", "/readyz", "/api/v1/stuck"];
+const RESERVED_PATHS: &[&str] = &["/", "/healthz", "/readyz", "/api/v1/stuck"];
 
 /// Keys of earlier versions, with the key that replaced each: named in the error, since
 /// deny_unknown_fields alone would only say that the old key is unknown.
