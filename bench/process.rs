@@ -22,7 +22,7 @@ pub fn exporter(
         .args([
             "--interval",
             interval,
-            "--listen",
+            "--web.listen-address",
             &format!("127.0.0.1:{port}"),
         ])
         .env(

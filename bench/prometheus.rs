@@ -42,7 +42,8 @@ impl Drop for Service {
 struct Side {
     granularity: &'static str,
     exporter: Service,
-    prometheus: Service,
+    /// Runs until the side is dropped.
+    _prometheus: Service,
     base: String,
 }
 
@@ -91,7 +92,7 @@ fn start_side(granularity: &'static str, dir: &Path, rules: &Path) -> Side {
     Side {
         granularity,
         exporter,
-        prometheus,
+        _prometheus: prometheus,
         base: format!("http://127.0.0.1:{prometheus_port}"),
     }
 }

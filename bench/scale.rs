@@ -29,7 +29,8 @@ use kafka_lso_exporter::kafka::{
     RawSample, RawTransaction,
 };
 use kafka_lso_exporter::metrics::Metrics;
-use kafka_lso_exporter::snapshot::{derive, series_count, ClusterSnapshot, StuckClock};
+use kafka_lso_exporter::series::{series_count, Exposition, Granularity};
+use kafka_lso_exporter::snapshot::{derive, ClusterSnapshot, StuckClock};
 use process::rss_kib;
 use tokio::sync::watch;
 
@@ -93,6 +94,7 @@ fn sample(partitions: usize, groups: usize, cycle: i64) -> RawSample {
                 high_watermark: Some(hw),
                 open_transactions: Some(open_transactions),
                 log: None,
+                replication: None,
             }
         })
         .collect();
@@ -171,6 +173,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
         clusters: Arc::new(vec![("scale".into(), rx)]),
         bootstrap: Arc::new(Default::default()),
         interval: Duration::from_secs(30),
+        telemetry_path: Arc::from("/metrics"),
     });
     tokio::spawn(async move { axum::serve(listener, app).await });
 
@@ -192,7 +195,16 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             SystemTime::now(),
             Duration::from_secs(300),
         );
-        series = series_count(&derived.partitions, &derived.groups);
+        // Every per-partition series: the largest body the exporter renders.
+        let mut derived = derived;
+        for group in &mut derived.groups {
+            group.granularity = Granularity::Partition;
+        }
+        let exposition = Exposition {
+            granularity: Granularity::Partition,
+            kafka_exporter: false,
+        };
+        series = series_count(&derived.partitions, &derived.groups, exposition);
         tx.send_replace(Some(Arc::new(ClusterSnapshot {
             cluster: "scale".into(),
             up: true,
@@ -201,6 +213,8 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             partitions: derived.partitions,
             groups: derived.groups,
             series_dropped: 0,
+            exposition,
+            brokers: Vec::new(),
         })));
         derive_s.push(t.elapsed().as_secs_f64());
 

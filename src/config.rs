@@ -8,8 +8,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::SocketAddr;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
 
 use figment::providers::{Format, Toml};
@@ -17,6 +19,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Profile, Provider};
 use regex::RegexSet;
 use serde::{Deserialize, Deserializer};
+use tokio::net::TcpListener;
 
 /// Prefix of every environment variable the exporter reads.
 pub const ENV_PREFIX: &str = "KAFKA_LSO_EXPORTER_";
@@ -38,16 +41,148 @@ const RESERVED_CLIENT_KEYS: &[&str] = &[
     "enable.auto.commit",
 ];
 
+/// Default of `web.listen_addresses`: port 9745 on every interface.
+pub const DEFAULT_LISTEN_ADDRESS: &str = ":9745";
+/// Default of `web.telemetry_path`.
+pub const DEFAULT_TELEMETRY_PATH: &str = "/metrics";
+/// Paths the exporter serves besides the telemetry path, which must not take one of them.
+const RESERVED_PATHS: &[&str] = &["/", "/healthz", "/readyz", "/api/v1/stuck"];
+
+/// Keys of earlier versions, with the key that replaced each: named in the error, since
+/// deny_unknown_fields alone would only say that the old key is unknown.
+const RENAMED_KEYS: &[(&str, &str, &str)] = &[
+    ("listen", "web.listen_addresses", "a list of addresses"),
+    (
+        "log_level",
+        "log.level",
+        "debug, info, warn, error or a filter",
+    ),
+    ("log_format", "log.format", "logfmt or json"),
+];
+
 /// A validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub listen: SocketAddr,
+    /// The HTTP side, under `[web]`: the names of the exporter-toolkit's `--web.*` flags.
+    pub web: WebSettings,
+    /// Logging, under `[log]`: the toolkit's `--log.level` and `--log.format`.
+    pub log: LogSettings,
     pub interval: Duration,
     /// Deadline of one sampling cycle; never longer than `interval`.
     pub timeout: Duration,
-    pub log_format: LogFormat,
-    pub log_level: String,
     pub clusters: Vec<ClusterConfig>,
+}
+
+/// Where and how the exporter serves HTTP.
+#[derive(Debug, Clone)]
+pub struct WebSettings {
+    /// Every address the exporter serves on; at least one, no duplicates.
+    pub listen_addresses: Vec<ListenAddress>,
+    /// The path of the metrics, `/metrics` unless set.
+    pub telemetry_path: String,
+    /// The exporter-toolkit web config file (TLS, basic auth), loaded by the binary.
+    pub config_file: Option<PathBuf>,
+}
+
+/// What the exporter logs, and how.
+#[derive(Debug, Clone)]
+pub struct LogSettings {
+    /// A level (debug, info, warn, error) or a filter such as `info,librdkafka=warn`.
+    pub level: String,
+    pub format: LogFormat,
+}
+
+/// An address to serve HTTP on, written as the Prometheus exporter-toolkit takes it:
+/// `host:port`, `[ipv6]:port`, or `:port` for every interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenAddress {
+    /// An IP address or a host name; `None` for every interface.
+    host: Option<String>,
+    port: u16,
+}
+
+impl ListenAddress {
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Opens a listening socket. `:port` listens on every interface, IPv6 and IPv4
+    /// alike, or on every IPv4 interface where the host has no IPv6.
+    pub async fn bind(&self) -> io::Result<TcpListener> {
+        match &self.host {
+            Some(host) => TcpListener::bind((host.as_str(), self.port)).await,
+            None => match bind_dual_stack(self.port) {
+                Ok(listener) => Ok(listener),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::AddrInUse | io::ErrorKind::PermissionDenied
+                    ) =>
+                {
+                    Err(e)
+                }
+                Err(_) => TcpListener::bind((Ipv4Addr::UNSPECIFIED, self.port)).await,
+            },
+        }
+    }
+}
+
+/// `[::]:port` with IPV6_V6ONLY off, so that IPv4 clients are accepted too whatever the
+/// system's default (Linux's `net.ipv6.bindv6only`).
+fn bind_dual_stack(port: u16) -> io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV6, Type::STREAM, None)?;
+    socket.set_only_v6(false)?;
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)).into())?;
+    socket.listen(1024)?;
+    TcpListener::from_std(socket.into())
+}
+
+impl FromStr for ListenAddress {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let wrong =
+            || format!("\"{text}\" is not an address like :9745, 0.0.0.0:9745 or [::1]:9745");
+        let (host, port) = text.rsplit_once(':').ok_or_else(wrong)?;
+        let port: u16 = port.parse().map_err(|_| wrong())?;
+        let host = if host.is_empty() {
+            None
+        } else if let Some(ipv6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            ipv6.parse::<Ipv6Addr>().map_err(|_| wrong())?;
+            Some(ipv6.to_string())
+        } else if host.contains(':') {
+            return Err(format!(
+                "\"{text}\": write an IPv6 address in brackets, e.g. [::1]:9745"
+            ));
+        } else if host.parse::<IpAddr>().is_ok() || is_host_name(host) {
+            Some(host.to_string())
+        } else {
+            return Err(wrong());
+        };
+        Ok(ListenAddress { host, port })
+    }
+}
+
+impl fmt::Display for ListenAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.host {
+            None => write!(f, ":{}", self.port),
+            Some(host) if host.contains(':') => write!(f, "[{host}]:{}", self.port),
+            Some(host) => write!(f, "{host}:{}", self.port),
+        }
+    }
+}
+
+fn is_host_name(host: &str) -> bool {
+    host.split('.').all(|label| {
+        !label.is_empty()
+            && label.len() <= 63
+            && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !label.starts_with('-')
+    })
 }
 
 /// One Kafka cluster to sample.
@@ -135,10 +270,12 @@ impl Default for GroupGranularity {
     }
 }
 
+/// `logfmt` (`ts=... level=info msg="..." key=value`, the exporter-toolkit's default) or
+/// `json`, one object per line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
-    Text,
+    Logfmt,
     Json,
 }
 
@@ -175,11 +312,14 @@ pub enum ConfigError {
 /// Values given on the command line; each one, when set, overrides file and environment.
 #[derive(Debug, Default, Clone)]
 pub struct Overrides {
-    pub listen: Option<String>,
+    /// `--web.listen-address`, repeated; when given, replaces the whole list.
+    pub listen_addresses: Vec<String>,
+    pub telemetry_path: Option<String>,
+    pub web_config_file: Option<PathBuf>,
     pub interval: Option<String>,
     pub timeout: Option<String>,
-    pub log_format: Option<String>,
     pub log_level: Option<String>,
+    pub log_format: Option<String>,
     /// Sets the first cluster's bootstrap servers (creating it if the file has none).
     pub bootstrap_servers: Option<String>,
     /// Sets the first cluster's name.
@@ -189,17 +329,27 @@ pub struct Overrides {
 impl Overrides {
     fn provider(&self) -> NamedDict {
         let mut dict = Dict::new();
-        let top = [
-            ("listen", &self.listen),
-            ("interval", &self.interval),
-            ("timeout", &self.timeout),
-            ("log_format", &self.log_format),
-            ("log_level", &self.log_level),
+        let web_config_file = self
+            .web_config_file
+            .as_ref()
+            .map(|path| path.to_string_lossy().into_owned());
+        let keys = [
+            (&["interval"][..], &self.interval),
+            (&["timeout"], &self.timeout),
+            (&["web", "telemetry_path"], &self.telemetry_path),
+            (&["web", "config_file"], &web_config_file),
+            (&["log", "level"], &self.log_level),
+            (&["log", "format"], &self.log_format),
         ];
-        for (key, value) in top {
+        for (key, value) in keys {
             if let Some(value) = value {
-                dict.insert(key.into(), Value::from(value.clone()));
+                let path: Vec<String> = key.iter().map(|k| k.to_string()).collect();
+                insert_path(&mut dict, &path, Value::from(value.clone()));
             }
+        }
+        if !self.listen_addresses.is_empty() {
+            let path = ["web".to_string(), "listen_addresses".to_string()];
+            insert_path(&mut dict, &path, Value::from(self.listen_addresses.clone()));
         }
         let cluster = [
             ("bootstrap_servers", &self.bootstrap_servers),
@@ -223,18 +373,55 @@ impl Overrides {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
-    #[serde(default = "default_listen")]
-    listen: String,
+    #[serde(default)]
+    web: RawWeb,
+    #[serde(default)]
+    log: RawLog,
     #[serde(default = "default_interval")]
     interval: String,
     #[serde(default)]
     timeout: Option<String>,
-    #[serde(default = "default_log_format")]
-    log_format: LogFormat,
-    #[serde(default = "default_log_level")]
-    log_level: String,
     #[serde(default, deserialize_with = "indexed_list")]
     clusters: Vec<RawCluster>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWeb {
+    #[serde(default = "default_listen_addresses", deserialize_with = "one_or_more")]
+    listen_addresses: Vec<String>,
+    #[serde(default = "default_telemetry_path")]
+    telemetry_path: String,
+    #[serde(default)]
+    config_file: Option<PathBuf>,
+}
+
+impl Default for RawWeb {
+    fn default() -> Self {
+        Self {
+            listen_addresses: default_listen_addresses(),
+            telemetry_path: default_telemetry_path(),
+            config_file: None,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLog {
+    #[serde(default = "default_log_level")]
+    level: String,
+    #[serde(default = "default_log_format")]
+    format: LogFormat,
+}
+
+impl Default for RawLog {
+    fn default() -> Self {
+        Self {
+            level: default_log_level(),
+            format: default_log_format(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -320,14 +507,17 @@ impl fmt::Display for ClientValue {
     }
 }
 
-fn default_listen() -> String {
-    "0.0.0.0:9745".into()
+fn default_listen_addresses() -> Vec<String> {
+    vec![DEFAULT_LISTEN_ADDRESS.into()]
+}
+fn default_telemetry_path() -> String {
+    DEFAULT_TELEMETRY_PATH.into()
 }
 fn default_interval() -> String {
     "15s".into()
 }
 fn default_log_format() -> LogFormat {
-    LogFormat::Text
+    LogFormat::Logfmt
 }
 fn default_log_level() -> String {
     "info".into()
@@ -378,6 +568,24 @@ fn boolean<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D:
         }
     }
     deserializer.deserialize_any(Boolean)
+}
+
+/// A list of strings, or one string as a list of one (handy in an environment variable:
+/// `KAFKA_LSO_EXPORTER_WEB__LISTEN_ADDRESSES=:9745`).
+fn one_or_more<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMore {
+        One(String),
+        More(Vec<String>),
+    }
+    match OneOrMore::deserialize(deserializer) {
+        Ok(OneOrMore::One(text)) => Ok(vec![text]),
+        Ok(OneOrMore::More(list)) => Ok(list),
+        Err(_) => Err(serde::de::Error::custom(
+            "expected a list of addresses such as [\":9745\"], or one address",
+        )),
+    }
 }
 
 fn default_true() -> bool {
@@ -504,6 +712,24 @@ impl Config {
 
         figment = figment.merge(overrides.provider());
 
+        for (old, new, what) in RENAMED_KEYS {
+            if figment.find_value(old).is_ok() {
+                let origin = origin_of(&figment, &[old]);
+                // Say it in the words of the layer it came from.
+                let new = if origin.starts_with(ENV_ORIGIN) {
+                    format!(
+                        "{ENV_PREFIX}{}",
+                        new.replace('.', "__").to_ascii_uppercase()
+                    )
+                } else {
+                    new.to_string()
+                };
+                return Err(ConfigError::Invalid(format!(
+                    "{old}: renamed to {new} ({what}) (from {origin})"
+                )));
+            }
+        }
+
         let raw: RawConfig = figment.extract().map_err(|e| describe_figment_error(&e))?;
         validate(raw, &figment)
     }
@@ -530,6 +756,22 @@ fn env_provider(vars: Vec<(String, String)>) -> NamedDict {
 
 const ENV_ORIGIN: &str = "environment variable";
 const FLAG_ORIGIN: &str = "command-line flag";
+
+/// The flag that sets each key, so that a message about a flag's value names the flag.
+const FLAGS: &[(&[&str], &str)] = &[
+    (&["web", "listen_addresses"], "--web.listen-address"),
+    (&["web", "telemetry_path"], "--web.telemetry-path"),
+    (&["web", "config_file"], "--web.config.file"),
+    (&["log", "level"], "--log.level"),
+    (&["log", "format"], "--log.format"),
+    (&["interval"], "--interval"),
+    (&["timeout"], "--timeout"),
+    (
+        &["clusters", "0", "bootstrap_servers"],
+        "--bootstrap-servers",
+    ),
+    (&["clusters", "0", "name"], "--cluster-name"),
+];
 
 /// A provider of already-built values with a name saying where they came from.
 struct NamedDict {
@@ -654,6 +896,12 @@ fn describe_origin(metadata: &Metadata, path: &[String]) -> String {
                 metadata.interpolate(&Profile::Default, &keys)
             )
         }
+        _ if metadata.name == FLAG_ORIGIN => {
+            match FLAGS.iter().find(|(key, _)| keys.starts_with(key)) {
+                Some((_, flag)) => format!("{FLAG_ORIGIN} {flag}"),
+                None => FLAG_ORIGIN.to_string(),
+            }
+        }
         _ => metadata.name.to_string(),
     }
 }
@@ -699,13 +947,7 @@ fn parse_duration(figment: &Figment, key: &[&str], text: &str) -> Result<Duratio
 }
 
 fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
-    let listen: SocketAddr = raw.listen.parse().map_err(|_| {
-        invalid(
-            figment,
-            &["listen"],
-            format!("\"{}\" is not an address like 0.0.0.0:9745", raw.listen),
-        )
-    })?;
+    let web = validate_web(raw.web, figment)?;
     let interval = parse_duration(figment, &["interval"], &raw.interval)?;
     let timeout = match &raw.timeout {
         Some(text) => {
@@ -721,13 +963,14 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
         }
         None => interval,
     };
-    if tracing_subscriber::EnvFilter::try_new(&raw.log_level).is_err() {
+    if !is_log_level(&raw.log.level) {
         return Err(invalid(
             figment,
-            &["log_level"],
+            &["log", "level"],
             format!(
-                "\"{}\" is not a level (error, warn, info, debug, trace) or filter",
-                raw.log_level
+                "\"{}\" is not a level (debug, info, warn, error) or a filter such as \
+                 info,librdkafka=warn",
+                raw.log.level
             ),
         ));
     }
@@ -891,13 +1134,87 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
     }
 
     Ok(Config {
-        listen,
+        web,
+        log: LogSettings {
+            level: raw.log.level,
+            format: raw.log.format,
+        },
         interval,
         timeout,
-        log_format: raw.log_format,
-        log_level: raw.log_level,
         clusters,
     })
+}
+
+fn validate_web(raw: RawWeb, figment: &Figment) -> Result<WebSettings, ConfigError> {
+    let key = ["web", "listen_addresses"];
+    if raw.listen_addresses.is_empty() {
+        return Err(invalid(figment, &key, "no address; write e.g. [\":9745\"]"));
+    }
+    let mut listen_addresses: Vec<ListenAddress> = Vec::new();
+    for (index, text) in raw.listen_addresses.iter().enumerate() {
+        let index = index.to_string();
+        let at = ["web", "listen_addresses", &index];
+        let address: ListenAddress = text.parse().map_err(|e| invalid(figment, &at, e))?;
+        if listen_addresses.contains(&address) {
+            return Err(invalid(figment, &at, format!("\"{text}\" is listed twice")));
+        }
+        listen_addresses.push(address);
+    }
+    let path = raw.telemetry_path;
+    if let Err(problem) = check_telemetry_path(&path) {
+        return Err(invalid(figment, &["web", "telemetry_path"], problem));
+    }
+    Ok(WebSettings {
+        listen_addresses,
+        telemetry_path: path,
+        config_file: raw.config_file,
+    })
+}
+
+/// A path the router can take as it is: no captures or wildcards (axum reads `{`, `*`
+/// and `:` there), nothing a client would normalise away, none of the other pages.
+fn check_telemetry_path(path: &str) -> Result<(), String> {
+    let like = "write a path such as /metrics (letters, digits, - . _ ~ between slashes)";
+    let Some(rest) = path.strip_prefix('/') else {
+        return Err(format!("\"{path}\" does not start with /; {like}"));
+    };
+    if RESERVED_PATHS.contains(&path) {
+        return Err(format!(
+            "\"{path}\" is taken by another page of the exporter"
+        ));
+    }
+    let segments: Vec<&str> = rest.split('/').collect();
+    let last = segments.len() - 1;
+    for (index, segment) in segments.iter().enumerate() {
+        // A trailing slash is allowed (`/metrics/`), an empty segment elsewhere is not.
+        let empty_ok = index == last && index > 0;
+        let bad = (segment.is_empty() && !empty_ok)
+            || matches!(*segment, "." | "..")
+            || !segment
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~'));
+        if bad {
+            return Err(format!("\"{path}\": {like}"));
+        }
+    }
+    Ok(())
+}
+
+/// A level, or a tracing filter whose bare words are levels: `info,librdkafka=warn` is
+/// taken, and so is `loud=debug` (a target), but not `loud`, which tracing would read as
+/// "everything of target loud" and so log almost nothing.
+fn is_log_level(text: &str) -> bool {
+    let bare_words_are_levels = text
+        .split(',')
+        .map(str::trim)
+        .filter(|directive| !directive.is_empty() && !directive.contains(['=', '[']))
+        .all(|word| {
+            word.parse::<tracing_subscriber::filter::LevelFilter>()
+                .is_ok()
+        });
+    !text.trim().is_empty()
+        && bare_words_are_levels
+        && tracing_subscriber::EnvFilter::try_new(text).is_ok()
 }
 
 fn looks_like_host_port(server: &str) -> bool {
@@ -953,6 +1270,13 @@ mod hostile {
     }
 
     const KEYS: &[&str] = &[
+        "web",
+        "listen_addresses",
+        "telemetry_path",
+        "config_file",
+        "log",
+        "level",
+        "format",
         "listen",
         "interval",
         "timeout",
@@ -1010,6 +1334,13 @@ mod hostile {
                     "\"host:9092\"",
                     "\"::1\"",
                     "\"0.0.0.0:0\"",
+                    "\":9745\"",
+                    "\"[::1]:0\"",
+                    "[\":0\", \"127.0.0.1:0\"]",
+                    "\"/metrics\"",
+                    "\"/{x}\"",
+                    "\"//\"",
+                    "\"logfmt\"",
                     "[]",
                     "[\"^a\", \"(\"]",
                     "[1, true]",
@@ -1054,27 +1385,30 @@ mod hostile {
 
     fn overrides() -> impl Strategy<Value = Overrides> {
         let flag = || prop::option::of(prop_oneof![value(), "[ -~]{0,12}"]);
-        (flag(), flag(), flag(), flag(), flag(), flag(), flag()).prop_map(
-            |(
-                listen,
-                interval,
-                timeout,
-                log_format,
-                log_level,
-                bootstrap_servers,
-                cluster_name,
-            )| {
-                Overrides {
-                    listen,
-                    interval,
-                    timeout,
-                    log_format,
-                    log_level,
-                    bootstrap_servers,
-                    cluster_name,
-                }
-            },
+        (
+            prop::collection::vec(prop_oneof![value(), "[ -~]{0,12}"], 0..3),
+            (flag(), flag()),
+            (flag(), flag(), flag(), flag(), flag(), flag()),
         )
+            .prop_map(
+                |(
+                    listen_addresses,
+                    (telemetry_path, web_config_file),
+                    (interval, timeout, log_level, log_format, bootstrap_servers, cluster_name),
+                )| {
+                    Overrides {
+                        listen_addresses,
+                        telemetry_path,
+                        web_config_file: web_config_file.map(PathBuf::from),
+                        interval,
+                        timeout,
+                        log_level,
+                        log_format,
+                        bootstrap_servers,
+                        cluster_name,
+                    }
+                },
+            )
     }
 
     proptest! {

@@ -1,5 +1,6 @@
-//! The HTTP surface (SPEC §5): `/metrics`, `/healthz`, `/readyz`, a small HTML page
-//! at `/`, and the same pinned partitions as JSON at `/api/v1/stuck`. Nothing here talks to Kafka; every handler reads the latest snapshots.
+//! The HTTP surface (SPEC §5): `/metrics` (or the `--web.telemetry-path`), `/healthz`,
+//! `/readyz`, a small HTML page at `/`, and the same pinned partitions as JSON at
+//! `/api/v1/stuck`. Nothing here talks to Kafka; every handler reads the latest snapshots.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -25,12 +26,14 @@ pub struct AppState {
     /// Cluster name -> bootstrap servers, for the abort commands.
     pub bootstrap: Arc<HashMap<String, String>>,
     pub interval: Duration,
+    /// Where the metrics are served (`--web.telemetry-path`), validated by the config.
+    pub telemetry_path: Arc<str>,
 }
 
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(index))
-        .route("/metrics", get(metrics))
+        .route(&state.telemetry_path, get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/api/v1/stuck", get(stuck))
@@ -122,6 +125,7 @@ async fn index(State(state): State<AppState>) -> Html<String> {
     Html(render_index(
         &snapshots,
         &state.bootstrap,
+        &state.telemetry_path,
         SystemTime::now(),
     ))
 }
@@ -286,9 +290,12 @@ fn shell_word(text: &str) -> String {
 
 /// The `/` page: version, clusters, and every partition with HW > LSO, longest stuck
 /// first, with the transactions holding it, the groups it blocks and the abort command.
+/// Links are relative (`metrics`, not `/metrics`), so the page works behind a proxy that
+/// serves the exporter under a path prefix.
 pub fn render_index(
     clusters: &[(String, Option<Arc<ClusterSnapshot>>)],
     bootstrap: &HashMap<String, String>,
+    telemetry_path: &str,
     now: SystemTime,
 ) -> String {
     let mut out = String::with_capacity(8 * 1024);
@@ -300,10 +307,11 @@ pub fn render_index(
     );
     let _ = writeln!(
         out,
-        "<h1>kafka-lso-exporter</h1>\n<p>version {} (revision {}) · <a href=\"metrics\">metrics</a> · \
+        "<h1>kafka-lso-exporter</h1>\n<p>version {} (revision {}) · <a href=\"{}\">metrics</a> · \
          <a href=\"api/v1/stuck\">api/v1/stuck</a> · <a href=\"readyz\">readyz</a></p>",
         escape(crate::VERSION),
-        escape(crate::REVISION)
+        escape(crate::REVISION),
+        escape(telemetry_path.trim_start_matches('/'))
     );
 
     out.push_str("<h2>Clusters</h2>\n<table><tr><th class=\"l\">cluster</th><th>up</th><th>last successful cycle</th><th>partitions</th><th>groups</th><th>partitions with HW &gt; LSO</th></tr>\n");
@@ -558,6 +566,7 @@ mod tests {
         let page = render_index(
             &[(hostile.to_string(), Some(Arc::new(snapshot)))],
             &HashMap::new(),
+            "/metrics",
             now,
         );
         assert!(!page.contains("<script>"), "unescaped: {page}");
@@ -686,7 +695,7 @@ mod tests {
         assert!(json["partitions"][0]["transactions"][2]["coordinator_broker"].is_null());
         assert_eq!(json["partitions"][0]["blocked_groups"][0], hostile_group);
 
-        let page = render_index(&clusters, &bootstrap, SystemTime::now());
+        let page = render_index(&clusters, &bootstrap, "/metrics", SystemTime::now());
         assert!(page.contains("etl-&lt;1&gt;"), "{page}");
         assert!(page.contains("billing&quot;&lt;b&gt;\n\\ü"), "{page}");
         assert!(!page.contains("<b>"), "unescaped group name: {page}");
@@ -720,9 +729,11 @@ mod tests {
         let page = render_index(
             &[("prod".to_string(), None)],
             &HashMap::new(),
+            "/metrics",
             SystemTime::now(),
         );
         assert!(page.contains("<td class=\"l\">prod</td><td>starting</td>"));
+        assert!(page.contains("<a href=\"metrics\">metrics</a>"), "{page}");
         assert!(page.contains("None: every partition"));
     }
 }

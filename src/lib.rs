@@ -5,12 +5,14 @@
 //! Layout: [`config`] loads and validates settings; [`kafka`] samples clusters;
 //! [`snapshot`] derives metric values (pure code); [`scheduler`] runs one sampling loop
 //! per cluster; [`metrics`] renders snapshots; [`http`] serves them, behind [`web`] (TLS
-//! and basic auth) when a web config is given. [`run`] and [`run_with`] wire it up.
+//! and basic auth) when a web config is given; [`logfmt`] is the default log format.
+//! [`run`] and [`run_with`] wire it up.
 
 mod compat;
 pub mod config;
 pub mod http;
 pub mod kafka;
+pub mod logfmt;
 pub mod metrics;
 pub mod scheduler;
 pub mod series;
@@ -20,7 +22,8 @@ pub mod web;
 #[cfg(test)]
 mod hostile;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -46,29 +49,36 @@ pub enum RunError {
         cluster: String,
         source: rdkafka::error::KafkaError,
     },
+    #[error("no address to serve HTTP on")]
+    NoListener,
     #[error("HTTP server failed: {0}")]
     Http(#[from] std::io::Error),
 }
 
 /// Runs the exporter until `shutdown` completes: one sampling loop per configured
-/// cluster and the HTTP server on `listener`. Returns once the server has answered its
+/// cluster and the HTTP server on every one of `listeners` (one per
+/// `--web.listen-address`; at least one). Returns once the servers have answered their
 /// in-flight requests and the sampling loops have stopped.
 pub async fn run(
     config: Config,
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
-    run_with(config, listener, None, shutdown).await
+    run_with(config, listeners, None, shutdown).await
 }
 
-/// [`run`], with the web config (`--web.config.file`) applied to every path when given:
-/// HTTPS instead of HTTP when it sets a certificate, basic auth when it lists users.
+/// [`run`], with the web config (`--web.config.file`) applied to every path of every
+/// listener when given: HTTPS instead of HTTP when it sets a certificate, basic auth when
+/// it lists users.
 pub async fn run_with(
     config: Config,
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     web: Option<WebConfig>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
+    if listeners.is_empty() {
+        return Err(RunError::NoListener);
+    }
     let mut samplers: Vec<(String, Arc<dyn Sampler>)> = Vec::new();
     for cluster in &config.clusters {
         let sampler = KafkaSampler::new(cluster).map_err(|source| RunError::Client {
@@ -125,45 +135,72 @@ pub async fn run_with(
                 .collect(),
         ),
         interval: config.interval,
+        telemetry_path: Arc::from(config.web.telemetry_path.as_str()),
     });
     if let Some(web) = &web {
         for warning in web.warnings() {
             tracing::warn!(file = %web.path().display(), "{warning}");
         }
     }
+    let addresses = listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
     tracing::info!(
-        listen = %listener.local_addr()?,
+        listen = %addresses.join(","),
         clusters = config.clusters.len(),
         interval = ?config.interval,
         tls = web.as_ref().is_some_and(WebConfig::tls_enabled),
         basic_auth = web.as_ref().is_some_and(|w| w.basic_auth_users() > 0),
-        "kafka-lso-exporter {VERSION} serving /metrics"
+        "kafka-lso-exporter {VERSION} serving {}",
+        config.web.telemetry_path
     );
-    let shutdown = async move {
-        shutdown.await;
-        tracing::info!("shutting down");
-        let _ = stop_tx.send(true);
+
+    // One server per listener, all on the same router and the same web config (one rate
+    // limit, one reload of rotated certificates), each draining its connections once
+    // `stop_rx` turns true.
+    let live = web.map(WebConfig::into_live);
+    let app = match &live {
+        Some(live) => web::protect(app, live.clone()),
+        None => app,
     };
-    let served = match web.map(WebConfig::into_live) {
-        None => {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(shutdown)
-                .await
-        }
-        Some(live) if live.tls() => {
-            let app = web::protect(app, live.clone());
-            axum::serve(web::TlsListener::new(listener, live), app)
-                .with_graceful_shutdown(shutdown)
-                .await
-        }
-        Some(live) => {
-            axum::serve(listener, web::protect(app, live))
-                .with_graceful_shutdown(shutdown)
-                .await
+    let mut servers: Vec<Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>> = Vec::new();
+    for listener in listeners {
+        let stopped = stopped(stop_rx.clone());
+        let app = app.clone();
+        servers.push(match &live {
+            Some(live) if live.tls() => Box::pin(
+                axum::serve(web::TlsListener::new(listener, live.clone()), app)
+                    .with_graceful_shutdown(stopped)
+                    .into_future(),
+            ),
+            _ => Box::pin(
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(stopped)
+                    .into_future(),
+            ),
+        });
+    }
+    let serving = futures_util::future::try_join_all(servers);
+    tokio::pin!(serving);
+    tokio::pin!(shutdown);
+    let served = tokio::select! {
+        // A server ends on its own only when it failed; the others stop with it.
+        served = &mut serving => served,
+        () = &mut shutdown => {
+            tracing::info!("shutting down");
+            let _ = stop_tx.send(true);
+            serving.await
         }
     };
+    let _ = stop_tx.send(true);
     for handle in loops {
         let _ = handle.await;
     }
-    served.map_err(RunError::Http)
+    served.map(drop).map_err(RunError::Http)
+}
+
+/// Completes once `stop` turns true (or its sender is gone).
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stop| *stop).await;
 }

@@ -3,12 +3,14 @@
 
 mod drill;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
 use kafka_lso_exporter::config::{Config, LogFormat, Overrides};
+use kafka_lso_exporter::logfmt::{Logfmt, LogfmtFields};
 use kafka_lso_exporter::web::WebConfig;
 
 /// Prometheus exporter for Kafka transactional visibility.
@@ -38,42 +40,73 @@ struct Cli {
     #[arg(short, long, value_name = "FILE")]
     config: Option<PathBuf>,
 
-    /// Kafka bootstrap servers of the (first) cluster, host:port[,host:port...]
-    #[arg(long, value_name = "LIST")]
-    bootstrap_servers: Option<String>,
-
-    /// Name of the (first) cluster, the `cluster` label [default: default]
-    #[arg(long, value_name = "NAME")]
-    cluster_name: Option<String>,
-
-    /// Address to serve /metrics on [default: 0.0.0.0:9745]
-    #[arg(long, value_name = "ADDR")]
-    listen: Option<String>,
-
-    /// Sampling interval, e.g. 15s or 1m [default: 15s]
-    #[arg(long, value_name = "DURATION")]
-    interval: Option<String>,
-
-    /// Deadline of one sampling cycle [default: the interval]
-    #[arg(long, value_name = "DURATION")]
-    timeout: Option<String>,
-
-    /// Log format: text or json [default: text]
-    #[arg(long, value_name = "FORMAT")]
-    log_format: Option<String>,
-
-    /// Log level or filter, e.g. info or debug,librdkafka=warn [default: info]
-    #[arg(long, value_name = "LEVEL")]
-    log_level: Option<String>,
-
-    /// Web config file (Prometheus exporter-toolkit format): TLS, basic auth and
-    /// response headers for every path [default: plain HTTP, no auth]
-    #[arg(long = "web.config.file", value_name = "FILE")]
-    web_config_file: Option<PathBuf>,
-
     /// Validate the configuration, print a summary and exit
     #[arg(long)]
     check_config: bool,
+
+    /// Kafka bootstrap servers of the (first) cluster, host:port[,host:port...]
+    #[arg(long, value_name = "LIST", help_heading = "Kafka")]
+    bootstrap_servers: Option<String>,
+
+    /// Name of the (first) cluster, the `cluster` label [default: default]
+    #[arg(long, value_name = "NAME", help_heading = "Kafka")]
+    cluster_name: Option<String>,
+
+    /// Sampling interval, e.g. 15s or 1m [default: 15s]
+    #[arg(long, value_name = "DURATION", help_heading = "Sampling")]
+    interval: Option<String>,
+
+    /// Deadline of one sampling cycle [default: the interval]
+    #[arg(long, value_name = "DURATION", help_heading = "Sampling")]
+    timeout: Option<String>,
+
+    /// Address to serve on; repeat it to serve on several. ":9745" is every interface,
+    /// IPv6 and IPv4 [default: :9745]
+    #[arg(
+        long = "web.listen-address",
+        value_name = "ADDR",
+        action = clap::ArgAction::Append,
+        help_heading = "Web"
+    )]
+    web_listen_addresses: Vec<String>,
+
+    /// Path under which to expose metrics [default: /metrics]
+    #[arg(long = "web.telemetry-path", value_name = "PATH", help_heading = "Web")]
+    web_telemetry_path: Option<String>,
+
+    /// Web config file (Prometheus exporter-toolkit format): TLS, basic auth and
+    /// response headers for every path [default: plain HTTP, no auth]
+    #[arg(long = "web.config.file", value_name = "FILE", help_heading = "Web")]
+    web_config_file: Option<PathBuf>,
+
+    /// Only log messages with the given severity or above: debug, info, warn, error, or
+    /// a filter such as info,librdkafka=warn [default: info]
+    #[arg(long = "log.level", value_name = "LEVEL", help_heading = "Logging")]
+    log_level: Option<String>,
+
+    /// Output format of log messages: logfmt or json [default: logfmt]
+    #[arg(long = "log.format", value_name = "FORMAT", help_heading = "Logging")]
+    log_format: Option<String>,
+}
+
+/// Flags of earlier versions and the flags that replaced them.
+const RENAMED_FLAGS: &[(&str, &str)] = &[
+    ("--listen", "--web.listen-address (repeatable)"),
+    ("--log-level", "--log.level"),
+    ("--log-format", "--log.format (logfmt or json)"),
+];
+
+/// The first flag of an earlier version on the command line, with its new name. Looked
+/// for before parsing, so that the answer is the new name rather than "unexpected
+/// argument".
+fn renamed_flag(args: &[OsString]) -> Option<(&'static str, &'static str)> {
+    args.iter()
+        .skip(1)
+        .map_while(|arg| arg.to_str().filter(|arg| *arg != "--"))
+        .find_map(|arg| {
+            let flag = arg.split_once('=').map_or(arg, |(flag, _)| flag);
+            RENAMED_FLAGS.iter().copied().find(|(old, _)| *old == flag)
+        })
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -89,16 +122,23 @@ const VERSION: &str = concat!(
 );
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some((old, new)) = renamed_flag(&args) {
+        eprintln!("kafka-lso-exporter: {old} was renamed to {new}; see --help");
+        return ExitCode::from(2);
+    }
+    let cli = Cli::parse_from(args);
     if let Some(Command::Drill(args)) = cli.command {
         return drill::run(args);
     }
     let overrides = Overrides {
-        listen: cli.listen,
+        listen_addresses: cli.web_listen_addresses,
+        telemetry_path: cli.web_telemetry_path,
+        web_config_file: cli.web_config_file,
         interval: cli.interval,
         timeout: cli.timeout,
-        log_format: cli.log_format,
         log_level: cli.log_level,
+        log_format: cli.log_format,
         bootstrap_servers: cli.bootstrap_servers,
         cluster_name: cli.cluster_name,
     };
@@ -109,8 +149,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let web = match cli
-        .web_config_file
+    let web = match config
+        .web
+        .config_file
         .as_deref()
         .map(WebConfig::load)
         .transpose()
@@ -123,8 +164,15 @@ fn main() -> ExitCode {
     };
     if cli.check_config {
         println!(
-            "configuration ok: listen {}, interval {:?}, timeout {:?}, {} cluster(s): {}",
-            config.listen,
+            "configuration ok: listen {}, metrics at {}, interval {:?}, timeout {:?}, {} cluster(s): {}",
+            config
+                .web
+                .listen_addresses
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
+            config.web.telemetry_path,
             config.interval,
             config.timeout,
             config.clusters.len(),
@@ -164,10 +212,15 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-        kafka_lso_exporter::run_with(config, listener, web, shutdown_signal())
+        let mut listeners = Vec::new();
+        for address in &config.web.listen_addresses {
+            let listener = address
+                .bind()
+                .await
+                .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+            listeners.push(listener);
+        }
+        kafka_lso_exporter::run_with(config, listeners, web, shutdown_signal())
             .await
             .map_err(|e| e.to_string())
     });
@@ -190,14 +243,14 @@ fn init_logging(config: &Config) {
     let filter = std::env::var("RUST_LOG")
         .ok()
         .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
-        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(&config.log_level));
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(&config.log.level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
-    match config.log_format {
+        .with_ansi(false);
+    match config.log.format {
         LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
+        LogFormat::Logfmt => builder.event_format(Logfmt).fmt_fields(LogfmtFields).init(),
     }
 }
 

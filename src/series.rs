@@ -171,9 +171,9 @@ pub fn group_topic_aggregates(group: &GroupState) -> Vec<GroupTopicAggregate> {
         .collect()
 }
 
-/// The sum, or `None` when any value is absent (or there is none).
-fn sum(values: impl Iterator<Item = Option<i64>>) -> Option<i64> {
-    values.fold(Some(0i64), |total, v| Some(total?.saturating_add(v?)))
+/// The sum, or `None` when any value is absent.
+fn sum(mut values: impl Iterator<Item = Option<i64>>) -> Option<i64> {
+    values.try_fold(0i64, |total, v| Some(total.saturating_add(v?)))
 }
 
 /// The largest value, or `None` when any value is absent (or there is none).

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use kafka_lso_exporter::config::{Config, Overrides};
+use kafka_lso_exporter::config::{Config, ListenAddress, LogFormat, Overrides};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -25,6 +25,23 @@ fn env(vars: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
+fn addresses(config: &Config) -> Vec<String> {
+    config
+        .web
+        .listen_addresses
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+fn exporter(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn the_reference_config_loads() {
     let config = Config::load(
@@ -33,7 +50,11 @@ fn the_reference_config_loads() {
         &Overrides::default(),
     )
     .expect("reference config");
-    assert_eq!(config.listen.to_string(), "0.0.0.0:9745");
+    assert_eq!(addresses(&config), [":9745"]);
+    assert_eq!(config.web.telemetry_path, "/metrics");
+    assert_eq!(config.web.config_file, None);
+    assert_eq!(config.log.level, "info");
+    assert_eq!(config.log.format, LogFormat::Logfmt);
     assert_eq!(config.interval, Duration::from_secs(15));
     assert_eq!(config.timeout, Duration::from_secs(15));
     assert_eq!(config.clusters.len(), 2);
@@ -87,7 +108,10 @@ fn flags_alone_make_a_single_cluster_with_defaults() {
     assert_eq!(config.clusters[0].name, "default");
     assert_eq!(config.clusters[0].bootstrap_servers, "localhost:9092");
     assert_eq!(config.interval, Duration::from_secs(15));
-    assert_eq!(config.listen.to_string(), "0.0.0.0:9745");
+    assert_eq!(addresses(&config), [":9745"]);
+    assert_eq!(config.web.telemetry_path, "/metrics");
+    assert_eq!(config.log.format, LogFormat::Logfmt);
+    assert_eq!(config.log.level, "info");
     assert!(!config.clusters[0].topics.accepts("__transaction_state"));
 }
 
@@ -97,7 +121,8 @@ fn merge_order_is_file_then_environment_then_flags() {
         "merge.toml",
         r#"
 interval = "30s"
-listen = "127.0.0.1:1111"
+[web]
+listen_addresses = ["127.0.0.1:1111"]
 [[clusters]]
 name = "prod"
 bootstrap_servers = "file:9092"
@@ -129,8 +154,8 @@ bootstrap_servers = "second:9092"
     let with_env = Config::load(Some(&file), vars.clone(), &Overrides::default()).unwrap();
     assert_eq!(with_env.interval, Duration::from_secs(20));
     assert_eq!(
-        with_env.listen.to_string(),
-        "127.0.0.1:1111",
+        addresses(&with_env),
+        ["127.0.0.1:1111"],
         "untouched keys keep the file's value"
     );
     assert_eq!(
@@ -216,24 +241,136 @@ fn bad_configs() -> Vec<BadConfig> {
         ),
         (
             "bad listen address",
-            format!("listen = \"everywhere\"\n{CLUSTER}"),
+            format!("[web]\nlisten_addresses = [\":9745\", \"everywhere\"]\n{CLUSTER}"),
             vec![],
-            "listen",
+            "web.listen_addresses[1]",
+            "bad-",
+        ),
+        (
+            "IPv6 listen address without brackets",
+            format!("[web]\nlisten_addresses = [\"::1:9745\"]\n{CLUSTER}"),
+            vec![],
+            "web.listen_addresses[0]",
+            "bad-",
+        ),
+        (
+            "listen port out of range",
+            format!("[web]\nlisten_addresses = [\":65536\"]\n{CLUSTER}"),
+            vec![],
+            "web.listen_addresses[0]",
+            "bad-",
+        ),
+        (
+            "no listen address",
+            format!("[web]\nlisten_addresses = []\n{CLUSTER}"),
+            vec![],
+            "web.listen_addresses",
+            "bad-",
+        ),
+        (
+            "a listen address twice",
+            format!("[web]\nlisten_addresses = [\":9745\", \":9745\"]\n{CLUSTER}"),
+            vec![],
+            "web.listen_addresses[1]",
+            "bad-",
+        ),
+        (
+            "listen addresses of the wrong type",
+            format!("[web]\nlisten_addresses = 9745\n{CLUSTER}"),
+            vec![],
+            "web.listen_addresses",
+            "bad-",
+        ),
+        (
+            "bad listen address (environment)",
+            CLUSTER.into(),
+            vec![("KAFKA_LSO_EXPORTER_WEB__LISTEN_ADDRESSES", "port 80")],
+            "web.listen_addresses[0]",
+            "KAFKA_LSO_EXPORTER_WEB__LISTEN_ADDRESSES",
+        ),
+        (
+            "unknown web key",
+            format!("[web]\nlisten_address = \":9745\"\n{CLUSTER}"),
+            vec![],
+            "listen_address",
+            "bad-",
+        ),
+        (
+            "telemetry path without a leading slash",
+            format!("[web]\ntelemetry_path = \"metrics\"\n{CLUSTER}"),
+            vec![],
+            "web.telemetry_path",
+            "bad-",
+        ),
+        (
+            "telemetry path of another page",
+            format!("[web]\ntelemetry_path = \"/healthz\"\n{CLUSTER}"),
+            vec![],
+            "web.telemetry_path",
+            "bad-",
+        ),
+        (
+            "telemetry path the status page has",
+            format!("[web]\ntelemetry_path = \"/\"\n{CLUSTER}"),
+            vec![],
+            "web.telemetry_path",
+            "bad-",
+        ),
+        (
+            "telemetry path with a router capture",
+            format!("[web]\ntelemetry_path = \"/metrics/{{cluster}}\"\n{CLUSTER}"),
+            vec![],
+            "web.telemetry_path",
+            "bad-",
+        ),
+        (
+            "telemetry path with an empty segment",
+            format!("[web]\ntelemetry_path = \"/a//metrics\"\n{CLUSTER}"),
+            vec![],
+            "web.telemetry_path",
+            "bad-",
+        ),
+        (
+            "telemetry path with a dot segment",
+            format!("[web]\ntelemetry_path = \"/a/../metrics\"\n{CLUSTER}"),
+            vec![],
+            "web.telemetry_path",
             "bad-",
         ),
         (
             "bad log format",
-            format!("log_format = \"xml\"\n{CLUSTER}"),
+            format!("[log]\nformat = \"xml\"\n{CLUSTER}"),
             vec![],
-            "log_format",
+            "log.format",
+            "bad-",
+        ),
+        (
+            "the log format of earlier versions",
+            format!("[log]\nformat = \"text\"\n{CLUSTER}"),
+            vec![],
+            "log.format",
             "bad-",
         ),
         (
             "bad log level",
-            format!("log_level = \"loud[\"\n{CLUSTER}"),
+            format!("[log]\nlevel = \"loud[\"\n{CLUSTER}"),
             vec![],
-            "log_level",
+            "log.level",
             "bad-",
+        ),
+        (
+            "log level that is no level",
+            format!("[log]\nlevel = \"verbose\"\n{CLUSTER}"),
+            vec![],
+            "log.level",
+            "bad-",
+        ),
+        (
+            "bad log level (environment)",
+            CLUSTER.into(),
+            vec![("KAFKA_LSO_EXPORTER_LOG__LEVEL", "info,loud")],
+            "log.level",
+            "KAFKA_LSO_EXPORTER_LOG__LEVEL",
         ),
         (
             "no clusters",
@@ -547,6 +684,314 @@ fn granularity_per_cluster_and_per_group_and_compatibility_sets() {
         assert!(
             error.contains(key),
             "{what}: {error:?} does not name {key:?}"
+        );
+    }
+}
+
+#[test]
+fn listen_addresses_in_the_forms_of_the_exporter_toolkit() {
+    for (written, shown) in [
+        (":9745", ":9745"),
+        ("0.0.0.0:9745", "0.0.0.0:9745"),
+        ("[::]:9745", "[::]:9745"),
+        ("[::1]:0", "[::1]:0"),
+        ("127.0.0.1:9745", "127.0.0.1:9745"),
+        ("localhost:9745", "localhost:9745"),
+        ("exporter-0.kafka.svc:9745", "exporter-0.kafka.svc:9745"),
+    ] {
+        let address: ListenAddress = written.parse().unwrap_or_else(|e| panic!("{written}: {e}"));
+        assert_eq!(address.to_string(), shown);
+        assert_eq!(
+            address.port(),
+            shown.rsplit(':').next().unwrap().parse::<u16>().unwrap()
+        );
+    }
+    for bad in [
+        "9745", ":", ":http", "::1:9745", "[::1]", "[::x]:1", "a b:1", "-a:1", "a..b:1",
+    ] {
+        assert!(bad.parse::<ListenAddress>().is_err(), "{bad} accepted");
+    }
+}
+
+#[test]
+fn listen_addresses_from_file_environment_and_repeated_flags() {
+    let file = write_temp(
+        "listen.toml",
+        &format!("[web]\nlisten_addresses = [\":9745\", \"[::1]:9746\"]\n{CLUSTER}"),
+    );
+    let from_file = Config::load(Some(&file), env(&[]), &Overrides::default()).unwrap();
+    assert_eq!(addresses(&from_file), [":9745", "[::1]:9746"]);
+
+    let list = env(&[(
+        "KAFKA_LSO_EXPORTER_WEB__LISTEN_ADDRESSES",
+        r#"["127.0.0.1:1", "127.0.0.1:2"]"#,
+    )]);
+    let from_env = Config::load(Some(&file), list, &Overrides::default()).unwrap();
+    assert_eq!(addresses(&from_env), ["127.0.0.1:1", "127.0.0.1:2"]);
+    let one = env(&[("KAFKA_LSO_EXPORTER_WEB__LISTEN_ADDRESSES", "0.0.0.0:9")]);
+    let from_env = Config::load(Some(&file), one.clone(), &Overrides::default()).unwrap();
+    assert_eq!(
+        addresses(&from_env),
+        ["0.0.0.0:9"],
+        "one address is a list of one"
+    );
+
+    let flags = Overrides {
+        listen_addresses: vec!["127.0.0.1:7".into(), ":8".into(), "[::]:9".into()],
+        ..Default::default()
+    };
+    let from_flags = Config::load(Some(&file), one, &flags).unwrap();
+    assert_eq!(
+        addresses(&from_flags),
+        ["127.0.0.1:7", ":8", "[::]:9"],
+        "the flags replace the list, in their order"
+    );
+}
+
+#[test]
+fn telemetry_path_web_config_file_and_log_settings_in_every_layer() {
+    let file = write_temp(
+        "web-log.toml",
+        &format!(
+            "[web]\ntelemetry_path = \"/internal/metrics\"\nconfig_file = \"web.yml\"\n\
+             [log]\nlevel = \"warn\"\nformat = \"json\"\n{CLUSTER}"
+        ),
+    );
+    let from_file = Config::load(Some(&file), env(&[]), &Overrides::default()).unwrap();
+    assert_eq!(from_file.web.telemetry_path, "/internal/metrics");
+    assert_eq!(from_file.web.config_file, Some(PathBuf::from("web.yml")));
+    assert_eq!(from_file.log.level, "warn");
+    assert_eq!(from_file.log.format, LogFormat::Json);
+
+    let vars = env(&[
+        ("KAFKA_LSO_EXPORTER_WEB__TELEMETRY_PATH", "/prometheus/"),
+        ("KAFKA_LSO_EXPORTER_LOG__LEVEL", "info,librdkafka=warn"),
+        ("KAFKA_LSO_EXPORTER_LOG__FORMAT", "logfmt"),
+    ]);
+    let from_env = Config::load(Some(&file), vars.clone(), &Overrides::default()).unwrap();
+    assert_eq!(from_env.web.telemetry_path, "/prometheus/");
+    assert_eq!(from_env.log.level, "info,librdkafka=warn");
+    assert_eq!(from_env.log.format, LogFormat::Logfmt);
+
+    let flags = Overrides {
+        telemetry_path: Some("/x/y-z_1.v~2".into()),
+        web_config_file: Some(PathBuf::from("/etc/web.yml")),
+        log_level: Some("debug".into()),
+        log_format: Some("json".into()),
+        ..Default::default()
+    };
+    let from_flags = Config::load(Some(&file), vars, &flags).unwrap();
+    assert_eq!(from_flags.web.telemetry_path, "/x/y-z_1.v~2");
+    assert_eq!(
+        from_flags.web.config_file,
+        Some(PathBuf::from("/etc/web.yml"))
+    );
+    assert_eq!(from_flags.log.level, "debug");
+    assert_eq!(from_flags.log.format, LogFormat::Json);
+
+    for level in [
+        "debug",
+        "info",
+        "warn",
+        "error",
+        "WARN",
+        "librdkafka=debug",
+        "warn,kafka_lso_exporter=debug",
+    ] {
+        let flags = Overrides {
+            log_level: Some(level.into()),
+            ..Default::default()
+        };
+        let config = Config::load(Some(&file), env(&[]), &flags)
+            .unwrap_or_else(|e| panic!("--log.level {level}: {e}"));
+        assert_eq!(config.log.level, level);
+    }
+}
+
+#[test]
+fn keys_of_earlier_versions_are_rejected_naming_the_new_key() {
+    for (old, value, new_key, new_variable) in [
+        (
+            "listen",
+            "\"0.0.0.0:9745\"",
+            "web.listen_addresses",
+            "KAFKA_LSO_EXPORTER_WEB__LISTEN_ADDRESSES",
+        ),
+        (
+            "log_level",
+            "\"info\"",
+            "log.level",
+            "KAFKA_LSO_EXPORTER_LOG__LEVEL",
+        ),
+        (
+            "log_format",
+            "\"text\"",
+            "log.format",
+            "KAFKA_LSO_EXPORTER_LOG__FORMAT",
+        ),
+    ] {
+        let file = write_temp(
+            &format!("old-{old}.toml"),
+            &format!("{old} = {value}\n{CLUSTER}"),
+        );
+        let error = Config::load(Some(&file), env(&[]), &Overrides::default())
+            .err()
+            .unwrap_or_else(|| panic!("{old}: accepted"))
+            .to_string();
+        assert!(
+            error.starts_with(&format!("{old}: renamed to {new_key} ")),
+            "{error}"
+        );
+        assert!(error.contains(&format!("old-{old}.toml")), "{error}");
+
+        let variable = format!("KAFKA_LSO_EXPORTER_{}", old.to_ascii_uppercase());
+        let error = Config::load(
+            Some(&write_temp("no-old-keys.toml", CLUSTER)),
+            env(&[(&variable, value.trim_matches('"'))]),
+            &Overrides::default(),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{variable}: accepted"))
+        .to_string();
+        assert!(error.contains(new_variable), "{error}");
+        assert!(
+            error.contains(&format!("environment variable {variable}")),
+            "{error}"
+        );
+
+        // The binary: exit 2, one line on standard error naming the new key.
+        let output = exporter(&["--config", file.to_str().unwrap(), "--check-config"]);
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(stderr.contains(new_key), "{stderr}");
+        assert!(output.stdout.is_empty(), "{output:?}");
+    }
+}
+
+#[test]
+fn flags_of_earlier_versions_exit_2_naming_the_new_flag() {
+    for (args, new) in [
+        (&["--listen", "127.0.0.1:0"][..], "--web.listen-address"),
+        (&["--listen=127.0.0.1:0"], "--web.listen-address"),
+        (&["--log-level", "debug"], "--log.level"),
+        (&["--log-level"], "--log.level"),
+        (&["--log-format=json"], "--log.format"),
+        (&["--check-config", "--log-format", "text"], "--log.format"),
+    ] {
+        let mut all = vec!["--bootstrap-servers", "localhost:9092"];
+        all.extend(args);
+        let output = exporter(&all);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let old = args.iter().find(|a| a.starts_with("--l")).unwrap();
+        let old = old.split('=').next().unwrap();
+        assert!(
+            stderr.contains(&format!("{old} was renamed to {new}")),
+            "{args:?}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{args:?}: {output:?}");
+    }
+    // A value that merely looks like an old flag is a value.
+    let output = exporter(&[
+        "--bootstrap-servers",
+        "localhost:9092",
+        "--cluster-name=--listen",
+        "--check-config",
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("1 cluster(s): --listen"));
+}
+
+#[test]
+fn the_new_flags_reach_the_config() {
+    let output = exporter(&[
+        "--bootstrap-servers",
+        "localhost:9092",
+        "--web.listen-address",
+        ":9745",
+        "--web.listen-address=[::1]:9746",
+        "--web.telemetry-path",
+        "/internal/metrics",
+        "--log.level",
+        "debug",
+        "--log.format",
+        "json",
+        "--check-config",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        stdout.contains("listen :9745 [::1]:9746, metrics at /internal/metrics,"),
+        "{stdout}"
+    );
+    // A bad value names the flag it came from.
+    for (flag, value, key) in [
+        (
+            "--web.listen-address",
+            "everywhere",
+            "web.listen_addresses[0]",
+        ),
+        ("--web.telemetry-path", "metrics", "web.telemetry_path"),
+        ("--log.level", "verbose", "log.level"),
+        ("--log.format", "text", "log.format"),
+    ] {
+        let output = exporter(&["--bootstrap-servers", "localhost:9092", flag, value]);
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(key) && stderr.contains(&format!("(from command-line flag {flag})")),
+            "{flag} {value}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn help_groups_the_flags_like_other_exporters() {
+    let output = exporter(&["--help"]);
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    // Heading -> the flags listed under it, up to the next heading.
+    let mut sections: Vec<(String, Vec<String>)> = Vec::new();
+    for line in help.lines() {
+        if !line.starts_with(' ') && line.ends_with(':') {
+            sections.push((line.trim_end_matches(':').to_string(), Vec::new()));
+        } else if let (Some(flag), Some((_, flags))) = (
+            line.trim_start()
+                .split([' ', ','])
+                .find(|w| w.starts_with("--")),
+            sections.last_mut(),
+        ) {
+            flags.push(flag.to_string());
+        }
+    }
+    let under = |heading: &str| -> Vec<String> {
+        sections
+            .iter()
+            .find(|(h, _)| h == heading)
+            .map(|(_, flags)| flags.clone())
+            .unwrap_or_else(|| panic!("no {heading} heading:\n{help}"))
+    };
+    assert_eq!(
+        under("Web"),
+        [
+            "--web.listen-address",
+            "--web.telemetry-path",
+            "--web.config.file"
+        ],
+        "{help}"
+    );
+    assert_eq!(under("Logging"), ["--log.level", "--log.format"], "{help}");
+    assert_eq!(
+        under("Kafka"),
+        ["--bootstrap-servers", "--cluster-name"],
+        "{help}"
+    );
+    assert_eq!(under("Sampling"), ["--interval", "--timeout"], "{help}");
+    for old in ["--listen", "--log-level", "--log-format"] {
+        assert!(
+            !help.contains(&format!("{old} ")),
+            "{old} in --help:\n{help}"
         );
     }
 }

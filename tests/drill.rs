@@ -328,11 +328,17 @@ async fn bad_arguments_exit_2_and_name_the_problem() {
 
     // The exporter's own flags do not mix with the subcommand.
     let output = Command::new(BINARY)
-        .args(["--listen", "127.0.0.1:0", "drill", "--topic", &topic])
+        .args([
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "drill",
+            "--topic",
+            &topic,
+        ])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--listen"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--web.listen-address"));
 }
 
 #[test]

@@ -307,7 +307,7 @@ async fn a_cluster_with_a_wrong_password_does_not_affect_the_other() {
 
 // ---- the binary, with its logs ---------------------------------------------------------
 
-/// The binary at `--log-level debug` with `env` and an empty config file, its standard
+/// The binary at `--log.level debug` with `env` and an empty config file, its standard
 /// error in a file (see [`Binary`]).
 fn start_binary(env: &[(String, String)]) -> Binary {
     let config = repo_root().join("tests/empty.toml");
@@ -318,10 +318,10 @@ fn start_binary(env: &[(String, String)]) -> Binary {
             config.to_str().unwrap(),
             "--interval",
             "1s",
-            "--log-level",
+            "--log.level",
             "debug",
-            "--log-format",
-            "text",
+            "--log.format",
+            "logfmt",
         ],
         &env,
     )
@@ -391,7 +391,10 @@ async fn a_wrong_password_is_counted_and_never_shown() {
         log.contains("cannot reach the cluster"),
         "no failed cycle logged:\n{log}"
     );
-    assert!(log.contains("DEBUG"), "no debug lines in the log:\n{log}");
+    assert!(
+        log.contains("level=debug"),
+        "no debug lines in the log:\n{log}"
+    );
     assert!(
         log.to_ascii_lowercase().contains("authentication"),
         "the log never says that authentication failed:\n{log}"

@@ -111,7 +111,7 @@ impl Exporter {
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            kafka_lso_exporter::run_with(config, listener, Some(web), async {
+            kafka_lso_exporter::run_with(config, vec![listener], Some(web), async {
                 let _ = stopped.await;
             })
             .await
@@ -618,7 +618,7 @@ fn run_binary(args: &[&str]) -> Output {
         .args([
             "--bootstrap-servers",
             UNREACHABLE,
-            "--listen",
+            "--web.listen-address",
             "127.0.0.1:0",
         ])
         .args(args)
@@ -795,4 +795,68 @@ async fn binary_serves_tls_and_stops_on_sigterm() {
     assert!(log.contains("tls=true"), "{log}");
     assert!(!log.contains(PASSWORD), "{log}");
     drop(client);
+}
+
+/// With several `--web.listen-address`es, the web config guards every one of them: TLS
+/// and basic auth on each, plain HTTP answered on none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_applies_the_web_config_to_every_listen_address() {
+    let dir = TempDir::new("bin-two-addresses");
+    let (path, ca) = tls_web_config(&dir, &users_and_headers(USER, PASSWORD));
+    let second = common::free_port();
+    let exporter = Binary::start(
+        &[
+            "--bootstrap-servers",
+            UNREACHABLE,
+            "--interval",
+            "1s",
+            "--web.config.file",
+            path.to_str().unwrap(),
+            "--web.listen-address",
+            &format!("127.0.0.1:{second}"),
+            "--web.telemetry-path",
+            "/prom",
+        ],
+        &[],
+    );
+    for port in [exporter.port(), second] {
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let client = tls_client(&ca, addr);
+        let url = format!("https://{HOST}:{port}/prom");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let answer = client
+                .get(&url)
+                .basic_auth(USER, Some(PASSWORD))
+                .send()
+                .await;
+            if let Ok(response) = answer {
+                assert_eq!(response.status(), 200, "{url}");
+                if response
+                    .text()
+                    .await
+                    .unwrap()
+                    .contains("kafka_lso_exporter_up{")
+                {
+                    break;
+                }
+            }
+            assert!(
+                exporter.alive() && Instant::now() < deadline,
+                "{url} never served; log:\n{}",
+                exporter.log()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let anonymous = client.get(&url).send().await.unwrap();
+        assert_unauthorized(&anonymous, &format!("{url} without credentials"));
+        let answer = raw_plain_http(addr).await;
+        assert!(
+            !answer.starts_with(b"HTTP/"),
+            "plain HTTP on port {port} got an HTTP response: {}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    let (exit, _) = exporter.terminate(Duration::from_secs(5));
+    assert!(exit.success(), "exit status {exit:?}");
 }

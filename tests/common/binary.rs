@@ -20,7 +20,8 @@ pub struct Binary {
 }
 
 impl Binary {
-    /// Starts the binary with `args` plus `--listen` on a free loopback port, and `env`.
+    /// Starts the binary with `args` plus `--web.listen-address` on a free loopback port,
+    /// and `env`.
     /// No `RUST_LOG` and no `KAFKA_LSO_EXPORTER_*` variable of the test's own environment
     /// reaches it.
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> Binary {
@@ -29,7 +30,7 @@ impl Binary {
         let mut command = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"));
         command
             .args(args)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--web.listen-address", &format!("127.0.0.1:{port}")])
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

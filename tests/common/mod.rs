@@ -367,7 +367,7 @@ impl Exporter {
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            kafka_lso_exporter::run(config, listener, async {
+            kafka_lso_exporter::run(config, vec![listener], async {
                 let _ = stopped.await;
             })
             .await

@@ -41,7 +41,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
-{{/* The port of `listen` ("0.0.0.0:9745", "[::]:9745"). */}}
+{{/* The port of `listen` (":9745", "0.0.0.0:9745", "[::]:9745"). */}}
 {{- define "kafka-lso-exporter.port" -}}
 {{- $port := regexFind "[0-9]+$" (toString .Values.listen) }}
 {{- if not $port }}
