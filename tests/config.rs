@@ -70,6 +70,13 @@ fn the_reference_config_loads() {
     );
     assert!(prod.read_records);
     assert_eq!(prod.read_window, 1000);
+    use kafka_lso_exporter::config::Granularity;
+    assert_eq!(prod.granularity, Granularity::Topic);
+    assert_eq!(
+        prod.group_granularity.of("payments-eu", prod.granularity),
+        Granularity::Partition
+    );
+    assert!(prod.compat_kafka_exporter);
     assert_eq!(config.clusters[1].name, "staging");
 }
 
