@@ -48,7 +48,7 @@ struct Cli {
     #[arg(long, value_name = "LIST", help_heading = "Kafka")]
     bootstrap_servers: Option<String>,
 
-    /// Name of the (first) cluster, the `cluster` label [default: default]
+    /// Name of the (first) cluster, the `kafka_cluster` label [default: default]
     #[arg(long, value_name = "NAME", help_heading = "Kafka")]
     cluster_name: Option<String>,
 
