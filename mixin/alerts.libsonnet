@@ -1,0 +1,211 @@
+// The alerting rules (prometheusAlerts). Every transaction alert is per partition and
+// fires only on a partition whose high watermark is ahead of its last stable offset: the
+// exporter serves those partitions' series in both granularities (`topic` and
+// `partition`), so the rules are the same for both.
+local promql = import 'lib/promql.libsonnet';
+local text = import 'lib/text.libsonnet';
+
+{
+  prometheusAlerts+:: {
+    local c = $._config,
+    local cl = c.clusterLabel,
+    local sel(matchers) = promql.selector(c, matchers),
+    local runbook(alert) = c.runbookURLBase + alert + '.md',
+
+    // Appended to descriptions: the open transaction whose start offset is the partition's
+    // last stable offset (the one holding it), when transaction forensics names it. Not
+    // the one with the largest age: a live transaction behind it may be older.
+    local partitionArgs = [cl + '=%[1]q', 'topic=%[2]q', 'partition=%[3]q'],
+    local transactionAtLso =
+      '{{ range printf `topk(1, kafka_transaction_open_info' + sel(partitionArgs)
+      + ' and on (' + cl + ', topic, partition, start_offset) count_values by (' + cl + ', topic, partition)'
+      + ' ("start_offset", kafka_partition_last_stable_offset' + sel(partitionArgs) + '))`'
+      + ' $labels.' + cl + ' $labels.topic $labels.partition | query }} Transaction at the LSO:'
+      + ' {{ if .Labels.transactional_id }}transactional id {{ .Labels.transactional_id }}, {{ end }}'
+      + 'producer id {{ .Labels.producer_id }} (epoch {{ .Labels.producer_epoch }}'
+      + '{{ if not .Labels.transactional_id }}, transactional id not known to the exporter{{ end }}),'
+      + ' from offset {{ .Labels.start_offset }}.{{ end }}',
+    // The age of the record at the LSO, when record reads measured it.
+    local withheldAge =
+      '{{ range printf `kafka_partition_withheld_age_seconds' + sel([cl + '=%q', 'topic=%q', 'partition=%q']) + ' > 0`'
+      + ' $labels.' + cl + ' $labels.topic $labels.partition | query }} The oldest of them was written'
+      + ' {{ .Value | humanizeDuration }} ago.{{ end }}',
+    local v = {
+      cl: cl,
+      transactionAtLso: transactionAtLso,
+      withheldAge: withheldAge,
+      gapFor: text.duration(c.gapFor),
+      blockedStuck: text.seconds(c.blockedStuckSeconds),
+      readsUncommittedFor: text.duration(c.readsUncommittedFor),
+      hangingFor: text.duration(c.hangingFor),
+      clusterDownFor: text.duration(c.clusterDownFor),
+      errorsFor: text.duration(c.errorsFor),
+    },
+    local describe(paragraph) = text.fold(paragraph) % v,
+
+    groups+: [
+      {
+        name: 'kafka-lso-exporter.transactions',
+        rules: [
+          {
+            alert: 'KafkaLsoGapHigh',
+            expr: 'kafka_partition_hw_minus_lso%s > %s' % [sel([]), c.gapThreshold],
+            'for': c.gapFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.topic }}/{{ $labels.partition }}: {{ $value }} records withheld by open transactions',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, partition {{ $labels.topic }}/{{ $labels.partition }}
+                has {{ $value }} records between its last stable offset and its high watermark for
+                more than %(gapFor)s. read_committed consumers cannot read them until the oldest
+                open transaction in this partition commits or aborts.
+              |||),
+              runbook_url: runbook('KafkaLsoGapHigh'),
+            },
+          },
+          {
+            alert: 'KafkaLsoStuck',
+            expr: 'kafka_partition_lso_stuck_seconds%s > %s' % [sel([]), c.stuckWarningSeconds],
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: '{{ $labels.topic }}/{{ $labels.partition }}: last stable offset stuck for {{ $value | humanizeDuration }}',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, the last stable offset of {{ $labels.topic }}/{{ $labels.partition }}
+                has not moved for {{ $value | humanizeDuration }} while the high watermark is ahead of it:
+                a transaction has been open longer than the default transaction.timeout.ms.
+                read_committed consumers of this partition are blocked.%(transactionAtLso)s
+              |||),
+              runbook_url: runbook('KafkaLsoStuck'),
+            },
+          },
+          {
+            alert: 'KafkaLsoStuck',
+            expr: 'kafka_partition_lso_stuck_seconds%s > %s' % [sel([]), c.stuckCriticalSeconds],
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.topic }}/{{ $labels.partition }}: last stable offset stuck for {{ $value | humanizeDuration }}, beyond any transaction timeout',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, the last stable offset of {{ $labels.topic }}/{{ $labels.partition }}
+                has not moved for {{ $value | humanizeDuration }}, longer than the broker's default
+                transaction.max.timeout.ms (15 minutes): a late or hanging transaction. It will not end
+                by itself; read_committed consumers of this partition stay blocked until it is aborted.%(transactionAtLso)s
+              |||),
+              runbook_url: runbook('KafkaLsoStuck'),
+            },
+          },
+          // Blocked: nothing left to read below the LSO (lso_lag 0, which excludes markers
+          // and aborted records) and the committed offset not past the LSO (a group past it
+          // reads uncommitted and is not waiting), on a partition whose HW is ahead of an
+          // LSO stuck for blockedStuckSeconds. The value is the group's hw_lag: the records
+          // it waits for. The stuck clock's comparison stays last: the Helm chart's threshold
+          // override replaces the number of the last comparison.
+          {
+            alert: 'KafkaConsumerGroupBlockedByTransaction',
+            expr: |||
+              (kafka_consumergroup_hw_lag%(s)s > 0)
+                and on (%(cl)s, group, topic, partition) (kafka_consumergroup_lso_lag%(s)s == 0)
+                and on (%(cl)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(s)s == 0)
+                and on (%(cl)s, topic, partition) (kafka_partition_hw_minus_lso%(s)s > 0)
+                and on (%(cl)s, topic, partition) (kafka_partition_lso_stuck_seconds%(s)s > %(stuck)s)
+            ||| % { s: sel([]), cl: cl, stuck: c.blockedStuckSeconds },
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Group {{ $labels.group }} is caught up on {{ $labels.topic }}/{{ $labels.partition }} and still {{ $value }} records behind',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, consumer group {{ $labels.group }} has read everything a
+                read_committed consumer may read in {{ $labels.topic }}/{{ $labels.partition }} without committing
+                past the partition's last stable offset, yet {{ $value }} records sit behind a transaction
+                that has held that offset for more than %(blockedStuck)s.%(withheldAge)s
+                The group is not slow: it is blocked. Scaling or restarting consumers will not help.%(transactionAtLso)s
+              |||),
+              runbook_url: runbook('KafkaConsumerGroupBlockedByTransaction'),
+            },
+          },
+          {
+            alert: 'KafkaConsumerGroupReadsUncommitted',
+            expr: 'kafka_consumergroup_committed_beyond_lso%s > 0' % sel([]),
+            'for': c.readsUncommittedFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Group {{ $labels.group }} reads uncommitted records of {{ $labels.topic }}/{{ $labels.partition }}',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, consumer group {{ $labels.group }} has committed
+                {{ $value }} offsets past the last stable offset of {{ $labels.topic }}/{{ $labels.partition }}
+                for more than %(readsUncommittedFor)s: it consumes with isolation.level=read_uncommitted on a
+                transactional topic and processes records that may still be aborted.
+              |||),
+              runbook_url: runbook('KafkaConsumerGroupReadsUncommitted'),
+            },
+          },
+          {
+            alert: 'KafkaTransactionHanging',
+            expr: 'kafka_partition_hanging_transactions%s > 0' % sel([]),
+            'for': c.hangingFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: '{{ $labels.topic }}/{{ $labels.partition }}: hanging transaction, read_committed consumers blocked until it is aborted',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, {{ $value }} open transaction(s) in {{ $labels.topic }}/{{ $labels.partition }}
+                have been hanging for more than %(hangingFor)s: open longer than the broker's transaction.max.timeout.ms
+                plus the exporter's hanging_margin (KIP-664), counted from the coordinator's start time, or from
+                the producer's last write when no coordinator reports them as open in this partition. A hanging transaction never ends by itself: the
+                partition's last stable offset stays pinned until it is aborted. The exporter's /api/v1/stuck
+                (or its / page, or the dashboard's Transactions holding the LSO) shows the transaction and its
+                kafka-transactions.sh abort command.%(transactionAtLso)s
+              |||),
+              runbook_url: runbook('KafkaTransactionHanging'),
+            },
+          },
+        ],
+      },
+      {
+        name: 'kafka-lso-exporter.health',
+        rules: [
+          {
+            alert: 'KafkaLsoExporterClusterDown',
+            expr: 'kafka_lso_exporter_up%s == 0' % sel([]),
+            'for': c.clusterDownFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'kafka-lso-exporter cannot reach cluster {{ $labels.%s }}' % cl,
+              description: describe(|||
+                The exporter's sampling cycles have not reached cluster {{ $labels.%(cl)s }} for %(clusterDownFor)s.
+                Its partition and group series are absent, so transaction alerts for it cannot fire.
+              |||),
+              runbook_url: runbook('KafkaLsoExporterClusterDown'),
+            },
+          },
+          {
+            alert: 'KafkaLsoExporterStale',
+            expr: 'time() - kafka_lso_exporter_last_success_timestamp_seconds%s > %s' % [sel([]), c.staleSeconds],
+            'for': c.staleFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'kafka-lso-exporter has no fresh sample of cluster {{ $labels.%s }}' % cl,
+              description: describe(|||
+                The last successful sampling cycle of cluster {{ $labels.%(cl)s }} ended
+                {{ $value | humanizeDuration }} ago, more than 3 sampling intervals.
+              |||),
+              runbook_url: runbook('KafkaLsoExporterStale'),
+            },
+          },
+          {
+            alert: 'KafkaLsoExporterErrors',
+            expr: 'sum by (%s, stage) (rate(kafka_lso_exporter_errors_total%s[%s])) > %s'
+                  % [cl, sel([]), c.errorsRateWindow, c.errorsThreshold],
+            'for': c.errorsFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'kafka-lso-exporter keeps failing at {{ $labels.stage }} on cluster {{ $labels.%s }}' % cl,
+              description: describe(|||
+                Sampling of cluster {{ $labels.%(cl)s }} has failed at stage {{ $labels.stage }} for
+                %(errorsFor)s ({{ $value | humanize }} failures per second). The affected series are absent.
+              |||),
+              runbook_url: runbook('KafkaLsoExporterErrors'),
+            },
+          },
+        ],
+      },
+    ],
+  },
+}

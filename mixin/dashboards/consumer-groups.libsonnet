@@ -1,0 +1,1637 @@
+local grafana = import '../lib/grafana.libsonnet';
+local promql = import '../lib/promql.libsonnet';
+local text = import '../lib/text.libsonnet';
+
+{
+  grafanaDashboards+:: {
+    local c = $._config,
+    local g = grafana.new(c),
+    local q = promql.new(c).fmt,
+
+    'kafka-lso-consumer-groups.json':
+      g.dashboard(
+        uid=c.dashboardUIDs.consumerGroups,
+        title='Kafka consumer groups: HW vs LSO lag',
+        description='Consumer group lag against the high watermark and against the last stable offset: which groups are slow, which are blocked by open transactions, which read uncommitted data.',
+        variables=[g.variables.datasource, g.variables.cluster, g.variables.topic, g.variables.group],
+        panels=[
+          {
+            id: 1,
+            type: 'stat',
+            title: 'Groups blocked',
+            description: 'Groups blocked by an open transaction: nothing left to read below the LSO (LSO lag 0), not committed past it, on a partition whose high watermark is ahead of its LSO. A read_uncommitted group between the LSO and the HW is not counted. See the table below.',
+            datasource: g.datasource,
+            gridPos: { x: 0, y: 0, w: 4, h: 4 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                    { color: 'orange', value: 1 },
+                  ],
+                },
+                mappings: [],
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              reduceOptions: {
+                calcs: ['lastNotNull'],
+                fields: '',
+                values: false,
+              },
+              colorMode: 'background',
+              graphMode: 'none',
+              justifyMode: 'auto',
+              orientation: 'auto',
+              textMode: 'auto',
+              wideLayout: true,
+              showPercentChange: false,
+            },
+            targets: [
+              g.target('A', q(|||
+                count(count by (%(c)s, group) (
+                  (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
+                  and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
+                  and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                ))
+                or
+                0 * count(kafka_lso_exporter_up%(cluster)s == 1)
+              |||), legend='__auto'),
+            ],
+          },
+          {
+            id: 2,
+            type: 'stat',
+            title: 'Groups reading uncommitted',
+            description: 'Groups with committed offsets past the LSO: they use read_uncommitted on a transactional topic and may process records that are later aborted.',
+            datasource: g.datasource,
+            gridPos: { x: 4, y: 0, w: 4, h: 4 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                    { color: 'orange', value: 1 },
+                  ],
+                },
+                mappings: [],
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              reduceOptions: {
+                calcs: ['lastNotNull'],
+                fields: '',
+                values: false,
+              },
+              colorMode: 'background',
+              graphMode: 'none',
+              justifyMode: 'auto',
+              orientation: 'auto',
+              textMode: 'auto',
+              wideLayout: true,
+              showPercentChange: false,
+            },
+            targets: [
+              g.target('A', q(|||
+                count(count by (%(c)s, group) (
+                  kafka_consumergroup_committed_beyond_lso%(groupTopic)s > 0
+                ))
+                or
+                0 * count(kafka_lso_exporter_up%(cluster)s == 1)
+              |||), legend='__auto'),
+            ],
+          },
+          {
+            id: 3,
+            type: 'stat',
+            title: 'HW lag',
+            description: 'Total lag against the high watermark, as other lag exporters report it. It counts records that read_committed consumers cannot read yet.',
+            datasource: g.datasource,
+            gridPos: { x: 8, y: 0, w: 4, h: 4 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              reduceOptions: {
+                calcs: ['lastNotNull'],
+                fields: '',
+                values: false,
+              },
+              colorMode: 'none',
+              graphMode: 'area',
+              justifyMode: 'auto',
+              orientation: 'auto',
+              textMode: 'auto',
+              wideLayout: true,
+              showPercentChange: false,
+            },
+            targets: [
+              g.target('A', q('sum(kafka_consumergroup_hw_lag%(groupTopic)s)'), legend='__auto'),
+            ],
+          },
+          {
+            id: 4,
+            type: 'stat',
+            title: 'LSO lag',
+            description: 'Total lag against the last stable offset: what read_committed consumers can actually read right now. This is the lag that more consumers can work off.',
+            datasource: g.datasource,
+            gridPos: { x: 12, y: 0, w: 4, h: 4 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              reduceOptions: {
+                calcs: ['lastNotNull'],
+                fields: '',
+                values: false,
+              },
+              colorMode: 'none',
+              graphMode: 'area',
+              justifyMode: 'auto',
+              orientation: 'auto',
+              textMode: 'auto',
+              wideLayout: true,
+              showPercentChange: false,
+            },
+            targets: [
+              g.target('A', q('sum(kafka_consumergroup_lso_lag%(groupTopic)s)'), legend='__auto'),
+            ],
+          },
+          {
+            id: 5,
+            type: 'stat',
+            title: 'Lag held by open transactions',
+            description: 'HW lag minus LSO lag: the part of the lag no consumer can work off until open transactions commit or abort.',
+            datasource: g.datasource,
+            gridPos: { x: 16, y: 0, w: 4, h: 4 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                    { color: 'orange', value: c.gapThreshold },
+                  ],
+                },
+                mappings: [],
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              reduceOptions: {
+                calcs: ['lastNotNull'],
+                fields: '',
+                values: false,
+              },
+              colorMode: 'background',
+              graphMode: 'area',
+              justifyMode: 'auto',
+              orientation: 'auto',
+              textMode: 'auto',
+              wideLayout: true,
+              showPercentChange: false,
+            },
+            targets: [
+              g.target('A', q(|||
+                sum(
+                  (kafka_consumergroup_hw_lag%(groupTopic)s - kafka_consumergroup_lso_lag%(groupTopic)s)
+                  unless on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s > 0)
+                )
+              |||), legend='__auto'),
+            ],
+          },
+          {
+            id: 6,
+            type: 'stat',
+            title: 'Data age',
+            description: 'Time since the last sampling cycle that reached the cluster (worst of the selected clusters). Above %s (KafkaLsoExporterStale; 3 intervals at the default 15 s) the numbers on this dashboard are stale.' % text.seconds(c.staleSeconds),
+            datasource: g.datasource,
+            gridPos: { x: 20, y: 0, w: 4, h: 4 },
+            fieldConfig: {
+              defaults: {
+                unit: 's',
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                    { color: 'orange', value: c.staleSeconds },
+                  ],
+                },
+                mappings: [],
+                noValue: 'No data from the exporter',
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              reduceOptions: {
+                calcs: ['lastNotNull'],
+                fields: '',
+                values: false,
+              },
+              colorMode: 'background',
+              graphMode: 'none',
+              justifyMode: 'auto',
+              orientation: 'auto',
+              textMode: 'auto',
+              wideLayout: true,
+              showPercentChange: false,
+            },
+            targets: [
+              g.target('A', q('max(time() - kafka_lso_exporter_last_success_timestamp_seconds%(cluster)s)'), legend='__auto'),
+            ],
+          },
+          {
+            id: 7,
+            type: 'table',
+            title: 'Blocked read_committed groups',
+            description: 'Groups blocked by an open transaction: on a partition whose high watermark is ahead of its LSO, they have nothing left to read below the LSO (LSO lag 0) and have not committed past it (Beyond LSO 0). They are not slow: scaling or restarting consumers will not help. They move again when the transaction holding the LSO commits or is aborted. A read_uncommitted group committed between the LSO and the HW also has LSO lag 0, but it is reading, not waiting: it is not listed (see Groups reading past the LSO). Oldest unread record: how long ago the first record the group waits for was written (its HW time lag).',
+            datasource: g.datasource,
+            gridPos: { x: 0, y: 4, w: 24, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                decimals: 0,
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                custom: {
+                  align: 'auto',
+                  cellOptions: { type: 'auto' },
+                  inspect: false,
+                  filterable: true,
+                },
+                noValue: 'No group is blocked by an open transaction',
+              },
+              overrides: [
+                {
+                  matcher: { id: 'byName', options: 'group' },
+                  properties: [
+                    {
+                      id: 'links',
+                      value: [
+                        {
+                          title: 'Open this group\'s lag',
+                          url: g.groupLinkURL,
+                        },
+                      ],
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'Records behind (HW lag)' },
+                  properties: [
+                    {
+                      id: 'thresholds',
+                      value: {
+                        mode: 'absolute',
+                        steps: [
+                          { color: 'green', value: null },
+                          { color: 'orange', value: c.gapThreshold },
+                        ],
+                      },
+                    },
+                    {
+                      id: 'custom.cellOptions',
+                      value: { type: 'color-text' },
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'LSO stuck for' },
+                  properties: [
+                    { id: 'unit', value: 's' },
+                    { id: 'decimals', value: 0 },
+                    {
+                      id: 'thresholds',
+                      value: {
+                        mode: 'absolute',
+                        steps: [
+                          { color: 'green', value: null },
+                          { color: 'yellow', value: 60 },
+                          { color: 'orange', value: c.stuckWarningSeconds },
+                          { color: 'red', value: c.stuckCriticalSeconds },
+                        ],
+                      },
+                    },
+                    {
+                      id: 'custom.cellOptions',
+                      value: { type: 'color-background', mode: 'basic' },
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'Oldest unread record' },
+                  properties: [
+                    { id: 'unit', value: 's' },
+                    { id: 'decimals', value: 0 },
+                    {
+                      id: 'thresholds',
+                      value: {
+                        mode: 'absolute',
+                        steps: [
+                          { color: 'green', value: null },
+                          { color: 'yellow', value: 60 },
+                          { color: 'orange', value: c.stuckWarningSeconds },
+                          { color: 'red', value: c.stuckCriticalSeconds },
+                        ],
+                      },
+                    },
+                    {
+                      id: 'custom.cellOptions',
+                      value: { type: 'color-background', mode: 'basic' },
+                    },
+                  ],
+                },
+              ],
+            },
+            options: {
+              showHeader: true,
+              cellHeight: 'sm',
+              footer: {
+                show: false,
+                reducer: ['sum'],
+                countRows: false,
+                fields: '',
+              },
+              sortBy: [
+                { displayName: 'LSO stuck for', desc: true },
+              ],
+            },
+            targets: [
+              g.tableTarget('A', q(|||
+                max by (%(c)s, group, topic, partition) (
+                  (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
+                  and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
+                  and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                )
+              |||)),
+              g.tableTarget('B', q(|||
+                max by (%(c)s, group, topic, partition) (
+                  ((kafka_consumergroup_hw_lag%(groupTopic)s > 0)
+                  and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
+                  and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)) * 0
+                  + on (%(c)s, topic, partition) group_left
+                  max by (%(c)s, topic, partition) (kafka_partition_lso_stuck_seconds%(topic)s)
+                )
+              |||)),
+              g.tableTarget('C', q(|||
+                max by (%(c)s, group, topic, partition) (
+                  ((kafka_consumergroup_hw_lag%(groupTopic)s > 0)
+                  and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
+                  and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)) * 0
+                  + on (%(c)s, group) group_left
+                  max by (%(c)s, group) (kafka_consumergroup_members%(group)s)
+                )
+              |||)),
+              g.tableTarget('D', q(|||
+                max by (%(c)s, group, topic, partition) (
+                  kafka_consumergroup_hw_lag_seconds%(groupTopic)s
+                  and on (%(c)s, group, topic, partition) (
+                    (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
+                    and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
+                    and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
+                    and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  )
+                )
+              |||)),
+            ],
+            transformations: [
+              { id: 'merge', options: {} },
+              {
+                id: 'organize',
+                options: {
+                  excludeByName: { Time: true },
+                  indexByName: {
+                    [c.clusterLabel]: 0,
+                    group: 1,
+                    topic: 2,
+                    partition: 3,
+                    'Value #A': 4,
+                    'Value #B': 5,
+                    'Value #C': 6,
+                    'Value #D': 7,
+                  },
+                  renameByName: {
+                    'Value #A': 'Records behind (HW lag)',
+                    'Value #B': 'LSO stuck for',
+                    'Value #C': 'Members',
+                    'Value #D': 'Oldest unread record',
+                  },
+                },
+              },
+            ],
+          },
+          {
+            id: 19,
+            type: 'table',
+            title: 'Blocked groups and the transaction blocking them',
+            description: 'Groups blocked on a partition whose high watermark is ahead of its LSO: nothing left to read below the LSO (LSO lag 0) and not committed past it, with the open transaction whose first offset is the partition\'s LSO: the one they wait for. Records behind is the group\'s HW lag. Resolve the transaction, not the group; the exporter\'s /api/v1/stuck has its abort command (kafka-transactions.sh ... abort --topic TOPIC --partition PARTITION --start-offset START_OFFSET). A group is missing here, but listed in Blocked read_committed groups, while the exporter has no transaction forensics for its partition.',
+            datasource: g.datasource,
+            gridPos: { x: 0, y: 12, w: 24, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                decimals: 0,
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                custom: {
+                  align: 'auto',
+                  cellOptions: { type: 'auto' },
+                  inspect: false,
+                  filterable: true,
+                },
+                noValue: 'No group waits for an open transaction',
+              },
+              overrides: [
+                {
+                  matcher: { id: 'byName', options: 'group' },
+                  properties: [
+                    {
+                      id: 'links',
+                      value: [
+                        {
+                          title: 'Open this group\'s lag',
+                          url: g.groupLinkURL,
+                        },
+                      ],
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'Records behind (HW lag)' },
+                  properties: [
+                    {
+                      id: 'thresholds',
+                      value: {
+                        mode: 'absolute',
+                        steps: [
+                          { color: 'green', value: null },
+                          { color: 'orange', value: c.gapThreshold },
+                        ],
+                      },
+                    },
+                    {
+                      id: 'custom.cellOptions',
+                      value: { type: 'color-text' },
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'Transaction open for' },
+                  properties: [
+                    { id: 'unit', value: 's' },
+                    { id: 'decimals', value: 0 },
+                    {
+                      id: 'thresholds',
+                      value: {
+                        mode: 'absolute',
+                        steps: [
+                          { color: 'green', value: null },
+                          { color: 'yellow', value: 60 },
+                          { color: 'orange', value: c.stuckWarningSeconds },
+                          { color: 'red', value: c.stuckCriticalSeconds },
+                        ],
+                      },
+                    },
+                    {
+                      id: 'custom.cellOptions',
+                      value: { type: 'color-background', mode: 'basic' },
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'Transactional id' },
+                  properties: [
+                    {
+                      id: 'mappings',
+                      value: [
+                        {
+                          type: 'special',
+                          options: {
+                            match: 'empty',
+                            result: { text: '(not known: see /api/v1/stuck)', index: 0 },
+                          },
+                        },
+                      ],
+                    },
+                  ],
+                },
+              ],
+            },
+            options: {
+              showHeader: true,
+              cellHeight: 'sm',
+              footer: {
+                show: false,
+                reducer: ['sum'],
+                countRows: false,
+                fields: '',
+              },
+              sortBy: [
+                { displayName: 'Transaction open for', desc: true },
+              ],
+            },
+            targets: [
+              g.tableTarget('A', q(|||
+                max by (%(c)s, group, topic, partition, transactional_id, producer_id, start_offset) (
+                  (
+                    (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
+                    and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
+                    and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
+                    and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  )
+                  * on (%(c)s, topic, partition) group_left (transactional_id, producer_id, start_offset)
+                  topk by (%(c)s, topic, partition) (1,
+                    kafka_transaction_open_info%(topic)s
+                    and on (%(c)s, topic, partition, start_offset)
+                    count_values by (%(c)s, topic, partition) ("start_offset", kafka_partition_last_stable_offset%(topic)s)
+                  )
+                )
+              |||)),
+              g.tableTarget('B', q(|||
+                max by (%(c)s, group, topic, partition, transactional_id, producer_id, start_offset) (
+                  (
+                    (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
+                    and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
+                    and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
+                    and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  ) * 0
+                  + on (%(c)s, topic, partition) group_left (transactional_id, producer_id, start_offset)
+                  topk by (%(c)s, topic, partition) (1,
+                    kafka_transaction_open_age_seconds%(topic)s
+                    and on (%(c)s, topic, partition, start_offset)
+                    count_values by (%(c)s, topic, partition) ("start_offset", kafka_partition_last_stable_offset%(topic)s)
+                  )
+                )
+              |||)),
+            ],
+            transformations: [
+              { id: 'merge', options: {} },
+              {
+                id: 'organize',
+                options: {
+                  excludeByName: { Time: true },
+                  indexByName: {
+                    [c.clusterLabel]: 0,
+                    group: 1,
+                    topic: 2,
+                    partition: 3,
+                    'Value #A': 4,
+                    transactional_id: 5,
+                    producer_id: 6,
+                    start_offset: 7,
+                    'Value #B': 8,
+                  },
+                  renameByName: {
+                    'Value #A': 'Records behind (HW lag)',
+                    transactional_id: 'Transactional id',
+                    producer_id: 'Producer id',
+                    start_offset: 'Start offset (the LSO)',
+                    'Value #B': 'Transaction open for',
+                  },
+                },
+              },
+            ],
+          },
+          {
+            id: 8,
+            type: 'row',
+            title: 'Lag over time',
+            collapsed: false,
+            gridPos: { x: 0, y: 20, w: 24, h: 1 },
+            panels: [],
+          },
+          {
+            id: 9,
+            type: 'timeseries',
+            title: 'HW lag per group and topic',
+            description: 'Records between each group\'s committed offset and the high watermark, summed over partitions. Includes records held back by open transactions.',
+            datasource: g.datasource,
+            gridPos: { x: 0, y: 21, w: 12, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'palette-classic' },
+                custom: {
+                  drawStyle: 'line',
+                  lineInterpolation: 'linear',
+                  lineWidth: 1,
+                  fillOpacity: 0,
+                  gradientMode: 'none',
+                  showPoints: 'never',
+                  pointSize: 4,
+                  spanNulls: false,
+                  axisPlacement: 'auto',
+                  axisLabel: '',
+                  stacking: { mode: 'none', group: 'A' },
+                  thresholdsStyle: { mode: 'off' },
+                  lineStyle: { fill: 'solid' },
+                },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                min: 0,
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              legend: {
+                showLegend: true,
+                displayMode: 'table',
+                placement: 'bottom',
+                calcs: ['lastNotNull', 'max'],
+              },
+              tooltip: { mode: 'multi', sort: 'desc' },
+            },
+            targets: [
+              g.target('A', q('sum by (%(c)s, group, topic) (kafka_consumergroup_hw_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+            ],
+          },
+          {
+            id: 10,
+            type: 'timeseries',
+            title: 'LSO lag per group and topic',
+            description: 'Records between each group\'s committed offset and the last stable offset: what a read_committed consumer can read now. At 0 the group is caught up, whatever the HW lag says.',
+            datasource: g.datasource,
+            gridPos: { x: 12, y: 21, w: 12, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'palette-classic' },
+                custom: {
+                  drawStyle: 'line',
+                  lineInterpolation: 'linear',
+                  lineWidth: 1,
+                  fillOpacity: 0,
+                  gradientMode: 'none',
+                  showPoints: 'never',
+                  pointSize: 4,
+                  spanNulls: false,
+                  axisPlacement: 'auto',
+                  axisLabel: '',
+                  stacking: { mode: 'none', group: 'A' },
+                  thresholdsStyle: { mode: 'off' },
+                  lineStyle: { fill: 'solid' },
+                },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                min: 0,
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              legend: {
+                showLegend: true,
+                displayMode: 'table',
+                placement: 'bottom',
+                calcs: ['lastNotNull', 'max'],
+              },
+              tooltip: { mode: 'multi', sort: 'desc' },
+            },
+            targets: [
+              g.target('A', q('sum by (%(c)s, group, topic) (kafka_consumergroup_lso_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+            ],
+          },
+          {
+            id: 11,
+            type: 'timeseries',
+            title: 'Withheld from each group (HW lag - LSO lag)',
+            description: 'The part of each group\'s lag that open transactions hold back. For a read_committed group it is lag it cannot work off, however fast it consumes; it disappears when the transactions end.',
+            datasource: g.datasource,
+            gridPos: { x: 0, y: 29, w: 12, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'palette-classic' },
+                custom: {
+                  drawStyle: 'line',
+                  lineInterpolation: 'linear',
+                  lineWidth: 1,
+                  fillOpacity: 0,
+                  gradientMode: 'none',
+                  showPoints: 'never',
+                  pointSize: 4,
+                  spanNulls: false,
+                  axisPlacement: 'auto',
+                  axisLabel: '',
+                  stacking: { mode: 'none', group: 'A' },
+                  thresholdsStyle: { mode: 'off' },
+                  lineStyle: { fill: 'solid' },
+                },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                min: 0,
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              legend: {
+                showLegend: true,
+                displayMode: 'table',
+                placement: 'bottom',
+                calcs: ['lastNotNull', 'max'],
+              },
+              tooltip: { mode: 'multi', sort: 'desc' },
+            },
+            targets: [
+              g.target('A', q(|||
+                sum by (%(c)s, group, topic) (
+                  (kafka_consumergroup_hw_lag%(groupTopic)s - kafka_consumergroup_lso_lag%(groupTopic)s)
+                  unless on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s > 0)
+                )
+              |||), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+            ],
+          },
+          {
+            id: 12,
+            type: 'timeseries',
+            title: 'Groups beyond the LSO',
+            description: 'Records each group has committed past the last stable offset. Only a read_uncommitted consumer gets there: it processed records whose transaction may still abort, and it disagrees with read_committed groups on the same topic.',
+            datasource: g.datasource,
+            gridPos: { x: 12, y: 29, w: 12, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'palette-classic' },
+                custom: {
+                  drawStyle: 'line',
+                  lineInterpolation: 'linear',
+                  lineWidth: 1,
+                  fillOpacity: 0,
+                  gradientMode: 'none',
+                  showPoints: 'never',
+                  pointSize: 4,
+                  spanNulls: false,
+                  axisPlacement: 'auto',
+                  axisLabel: '',
+                  stacking: { mode: 'none', group: 'A' },
+                  thresholdsStyle: { mode: 'off' },
+                  lineStyle: { fill: 'solid' },
+                },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                min: 0,
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              legend: {
+                showLegend: true,
+                displayMode: 'table',
+                placement: 'bottom',
+                calcs: ['lastNotNull', 'max'],
+              },
+              tooltip: { mode: 'multi', sort: 'desc' },
+            },
+            targets: [
+              g.target('A', q('sum by (%(c)s, group, topic) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s) > 0'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+            ],
+          },
+          {
+            id: 20,
+            type: 'row',
+            title: 'Time lag',
+            collapsed: false,
+            gridPos: { x: 0, y: 37, w: 24, h: 1 },
+            panels: [],
+          },
+          {
+            id: 21,
+            type: 'timeseries',
+            title: 'HW time lag per group',
+            description: 'Per group, the largest over its partitions of the seconds since the first record it has not read was written (up to the high watermark); 0 when it has read everything. Includes the wait for open transactions: a blocked read_committed group\'s HW time lag is the age of the record at the LSO. Record timestamps are the producer\'s clock on CreateTime topics.',
+            datasource: g.datasource,
+            gridPos: { x: 0, y: 38, w: 12, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 's',
+                color: { mode: 'palette-classic' },
+                custom: {
+                  drawStyle: 'line',
+                  lineInterpolation: 'linear',
+                  lineWidth: 1,
+                  fillOpacity: 0,
+                  gradientMode: 'none',
+                  showPoints: 'never',
+                  pointSize: 4,
+                  spanNulls: false,
+                  axisPlacement: 'auto',
+                  axisLabel: '',
+                  stacking: { mode: 'none', group: 'A' },
+                  thresholdsStyle: { mode: 'off' },
+                  lineStyle: { fill: 'solid' },
+                },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                min: 0,
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              legend: {
+                showLegend: true,
+                displayMode: 'table',
+                placement: 'bottom',
+                calcs: ['lastNotNull', 'max'],
+              },
+              tooltip: { mode: 'multi', sort: 'desc' },
+            },
+            targets: [
+              g.target('A', q('max by (%(c)s, group) (kafka_consumergroup_hw_lag_seconds%(groupTopic)s)'), legend=q('{{group}} ({{%(c)s}})')),
+            ],
+          },
+          {
+            id: 22,
+            type: 'timeseries',
+            title: 'LSO time lag per group',
+            description: 'Per group, the largest over its partitions of the seconds since the first record a read_committed consumer could read now (up to the LSO) and the group has not read was written; 0 when nothing is left below the LSO. A blocked group has LSO time lag 0 and HW time lag > 0: it is waiting, not slow.',
+            datasource: g.datasource,
+            gridPos: { x: 12, y: 38, w: 12, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 's',
+                color: { mode: 'palette-classic' },
+                custom: {
+                  drawStyle: 'line',
+                  lineInterpolation: 'linear',
+                  lineWidth: 1,
+                  fillOpacity: 0,
+                  gradientMode: 'none',
+                  showPoints: 'never',
+                  pointSize: 4,
+                  spanNulls: false,
+                  axisPlacement: 'auto',
+                  axisLabel: '',
+                  stacking: { mode: 'none', group: 'A' },
+                  thresholdsStyle: { mode: 'off' },
+                  lineStyle: { fill: 'solid' },
+                },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                min: 0,
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              legend: {
+                showLegend: true,
+                displayMode: 'table',
+                placement: 'bottom',
+                calcs: ['lastNotNull', 'max'],
+              },
+              tooltip: { mode: 'multi', sort: 'desc' },
+            },
+            targets: [
+              g.target('A', q('max by (%(c)s, group) (kafka_consumergroup_lso_lag_seconds%(groupTopic)s)'), legend=q('{{group}} ({{%(c)s}})')),
+            ],
+          },
+          {
+            id: 23,
+            type: 'table',
+            title: 'Time lag per group and topic',
+            description: 'Per group and topic, the largest time lag over its partitions: how long ago the oldest record the group has not read was written, up to the high watermark (HW time lag) and up to the LSO (LSO time lag). HW time lag well above LSO time lag: the group waits for an open transaction.',
+            datasource: g.datasource,
+            gridPos: { x: 0, y: 46, w: 24, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                decimals: 0,
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                custom: {
+                  align: 'auto',
+                  cellOptions: { type: 'auto' },
+                  inspect: false,
+                  filterable: true,
+                },
+              },
+              overrides: [
+                {
+                  matcher: { id: 'byName', options: 'group' },
+                  properties: [
+                    {
+                      id: 'links',
+                      value: [
+                        {
+                          title: 'Open this group\'s lag',
+                          url: g.groupLinkURL,
+                        },
+                      ],
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'HW time lag' },
+                  properties: [
+                    { id: 'unit', value: 's' },
+                    { id: 'decimals', value: 0 },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'LSO time lag' },
+                  properties: [
+                    { id: 'unit', value: 's' },
+                    { id: 'decimals', value: 0 },
+                  ],
+                },
+              ],
+            },
+            options: {
+              showHeader: true,
+              cellHeight: 'sm',
+              footer: {
+                show: false,
+                reducer: ['sum'],
+                countRows: false,
+                fields: '',
+              },
+              sortBy: [
+                { displayName: 'HW time lag', desc: true },
+              ],
+            },
+            targets: [
+              g.tableTarget('A', q('max by (%(c)s, group, topic) (kafka_consumergroup_hw_lag_seconds%(groupTopic)s)')),
+              g.tableTarget('B', q('max by (%(c)s, group, topic) (kafka_consumergroup_lso_lag_seconds%(groupTopic)s)')),
+            ],
+            transformations: [
+              { id: 'merge', options: {} },
+              {
+                id: 'organize',
+                options: {
+                  excludeByName: { Time: true },
+                  indexByName: {
+                    [c.clusterLabel]: 0,
+                    group: 1,
+                    topic: 2,
+                    'Value #A': 3,
+                    'Value #B': 4,
+                  },
+                  renameByName: { 'Value #A': 'HW time lag', 'Value #B': 'LSO time lag' },
+                },
+              },
+            ],
+          },
+          {
+            id: 13,
+            type: 'row',
+            title: 'Groups',
+            collapsed: false,
+            gridPos: { x: 0, y: 54, w: 24, h: 1 },
+            panels: [],
+          },
+          {
+            id: 14,
+            type: 'table',
+            title: 'Groups reading past the LSO',
+            description: 'Group partitions whose committed offset is past the last stable offset, by how many records. Expected for read_uncommitted consumers; a surprise for anyone who relies on exactly-once.',
+            datasource: g.datasource,
+            gridPos: { x: 0, y: 55, w: 12, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                decimals: 0,
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                custom: {
+                  align: 'auto',
+                  cellOptions: { type: 'auto' },
+                  inspect: false,
+                  filterable: true,
+                },
+                noValue: 'No group reads past the LSO',
+              },
+              overrides: [
+                {
+                  matcher: { id: 'byName', options: 'group' },
+                  properties: [
+                    {
+                      id: 'links',
+                      value: [
+                        {
+                          title: 'Open this group\'s lag',
+                          url: g.groupLinkURL,
+                        },
+                      ],
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'Beyond LSO' },
+                  properties: [
+                    {
+                      id: 'thresholds',
+                      value: {
+                        mode: 'absolute',
+                        steps: [
+                          { color: 'green', value: null },
+                          { color: 'orange', value: 1 },
+                        ],
+                      },
+                    },
+                    {
+                      id: 'custom.cellOptions',
+                      value: { type: 'color-text' },
+                    },
+                  ],
+                },
+              ],
+            },
+            options: {
+              showHeader: true,
+              cellHeight: 'sm',
+              footer: {
+                show: false,
+                reducer: ['sum'],
+                countRows: false,
+                fields: '',
+              },
+              sortBy: [
+                { displayName: 'Beyond LSO', desc: true },
+              ],
+            },
+            targets: [
+              g.tableTarget('A', q(|||
+                max by (%(c)s, group, topic, partition) (
+                  kafka_consumergroup_committed_beyond_lso%(groupTopic)s > 0
+                )
+              |||)),
+            ],
+            transformations: [
+              {
+                id: 'organize',
+                options: {
+                  excludeByName: { Time: true },
+                  indexByName: {
+                    [c.clusterLabel]: 0,
+                    group: 1,
+                    topic: 2,
+                    partition: 3,
+                    Value: 4,
+                  },
+                  renameByName: { Value: 'Beyond LSO' },
+                },
+              },
+            ],
+          },
+          {
+            id: 15,
+            type: 'table',
+            title: 'State and members',
+            description: 'Current state and member count of each group. Empty means nobody consumes; a group stuck in a rebalance state does not consume either.',
+            datasource: g.datasource,
+            gridPos: { x: 12, y: 55, w: 12, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                decimals: 0,
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                custom: {
+                  align: 'auto',
+                  cellOptions: { type: 'auto' },
+                  inspect: false,
+                  filterable: true,
+                },
+              },
+              overrides: [
+                {
+                  matcher: { id: 'byName', options: 'group' },
+                  properties: [
+                    {
+                      id: 'links',
+                      value: [
+                        {
+                          title: 'Open this group\'s lag',
+                          url: g.groupLinkURL,
+                        },
+                      ],
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'State' },
+                  properties: [
+                    {
+                      id: 'mappings',
+                      value: [
+                        {
+                          type: 'value',
+                          options: {
+                            Stable: { color: 'green', index: 0 },
+                            Empty: { color: 'text', index: 1 },
+                            PreparingRebalance: { color: 'orange', index: 2 },
+                            CompletingRebalance: { color: 'orange', index: 3 },
+                            Dead: { color: 'red', index: 4 },
+                            Unknown: { color: 'red', index: 5 },
+                          },
+                        },
+                      ],
+                    },
+                    {
+                      id: 'custom.cellOptions',
+                      value: { type: 'color-text' },
+                    },
+                  ],
+                },
+              ],
+            },
+            options: {
+              showHeader: true,
+              cellHeight: 'sm',
+              footer: {
+                show: false,
+                reducer: ['sum'],
+                countRows: false,
+                fields: '',
+              },
+            },
+            targets: [
+              g.tableTarget('A', q(|||
+                max by (%(c)s, group) (kafka_consumergroup_members%(group)s)
+                * on (%(c)s, group) group_left (state)
+                topk by (%(c)s, group) (1, kafka_consumergroup_state%(group)s == 1)
+              |||)),
+            ],
+            transformations: [
+              {
+                id: 'organize',
+                options: {
+                  excludeByName: { Time: true },
+                  indexByName: {
+                    [c.clusterLabel]: 0,
+                    group: 1,
+                    state: 2,
+                    Value: 3,
+                  },
+                  renameByName: { state: 'State', Value: 'Members' },
+                },
+              },
+            ],
+          },
+          {
+            id: 16,
+            type: 'timeseries',
+            title: 'Members per group',
+            description: 'Consumers in each group over time. A drop to 0 or frequent changes (rebalances) explain lag that open transactions do not.',
+            datasource: g.datasource,
+            gridPos: { x: 0, y: 63, w: 24, h: 7 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'palette-classic' },
+                custom: {
+                  drawStyle: 'line',
+                  lineInterpolation: 'linear',
+                  lineWidth: 1,
+                  fillOpacity: 0,
+                  gradientMode: 'none',
+                  showPoints: 'never',
+                  pointSize: 4,
+                  spanNulls: false,
+                  axisPlacement: 'auto',
+                  axisLabel: '',
+                  stacking: { mode: 'none', group: 'A' },
+                  thresholdsStyle: { mode: 'off' },
+                  lineStyle: { fill: 'solid' },
+                },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                min: 0,
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              legend: {
+                showLegend: true,
+                displayMode: 'table',
+                placement: 'bottom',
+                calcs: ['lastNotNull', 'min', 'max'],
+              },
+              tooltip: { mode: 'multi', sort: 'desc' },
+            },
+            targets: [
+              g.target('A', q('max by (%(c)s, group) (kafka_consumergroup_members%(group)s)'), legend=q('{{group}} ({{%(c)s}})')),
+            ],
+          },
+          {
+            id: 17,
+            type: 'row',
+            title: 'Per partition',
+            collapsed: false,
+            gridPos: { x: 0, y: 70, w: 24, h: 1 },
+            panels: [],
+          },
+          {
+            id: 18,
+            type: 'table',
+            title: 'Lag per group and partition',
+            description: 'Both lags of every group partition. Withheld = HW lag - LSO lag, held back by open transactions; Beyond LSO > 0 means the group reads uncommitted records. LSO stuck for is how long the partition\'s LSO has not moved. HW time lag and LSO time lag: seconds since the first record the group has not read (up to the HW, up to the LSO) was written.',
+            datasource: g.datasource,
+            gridPos: { x: 0, y: 71, w: 24, h: 10 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                decimals: 0,
+                color: { mode: 'thresholds' },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                custom: {
+                  align: 'auto',
+                  cellOptions: { type: 'auto' },
+                  inspect: false,
+                  filterable: true,
+                },
+              },
+              overrides: [
+                {
+                  matcher: { id: 'byName', options: 'group' },
+                  properties: [
+                    {
+                      id: 'links',
+                      value: [
+                        {
+                          title: 'Open this group\'s lag',
+                          url: g.groupLinkURL,
+                        },
+                      ],
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'Withheld' },
+                  properties: [
+                    {
+                      id: 'thresholds',
+                      value: {
+                        mode: 'absolute',
+                        steps: [
+                          { color: 'green', value: null },
+                          { color: 'orange', value: 1 },
+                        ],
+                      },
+                    },
+                    {
+                      id: 'custom.cellOptions',
+                      value: { type: 'color-text' },
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'Beyond LSO' },
+                  properties: [
+                    {
+                      id: 'thresholds',
+                      value: {
+                        mode: 'absolute',
+                        steps: [
+                          { color: 'green', value: null },
+                          { color: 'orange', value: 1 },
+                        ],
+                      },
+                    },
+                    {
+                      id: 'custom.cellOptions',
+                      value: { type: 'color-text' },
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'LSO stuck for' },
+                  properties: [
+                    { id: 'unit', value: 's' },
+                    { id: 'decimals', value: 0 },
+                    {
+                      id: 'thresholds',
+                      value: {
+                        mode: 'absolute',
+                        steps: [
+                          { color: 'green', value: null },
+                          { color: 'yellow', value: 60 },
+                          { color: 'orange', value: c.stuckWarningSeconds },
+                          { color: 'red', value: c.stuckCriticalSeconds },
+                        ],
+                      },
+                    },
+                    {
+                      id: 'custom.cellOptions',
+                      value: { type: 'color-background', mode: 'basic' },
+                    },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'HW time lag' },
+                  properties: [
+                    { id: 'unit', value: 's' },
+                    { id: 'decimals', value: 0 },
+                  ],
+                },
+                {
+                  matcher: { id: 'byName', options: 'LSO time lag' },
+                  properties: [
+                    { id: 'unit', value: 's' },
+                    { id: 'decimals', value: 0 },
+                  ],
+                },
+              ],
+            },
+            options: {
+              showHeader: true,
+              cellHeight: 'sm',
+              footer: {
+                show: false,
+                reducer: ['sum'],
+                countRows: false,
+                fields: '',
+              },
+              sortBy: [
+                { displayName: 'Withheld', desc: true },
+              ],
+            },
+            targets: [
+              g.tableTarget('A', q('max by (%(c)s, group, topic, partition) (kafka_consumergroup_committed_offset%(groupTopic)s)')),
+              g.tableTarget('B', q('max by (%(c)s, group, topic, partition) (kafka_consumergroup_hw_lag%(groupTopic)s)')),
+              g.tableTarget('C', q('max by (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s)')),
+              g.tableTarget('D', q(|||
+                max by (%(c)s, group, topic, partition) (
+                  (kafka_consumergroup_hw_lag%(groupTopic)s
+                  - kafka_consumergroup_lso_lag%(groupTopic)s)
+                  unless on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s > 0)
+                )
+              |||)),
+              g.tableTarget('E', q('max by (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s)')),
+              g.tableTarget('F', q(|||
+                max by (%(c)s, group, topic, partition) (
+                  kafka_consumergroup_committed_offset%(groupTopic)s * 0
+                  + on (%(c)s, topic, partition) group_left
+                  max by (%(c)s, topic, partition) (kafka_partition_lso_stuck_seconds%(topic)s)
+                )
+              |||)),
+              g.tableTarget('G', q('max by (%(c)s, group, topic, partition) (kafka_consumergroup_hw_lag_seconds%(groupTopic)s)')),
+              g.tableTarget('H', q('max by (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag_seconds%(groupTopic)s)')),
+            ],
+            transformations: [
+              { id: 'merge', options: {} },
+              {
+                id: 'organize',
+                options: {
+                  excludeByName: { Time: true },
+                  indexByName: {
+                    [c.clusterLabel]: 0,
+                    group: 1,
+                    topic: 2,
+                    partition: 3,
+                    'Value #A': 4,
+                    'Value #B': 5,
+                    'Value #C': 6,
+                    'Value #D': 7,
+                    'Value #E': 8,
+                    'Value #F': 9,
+                    'Value #G': 10,
+                    'Value #H': 11,
+                  },
+                  renameByName: {
+                    'Value #A': 'Committed offset',
+                    'Value #B': 'HW lag',
+                    'Value #C': 'LSO lag',
+                    'Value #D': 'Withheld',
+                    'Value #E': 'Beyond LSO',
+                    'Value #F': 'LSO stuck for',
+                    'Value #G': 'HW time lag',
+                    'Value #H': 'LSO time lag',
+                  },
+                },
+              },
+            ],
+          },
+          {
+            id: 24,
+            type: 'row',
+            title: 'Share groups (KIP-932)',
+            collapsed: false,
+            gridPos: { x: 0, y: 81, w: 24, h: 1 },
+            panels: [],
+          },
+          {
+            id: 25,
+            type: 'timeseries',
+            title: 'Share group lag, as the broker computes it',
+            description: 'Records up to the high watermark that each share group has not acknowledged yet, summed over partitions (kafka_sharegroup_broker_lag, KIP-1226, Kafka 4.2 and later). Includes records withheld by open transactions, which a read_committed share group cannot deliver yet.',
+            datasource: g.datasource,
+            gridPos: { x: 0, y: 82, w: 12, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'palette-classic' },
+                custom: {
+                  drawStyle: 'line',
+                  lineInterpolation: 'linear',
+                  lineWidth: 1,
+                  fillOpacity: 0,
+                  gradientMode: 'none',
+                  showPoints: 'never',
+                  pointSize: 4,
+                  spanNulls: false,
+                  axisPlacement: 'auto',
+                  axisLabel: '',
+                  stacking: { mode: 'none', group: 'A' },
+                  thresholdsStyle: { mode: 'off' },
+                  lineStyle: { fill: 'solid' },
+                },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                min: 0,
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              legend: {
+                showLegend: true,
+                displayMode: 'table',
+                placement: 'bottom',
+                calcs: ['lastNotNull', 'max'],
+              },
+              tooltip: { mode: 'multi', sort: 'desc' },
+            },
+            targets: [
+              g.target('A', q('sum by (%(c)s, group, topic) (kafka_sharegroup_broker_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+            ],
+          },
+          {
+            id: 26,
+            type: 'timeseries',
+            title: 'Share group lag against its bound',
+            description: 'Records from each share group\'s start offset up to the bound its share.isolation.level allows (the LSO for read_committed, the HW otherwise), never counting commit/abort markers (kafka_sharegroup_lag). The start offset moves only past whole acknowledged batches, so this can exceed the broker\'s lag.',
+            datasource: g.datasource,
+            gridPos: { x: 12, y: 82, w: 12, h: 8 },
+            fieldConfig: {
+              defaults: {
+                unit: 'short',
+                color: { mode: 'palette-classic' },
+                custom: {
+                  drawStyle: 'line',
+                  lineInterpolation: 'linear',
+                  lineWidth: 1,
+                  fillOpacity: 0,
+                  gradientMode: 'none',
+                  showPoints: 'never',
+                  pointSize: 4,
+                  spanNulls: false,
+                  axisPlacement: 'auto',
+                  axisLabel: '',
+                  stacking: { mode: 'none', group: 'A' },
+                  thresholdsStyle: { mode: 'off' },
+                  lineStyle: { fill: 'solid' },
+                },
+                thresholds: {
+                  mode: 'absolute',
+                  steps: [
+                    { color: 'green', value: null },
+                  ],
+                },
+                mappings: [],
+                min: 0,
+                decimals: 0,
+              },
+              overrides: [],
+            },
+            options: {
+              legend: {
+                showLegend: true,
+                displayMode: 'table',
+                placement: 'bottom',
+                calcs: ['lastNotNull', 'max'],
+              },
+              tooltip: { mode: 'multi', sort: 'desc' },
+            },
+            targets: [
+              g.target('A', q('sum by (%(c)s, group, topic) (kafka_sharegroup_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+            ],
+          },
+        ],
+      ),
+  },
+}
