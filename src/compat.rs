@@ -156,7 +156,7 @@ pub(crate) fn encode(
         (
             "kafka_consumergroup_current_offset_sum",
             "Current Offset of a ConsumerGroup at Topic for all partitions",
-            |t| Some(t.committed_offset_sum),
+            |t| t.committed_offset_sum,
         ),
         (
             "kafka_consumergroup_lag_sum",

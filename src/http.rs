@@ -496,6 +496,7 @@ mod tests {
             visibility: Some(Visibility {
                 hw_minus_lso: hw - lso,
                 lso_stuck_seconds: stuck,
+                pinned: hw > lso && stuck > 0.0,
             }),
             withheld_age_seconds: Some(stuck + 1.0),
             transactions: None,

@@ -613,7 +613,13 @@ fn encode_partitions(
     for (name, help, value) in transaction_families {
         let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
         for cluster in shown {
-            for p in &cluster.snapshot.partitions {
+            let exposition = cluster.snapshot.exposition;
+            for p in cluster
+                .snapshot
+                .partitions
+                .iter()
+                .filter(|p| exposition.partition_detail(p))
+            {
                 for t in p.transactions.iter().flatten() {
                     let producer_id = t.producer_id.to_string();
                     let producer_epoch = t.producer_epoch.to_string();
@@ -736,7 +742,7 @@ fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
     type GroupTopicValue = fn(&GroupTopicAggregate) -> Option<Value>;
     let group_topic_families: [(&str, &str, GroupTopicValue); 6] = [
         ("kafka_consumergroup_topic_committed_offset", "Sum of the group's committed offsets on the topic; its rate is the group's progress in offsets per second", |t| {
-            Some(Value::Count(t.committed_offset_sum))
+            t.committed_offset_sum.map(Value::Count)
         }),
         ("kafka_consumergroup_topic_hw_lag", "Sum over the topic's partitions of kafka_consumergroup_hw_lag", |t| {
             t.hw_lag.map(Value::Count)

@@ -114,7 +114,7 @@ impl ClusterLoop {
                     tracing::warn!(
                         cluster = %self.cluster,
                         series_dropped,
-                        "over max_series: group-partition series of groups outside priority_groups are left out \
+                        "over max_series: the offset series (per partition and per topic) of groups outside priority_groups are left out \
                          (kafka_lso_exporter_series_dropped); raise max_series or narrow the group regexes"
                     );
                 } else {

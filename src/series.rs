@@ -31,11 +31,13 @@ pub struct Exposition {
 }
 
 /// A transaction pins the partition's LSO: HW > LSO, and the LSO has stood still since
-/// the previous cycle (or, after a restart, since a transaction the coordinator reports).
+/// the previous cycle (or, after a restart, since a transaction the coordinator
+/// reports), or did at its previous value right before it moved on to another open
+/// transaction ([`crate::snapshot::StuckClock::pinned`]).
 pub fn pinned(partition: &PartitionState) -> bool {
     partition
         .visibility
-        .is_some_and(|v| v.hw_minus_lso > 0 && v.lso_stuck_seconds > 0.0)
+        .is_some_and(|v| v.hw_minus_lso > 0 && v.pinned)
 }
 
 /// The [`pinned`] partitions, by (topic, partition).
@@ -66,8 +68,11 @@ pub fn group_partition_detail(
     group.granularity == Granularity::Partition || pinned.contains(&(topic, partition))
 }
 
-/// One topic's partitions, summed up. A value is absent when it is absent for any of the
-/// topic's partitions in this cycle: a sum or maximum over part of a topic would be wrong.
+/// One topic's partitions, summed up, over the partitions whose value is known in this
+/// cycle. The sums of offsets are the exception: they are absent when any partition's
+/// offset is unknown, since a sum over part of a topic would jump and its `rate()` read a
+/// reset. Counts and maxima over the known partitions are lower bounds: an alert on them
+/// cannot fire wrongly and keeps firing while one partition is unknown.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicAggregate {
     pub topic: Arc<str>,
@@ -93,21 +98,24 @@ pub fn topic_aggregates(partitions: &[PartitionState]) -> Vec<TopicAggregate> {
         .map(|run| TopicAggregate {
             topic: run[0].topic.clone(),
             partitions: run.len() as i64,
-            withheld_partitions: sum(run
-                .iter()
-                .map(|p| p.visibility.map(|v| i64::from(v.hw_minus_lso > 0)))),
-            log_start_offset_sum: sum(run.iter().map(|p| p.log_start_offset)),
-            high_watermark_sum: sum(run.iter().map(|p| p.high_watermark)),
-            last_stable_offset_sum: sum(run.iter().map(|p| p.last_stable_offset)),
-            max_hw_minus_lso: max(run.iter().map(|p| p.visibility.map(|v| v.hw_minus_lso))),
-            max_lso_stuck_seconds: max(run
-                .iter()
-                .map(|p| p.visibility.map(|v| v.lso_stuck_seconds))),
-            max_withheld_age_seconds: max(run.iter().map(|p| p.withheld_age_seconds)),
-            open_transactions: sum(run
-                .iter()
-                .map(|p| p.transactions.as_ref().map(|t| t.len() as i64))),
-            hanging_transactions: sum(run.iter().map(|p| {
+            withheld_partitions: sum_known(
+                run.iter()
+                    .map(|p| p.visibility.map(|v| i64::from(v.hw_minus_lso > 0))),
+            ),
+            log_start_offset_sum: sum_all(run.iter().map(|p| p.log_start_offset)),
+            high_watermark_sum: sum_all(run.iter().map(|p| p.high_watermark)),
+            last_stable_offset_sum: sum_all(run.iter().map(|p| p.last_stable_offset)),
+            max_hw_minus_lso: max_known(run.iter().map(|p| p.visibility.map(|v| v.hw_minus_lso))),
+            max_lso_stuck_seconds: max_known(
+                run.iter()
+                    .map(|p| p.visibility.map(|v| v.lso_stuck_seconds)),
+            ),
+            max_withheld_age_seconds: max_known(run.iter().map(|p| p.withheld_age_seconds)),
+            open_transactions: sum_known(
+                run.iter()
+                    .map(|p| p.transactions.as_ref().map(|t| t.len() as i64)),
+            ),
+            hanging_transactions: sum_known(run.iter().map(|p| {
                 p.transactions
                     .as_ref()
                     .map(|t| t.iter().filter(|t| t.hanging).count() as i64)
@@ -116,11 +124,13 @@ pub fn topic_aggregates(partitions: &[PartitionState]) -> Vec<TopicAggregate> {
         .collect()
 }
 
-/// One group's positions on one topic, summed up; absent as in [`TopicAggregate`].
+/// One group's positions on one topic, summed up over the partitions whose value is known
+/// (lags and time lags are lower bounds while one is unknown); the committed offsets are
+/// all known, or the group has none in this cycle.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupTopicAggregate {
     pub topic: Arc<str>,
-    pub committed_offset_sum: i64,
+    pub committed_offset_sum: Option<i64>,
     pub hw_lag: Option<i64>,
     pub lso_lag: Option<i64>,
     pub committed_beyond_lso: Option<i64>,
@@ -139,49 +149,53 @@ pub fn group_topic_aggregates(group: &GroupState) -> Vec<GroupTopicAggregate> {
     let Some(offsets) = group.offsets.as_deref() else {
         return Vec::new();
     };
+    // A share group's broker lags by topic, once (they are few, but a group may read many
+    // topics).
+    let mut broker_lags: std::collections::HashMap<&str, Option<i64>> = Default::default();
+    for lag in &group.broker_lags {
+        let total = broker_lags.entry(lag.topic.as_str()).or_insert(Some(0));
+        *total = total.and_then(|t| t.checked_add(lag.lag));
+    }
     offsets
         .chunk_by(|a, b| a.topic == b.topic)
         .map(|run| {
             let topic = run[0].topic.clone();
             let lags = |f: fn(&crate::snapshot::Lag) -> i64| {
-                sum(run.iter().map(|o| o.lag.as_ref().map(f)))
+                sum_known(run.iter().map(|o| o.lag.as_ref().map(f)))
             };
-            let broker_lags: Vec<i64> = group
-                .broker_lags
-                .iter()
-                .filter(|l| *l.topic == *topic)
-                .map(|l| l.lag)
-                .collect();
             GroupTopicAggregate {
-                committed_offset_sum: run
-                    .iter()
-                    .fold(0, |s, o| s.saturating_add(o.committed_offset)),
+                committed_offset_sum: sum_all(run.iter().map(|o| Some(o.committed_offset))),
                 hw_lag: lags(|l| l.hw_lag),
                 lso_lag: lags(|l| l.lso_lag),
                 committed_beyond_lso: lags(|l| l.committed_beyond_lso),
-                max_hw_lag_seconds: max(run.iter().map(|o| o.hw_lag_seconds)),
-                max_lso_lag_seconds: max(run.iter().map(|o| o.lso_lag_seconds)),
-                share_lag: sum(run.iter().map(|o| group.share_lag(o))),
-                max_share_lag_seconds: max(run.iter().map(|o| group.share_lag_seconds(o))),
-                broker_lag: (!broker_lags.is_empty())
-                    .then(|| sum(broker_lags.into_iter().map(Some)).unwrap_or(0)),
+                max_hw_lag_seconds: max_known(run.iter().map(|o| o.hw_lag_seconds)),
+                max_lso_lag_seconds: max_known(run.iter().map(|o| o.lso_lag_seconds)),
+                share_lag: sum_known(run.iter().map(|o| group.share_lag(o))),
+                max_share_lag_seconds: max_known(run.iter().map(|o| group.share_lag_seconds(o))),
+                broker_lag: broker_lags.get(&*topic).copied().flatten(),
                 topic,
             }
         })
         .collect()
 }
 
-/// The sum, or `None` when any value is absent.
-fn sum(mut values: impl Iterator<Item = Option<i64>>) -> Option<i64> {
-    values.try_fold(0i64, |total, v| Some(total.saturating_add(v?)))
+/// The sum, or `None` when any value is absent or the sum overflows.
+fn sum_all(mut values: impl Iterator<Item = Option<i64>>) -> Option<i64> {
+    values.try_fold(0i64, |total, v| total.checked_add(v?))
 }
 
-/// The largest value, or `None` when any value is absent (or there is none).
-fn max<T: PartialOrd + Copy>(mut values: impl Iterator<Item = Option<T>>) -> Option<T> {
-    let first = values.next()??;
-    values.try_fold(first, |largest, v| {
-        let v = v?;
-        Some(if v > largest { v } else { largest })
+/// The sum of the known values, or `None` when none is known or the sum overflows.
+fn sum_known(values: impl Iterator<Item = Option<i64>>) -> Option<i64> {
+    let mut known = values.flatten().peekable();
+    known.peek()?;
+    known.try_fold(0i64, |total, v| total.checked_add(v))
+}
+
+/// The largest known value, or `None` when none is known.
+fn max_known<T: PartialOrd + Copy>(values: impl Iterator<Item = Option<T>>) -> Option<T> {
+    values.flatten().fold(None, |largest, v| match largest {
+        Some(l) if l >= v => Some(l),
+        _ => Some(v),
     })
 }
 
@@ -246,7 +260,8 @@ fn partition_series(partitions: &[PartitionState], exposition: Exposition) -> us
 /// Series of one group: kafka_consumergroup_info, members, a share group's isolation
 /// level, the states, the offsets and their per-topic aggregates.
 fn group_series(g: &GroupState, pinned: &HashSet<(&str, i32)>, exposition: Exposition) -> usize {
-    let compat = usize::from(exposition.kafka_exporter);
+    // kafka_exporter's group families cover the groups that commit offsets.
+    let compat = usize::from(exposition.kafka_exporter && g.group_type != "share");
     let offsets: usize = g
         .offsets
         .iter()
@@ -258,7 +273,12 @@ fn group_series(g: &GroupState, pinned: &HashSet<(&str, i32)>, exposition: Expos
         .sum();
     let topics: usize = group_topic_aggregates(g)
         .iter()
-        .map(|t| group_topic_series(g, t) + compat * (1 + usize::from(t.hw_lag.is_some())))
+        .map(|t| {
+            group_topic_series(g, t)
+                + compat
+                    * (usize::from(t.committed_offset_sum.is_some())
+                        + usize::from(t.hw_lag.is_some()))
+        })
         .sum();
     1 + usize::from(g.members.is_some())
         + usize::from(g.isolation.is_some())
@@ -299,13 +319,15 @@ fn group_topic_series(group: &GroupState, t: &GroupTopicAggregate) -> usize {
             + usize::from(t.max_share_lag_seconds.is_some())
             + usize::from(t.broker_lag.is_some());
     }
-    1 + 3 * usize::from(t.hw_lag.is_some())
+    usize::from(t.committed_offset_sum.is_some())
+        + 3 * usize::from(t.hw_lag.is_some())
         + usize::from(t.max_hw_lag_seconds.is_some())
         + usize::from(t.max_lso_lag_seconds.is_some())
 }
 
 /// The cardinality guard: while the cluster renders more than `max_series` series, drops
-/// the offsets (and so every group-partition and group-topic series) of groups that
+/// the offsets and broker lags (and so every group-partition and group-topic series, and
+/// kafka_exporter's for the group) of groups that
 /// `is_priority` does not keep, one whole group at a time in reverse name order (so the
 /// same groups go every cycle). Partition and topic series, group state and members are
 /// always kept. Returns how many series were dropped.
@@ -330,6 +352,7 @@ pub fn enforce_series_limit(
         if let Some(offsets) = group.offsets.as_mut() {
             offsets.clear();
         }
+        group.broker_lags.clear();
         let series = with - group_series(group, &pinned, exposition);
         total -= series;
         dropped += series;
@@ -353,6 +376,7 @@ mod tests {
             visibility: Some(Visibility {
                 hw_minus_lso: hw - lso,
                 lso_stuck_seconds: stuck,
+                pinned: hw > lso && stuck > 0.0,
             }),
             withheld_age_seconds: None,
             transactions: None,
@@ -399,7 +423,7 @@ mod tests {
     };
 
     #[test]
-    fn topic_aggregates_sum_and_take_the_largest_and_are_absent_when_a_partition_is_unknown() {
+    fn topic_aggregates_over_the_known_partitions_and_offset_sums_only_when_all_are_known() {
         // The seed example on partition 0: LSO 880,000 behind an open transaction while
         // the HW is 900,000.
         let mut partitions = vec![
@@ -420,14 +444,27 @@ mod tests {
         assert_eq!(orders.open_transactions, None, "forensics off");
         assert_eq!(topics[1].withheld_partitions, Some(0));
 
-        // A failed HW makes every value that depends on it absent for the whole topic.
+        // A failed HW: the sum of HWs is absent (its rate() would read a reset), counts
+        // and maxima are over the partitions known (lower bounds).
         partitions[1].high_watermark = None;
         partitions[1].visibility = None;
         let orders = &topic_aggregates(&partitions)[0];
         assert_eq!(orders.partitions, 2);
         assert_eq!(orders.high_watermark_sum, None);
-        assert_eq!(orders.max_hw_minus_lso, None);
+        assert_eq!(orders.max_hw_minus_lso, Some(20_000));
+        assert_eq!(orders.withheld_partitions, Some(1));
         assert_eq!(orders.last_stable_offset_sum, Some(881_000));
+        // Nothing known: absent, not 0.
+        partitions[0].visibility = None;
+        let orders = &topic_aggregates(&partitions)[0];
+        assert_eq!(
+            (orders.withheld_partitions, orders.max_hw_minus_lso),
+            (None, None)
+        );
+        // A sum that would overflow is absent, not wrong.
+        partitions[2].high_watermark = Some(i64::MAX);
+        partitions.push(partition("payments", 1, i64::MAX, 1, 0.0));
+        assert_eq!(topic_aggregates(&partitions)[1].high_watermark_sum, None);
 
         // Open and hanging transactions count per partition.
         let raw = raw_transaction("Ongoing", 4001, 3, true);
@@ -443,12 +480,19 @@ mod tests {
         let g = group("g", "orders", 4, Granularity::Topic);
         let topics = group_topic_aggregates(&g);
         assert_eq!(topics.len(), 1);
-        assert_eq!(topics[0].committed_offset_sum, 100 + 101 + 102 + 103);
+        assert_eq!(topics[0].committed_offset_sum, Some(100 + 101 + 102 + 103));
         assert_eq!(topics[0].hw_lag, Some(1 + 2 + 3));
         assert_eq!(topics[0].lso_lag, Some(0));
         assert_eq!(topics[0].max_hw_lag_seconds, Some(3.0));
-        assert_eq!(topics[0].max_lso_lag_seconds, None, "unknown somewhere");
+        assert_eq!(topics[0].max_lso_lag_seconds, None, "none known");
         assert_eq!(topics[0].share_lag, None, "not a share group");
+        // A partition whose lag is unknown: the sum of the others, a lower bound.
+        let mut g = g;
+        g.offsets.as_mut().unwrap()[3].lag = None;
+        g.offsets.as_mut().unwrap()[3].hw_lag_seconds = None;
+        let topics = group_topic_aggregates(&g);
+        assert_eq!(topics[0].hw_lag, Some(1 + 2));
+        assert_eq!(topics[0].max_hw_lag_seconds, Some(2.0));
     }
 
     #[test]
@@ -539,5 +583,24 @@ mod tests {
             .map(|name| group(name, "t", 10, Granularity::Topic))
             .collect();
         assert_eq!(series_count(&partitions, &groups, TOPIC), 7 + 3 * (8 + 5));
+    }
+
+    #[test]
+    fn kafka_exporter_families_skip_share_groups() {
+        let partitions = vec![partition("t", 0, 5, 5, 0.0)];
+        let mut share = group("q", "t", 1, Granularity::Partition);
+        share.group_type = "share".into();
+        share.isolation = Some(crate::kafka::Isolation::ReadCommitted);
+        let compat = Exposition {
+            kafka_exporter: true,
+            ..PARTITION
+        };
+        // The same count with and without compat: a share group commits no offsets.
+        assert_eq!(
+            series_count(&partitions, std::slice::from_ref(&share), compat)
+                - series_count(&partitions, &[], compat),
+            series_count(&partitions, std::slice::from_ref(&share), PARTITION)
+                - series_count(&partitions, &[], PARTITION)
+        );
     }
 }

@@ -205,6 +205,8 @@ pub struct Visibility {
     pub hw_minus_lso: i64,
     /// Seconds the LSO has stood still while behind the HW; 0 when HW == LSO.
     pub lso_stuck_seconds: f64,
+    /// A transaction pins the LSO ([`StuckClock::pinned`]).
+    pub pinned: bool,
 }
 
 /// One consumer group.
@@ -397,6 +399,11 @@ struct Pinned {
     /// The clock saw the LSO arrive at its value (it was observed before at another
     /// value, or unpinned); otherwise it started at the exporter's first sight.
     saw_arrival: bool,
+    /// The LSO had stood still at the last observation.
+    stood_still: bool,
+    /// The LSO had stood still at its previous value, right before it moved here: it went
+    /// from one long-open transaction to the next.
+    stood_still_before: bool,
 }
 
 impl StuckClock {
@@ -425,19 +432,35 @@ impl StuckClock {
             last_stable_offset,
             since: now,
             saw_arrival: known,
+            stood_still: false,
+            stood_still_before: false,
         });
         if entry.last_stable_offset != last_stable_offset {
             *entry = Pinned {
                 last_stable_offset,
                 since: now,
                 saw_arrival: true,
+                stood_still: false,
+                stood_still_before: entry.stood_still,
             };
         }
         let stuck = now.saturating_duration_since(entry.since);
-        match open_for {
+        let stuck = match open_for {
             Some(open_for) if !entry.saw_arrival => stuck.max(open_for),
             _ => stuck,
-        }
+        };
+        entry.stood_still = stuck > Duration::ZERO;
+        stuck
+    }
+
+    /// A transaction pins the partition's LSO: at the last observation the LSO was behind
+    /// the HW and had stood still since the observation before (or had at its previous
+    /// value, right before it moved on to another open transaction). A busy exactly-once
+    /// partition, whose LSO moves at every observation, is not pinned.
+    pub fn pinned(&self, topic: &Arc<str>, partition: i32) -> bool {
+        self.pinned
+            .get(&(topic.clone(), partition))
+            .is_some_and(|p| p.stood_still || p.stood_still_before)
     }
 
     /// Forgets partitions that no longer exist.
@@ -600,6 +623,7 @@ pub fn derive(
                     Some(Visibility {
                         hw_minus_lso: gap,
                         lso_stuck_seconds: stuck.as_secs_f64(),
+                        pinned: gap > 0 && clock.pinned(&p.topic, p.partition),
                     })
                 }
                 _ => None,
@@ -661,6 +685,8 @@ pub fn derive(
                     })
                     .collect();
                 offsets.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+                // One series per partition, whatever a broker answered twice.
+                offsets.dedup_by(|a, b| a.topic == b.topic && a.partition == b.partition);
                 offsets
             });
             GroupState {
@@ -670,7 +696,12 @@ pub fn derive(
                 state: g.state,
                 members: g.members,
                 isolation: g.isolation,
-                broker_lags: g.broker_lags,
+                // Only the partitions sampled: the topic filter applies to them too.
+                broker_lags: g
+                    .broker_lags
+                    .into_iter()
+                    .filter(|l| index.contains_key(&(l.topic.as_str(), l.partition)))
+                    .collect(),
                 offsets,
                 granularity: Default::default(),
             }
@@ -768,20 +799,28 @@ pub(crate) mod tests {
         let t0 = Instant::now();
         let at = |s: u64| t0 + Duration::from_secs(s);
         let mut clock = StuckClock::default();
-        // (time, hw, lso, expected stuck seconds)
+        // (time, hw, lso, expected stuck seconds, pinned)
         let steps = [
-            (0, 880, 880, 0),   // nothing open
-            (15, 900, 880, 0),  // first seen pinned: the clock starts now
-            (30, 950, 880, 15), // still pinned at 880
-            (45, 990, 880, 30),
-            (60, 995, 990, 0), // LSO moved to another open transaction: restart
-            (75, 999, 990, 15),
-            (90, 1001, 1001, 0), // all decided
-            (105, 1010, 1001, 0),
-            (120, 1020, 1001, 15),
+            (0, 880, 880, 0, false),  // nothing open
+            (15, 900, 880, 0, false), // first seen pinned: the clock starts now
+            (30, 950, 880, 15, true), // still pinned at 880
+            (45, 990, 880, 30, true),
+            // The LSO moved on to another open transaction: the clock restarts, and the
+            // partition stays pinned (it stood still right before).
+            (60, 995, 990, 0, true),
+            (75, 999, 990, 15, true),
+            (90, 1001, 1001, 0, false), // all decided
+            (105, 1010, 1001, 0, false),
+            (120, 1020, 1001, 15, true),
+            // A busy exactly-once partition from here: some transaction is always open,
+            // the LSO moves every time. Pinned once more (it stood still before), then not.
+            (135, 1030, 1025, 0, true),
+            (150, 1040, 1035, 0, false),
+            (165, 1050, 1045, 0, false),
         ];
-        for (t, hw, lso, expected) in steps {
+        for (t, hw, lso, expected, pinned) in steps {
             let stuck = clock.observe(&topic, 0, hw, lso, at(t), None);
+            assert_eq!(clock.pinned(&topic, 0), pinned, "pinned at t={t}s");
             assert_eq!(
                 stuck,
                 Duration::from_secs(expected),

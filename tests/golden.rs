@@ -44,6 +44,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                 visibility: Some(Visibility {
                     hw_minus_lso: 20,
                     lso_stuck_seconds: 184.5,
+                    pinned: true,
                 }),
                 withheld_age_seconds: Some(186.75),
                 transactions: Some(vec![OpenTransaction {
@@ -69,6 +70,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                 visibility: Some(Visibility {
                     hw_minus_lso: 0,
                     lso_stuck_seconds: 0.0,
+                    pinned: false,
                 }),
                 withheld_age_seconds: Some(0.0),
                 transactions: Some(Vec::new()),
@@ -96,6 +98,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                 visibility: Some(Visibility {
                     hw_minus_lso: 10,
                     lso_stuck_seconds: 30.5,
+                    pinned: true,
                 }),
                 withheld_age_seconds: Some(31.0),
                 transactions: Some(Vec::new()),
@@ -110,10 +113,40 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                 visibility: Some(Visibility {
                     hw_minus_lso: 0,
                     lso_stuck_seconds: 0.0,
+                    pinned: false,
                 }),
                 withheld_age_seconds: Some(0.0),
                 transactions: Some(Vec::new()),
                 replication: replication(2, 2, 3),
+            },
+            // A busy exactly-once partition: a transaction is open, but the LSO moved
+            // since the last cycle. Withheld, not pinned: no per-partition series in
+            // `topic` granularity.
+            PartitionState {
+                topic: Arc::from("payments"),
+                partition: 2,
+                log_start_offset: Some(0),
+                high_watermark: Some(20),
+                last_stable_offset: Some(15),
+                visibility: Some(Visibility {
+                    hw_minus_lso: 5,
+                    lso_stuck_seconds: 0.0,
+                    pinned: false,
+                }),
+                withheld_age_seconds: Some(0.1),
+                transactions: Some(vec![OpenTransaction {
+                    producer_id: 5001,
+                    producer_epoch: 2,
+                    start_offset: 15,
+                    transactional_id: "payments-eos-0".into(),
+                    state: Some("Ongoing".into()),
+                    age_seconds: 0.25,
+                    timeout_ms: Some(60_000),
+                    coordinator: CoordinatorStatus::Open,
+                    coordinator_broker: Some(2),
+                    hanging: false,
+                }]),
+                replication: replication(3, 3, 3),
             },
         ],
         groups: vec![
@@ -352,9 +385,15 @@ fn series_count_matches_the_render() {
     for exposition in [FULL, TOPIC] {
         let snapshot = fixed_snapshot(exposition);
         let (_, text) = render(exposition);
+        // The guard counts partition, topic and group series: not the exporter's own, nor
+        // the brokers of kafka_exporter's families (a handful per cluster).
         let sampled = text
             .lines()
-            .filter(|l| !l.starts_with('#') && !l.starts_with("kafka_lso_exporter_"))
+            .filter(|l| {
+                !l.starts_with('#')
+                    && !l.starts_with("kafka_lso_exporter_")
+                    && !l.starts_with("kafka_broker")
+            })
             .count();
         assert_eq!(
             series_count(&snapshot.partitions, &snapshot.groups, exposition),
@@ -381,9 +420,12 @@ fn topic_granularity_keeps_partition_detail_only_where_records_are_withheld() {
         "kafka_consumergroup_members{kafka_cluster=\"prod\",group=\"billing-read-committed\"} 3",
         "kafka_topic_max_lso_stuck_seconds{kafka_cluster=\"prod\",topic=\"payments\"} 30.5",
         "kafka_topic_max_hw_minus_lso{kafka_cluster=\"prod\",topic=\"payments\"} 10",
-        "kafka_topic_withheld_partitions{kafka_cluster=\"prod\",topic=\"payments\"} 1",
-        "kafka_topic_high_watermark{kafka_cluster=\"prod\",topic=\"payments\"} 60",
-        "kafka_topic_last_stable_offset{kafka_cluster=\"prod\",topic=\"payments\"} 50",
+        "kafka_topic_high_watermark{kafka_cluster=\"prod\",topic=\"payments\"} 80",
+        "kafka_topic_withheld_partitions{kafka_cluster=\"prod\",topic=\"payments\"} 2",
+        "kafka_topic_open_transactions{kafka_cluster=\"prod\",topic=\"payments\"} 1",
+        // Over the partitions known: partition 2's HW failed, partition 0 is pinned.
+        "kafka_topic_max_lso_stuck_seconds{kafka_cluster=\"prod\",topic=\"orders\"} 184.5",
+        "kafka_topic_last_stable_offset{kafka_cluster=\"prod\",topic=\"payments\"} 65",
         "kafka_topic_max_withheld_age_seconds{kafka_cluster=\"prod\",topic=\"payments\"} 31.0",
         "kafka_partition_hw_minus_lso{kafka_cluster=\"prod\",topic=\"payments\",partition=\"0\"} 10",
         "kafka_consumergroup_topic_committed_offset{kafka_cluster=\"prod\",group=\"billing-read-committed\",topic=\"orders\"} 1880",
@@ -402,8 +444,11 @@ fn topic_granularity_keeps_partition_detail_only_where_records_are_withheld() {
         "kafka_partition_last_stable_offset{kafka_cluster=\"prod\",topic=\"orders\",partition=\"2\"}",
         // A sum over part of a topic would be wrong: partition 2's HW is unknown.
         "kafka_topic_high_watermark{kafka_cluster=\"prod\",topic=\"orders\"}",
-        "kafka_topic_max_lso_stuck_seconds{kafka_cluster=\"prod\",topic=\"orders\"}",
         "kafka_partition_hw_minus_lso{kafka_cluster=\"prod\",topic=\"payments\",partition=\"1\"}",
+        // Withheld but not pinned: neither its own series nor its transaction's.
+        "kafka_partition_hw_minus_lso{kafka_cluster=\"prod\",topic=\"payments\",partition=\"2\"}",
+        "kafka_transaction_open_info{kafka_cluster=\"prod\",topic=\"payments\"",
+        "kafka_transaction_open_age_seconds{kafka_cluster=\"prod\",topic=\"payments\"",
         // No compatibility families unless asked for.
         "kafka_consumergroup_lag{",
         "kafka_topic_partition_current_offset{",
