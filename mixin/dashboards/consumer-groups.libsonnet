@@ -19,7 +19,7 @@ local text = import '../lib/text.libsonnet';
             id: 1,
             type: 'stat',
             title: 'Groups blocked',
-            description: 'Groups blocked by an open transaction: nothing left to read below the LSO (LSO lag 0), not committed past it, on a partition whose high watermark is ahead of its LSO. A read_uncommitted group between the LSO and the HW is not counted. See the table below.',
+            description: 'Groups blocked by an open transaction: nothing left to read below the LSO (LSO lag 0), not committed past it, on a partition whose LSO an open transaction pins below the high watermark. A read_uncommitted group between the LSO and the HW is not counted. See the table below.',
             datasource: g.datasource,
             gridPos: { x: 0, y: 0, w: 4, h: 4 },
             fieldConfig: {
@@ -58,7 +58,7 @@ local text = import '../lib/text.libsonnet';
                   (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 ))
                 or
                 0 * count(kafka_lso_exporter_up%(cluster)s == 1)
@@ -105,7 +105,7 @@ local text = import '../lib/text.libsonnet';
             targets: [
               g.target('A', q(|||
                 count(count by (%(c)s, group) (
-                  kafka_consumergroup_committed_beyond_lso%(groupTopic)s > 0
+                  kafka_consumergroup_topic_committed_beyond_lso%(groupTopic)s > 0
                 ))
                 or
                 0 * count(kafka_lso_exporter_up%(cluster)s == 1)
@@ -149,7 +149,7 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.target('A', q('sum(kafka_consumergroup_hw_lag%(groupTopic)s)'), legend='__auto'),
+              g.target('A', q('sum(kafka_consumergroup_topic_hw_lag%(groupTopic)s)'), legend='__auto'),
             ],
           },
           {
@@ -189,14 +189,14 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.target('A', q('sum(kafka_consumergroup_lso_lag%(groupTopic)s)'), legend='__auto'),
+              g.target('A', q('sum(kafka_consumergroup_topic_lso_lag%(groupTopic)s)'), legend='__auto'),
             ],
           },
           {
             id: 5,
             type: 'stat',
             title: 'Lag held by open transactions',
-            description: 'HW lag minus LSO lag: the part of the lag no consumer can work off until open transactions commit or abort.',
+            description: 'HW lag minus LSO lag: the part of the lag no consumer can work off until open transactions commit or abort. Topics a group has committed past the LSO of (it reads uncommitted records) are left out.',
             datasource: g.datasource,
             gridPos: { x: 16, y: 0, w: 4, h: 4 },
             fieldConfig: {
@@ -232,8 +232,8 @@ local text = import '../lib/text.libsonnet';
             targets: [
               g.target('A', q(|||
                 sum(
-                  (kafka_consumergroup_hw_lag%(groupTopic)s - kafka_consumergroup_lso_lag%(groupTopic)s)
-                  unless on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s > 0)
+                  (kafka_consumergroup_topic_hw_lag%(groupTopic)s - kafka_consumergroup_topic_lso_lag%(groupTopic)s)
+                  unless on (%(c)s, group, topic) (kafka_consumergroup_topic_committed_beyond_lso%(groupTopic)s > 0)
                 )
               |||), legend='__auto'),
             ],
@@ -284,7 +284,7 @@ local text = import '../lib/text.libsonnet';
             id: 7,
             type: 'table',
             title: 'Blocked read_committed groups',
-            description: 'Groups blocked by an open transaction: on a partition whose high watermark is ahead of its LSO, they have nothing left to read below the LSO (LSO lag 0) and have not committed past it (Beyond LSO 0). They are not slow: scaling or restarting consumers will not help. They move again when the transaction holding the LSO commits or is aborted. A read_uncommitted group committed between the LSO and the HW also has LSO lag 0, but it is reading, not waiting: it is not listed (see Groups reading past the LSO). Oldest unread record: how long ago the first record the group waits for was written (its HW time lag).',
+            description: 'Groups blocked by an open transaction: on a partition whose LSO an open transaction pins below the high watermark, they have nothing left to read below the LSO (LSO lag 0) and have not committed past it (Beyond LSO 0). They are not slow: scaling or restarting consumers will not help. They move again when the transaction holding the LSO commits or is aborted. A read_uncommitted group committed between the LSO and the HW also has LSO lag 0, but it is reading, not waiting: it is not listed (see Groups reading past the LSO). Oldest unread record: how long ago the first record the group waits for was written (its HW time lag).',
             datasource: g.datasource,
             gridPos: { x: 0, y: 4, w: 24, h: 8 },
             fieldConfig: {
@@ -408,7 +408,7 @@ local text = import '../lib/text.libsonnet';
                   (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 )
               |||)),
               g.tableTarget('B', q(|||
@@ -416,7 +416,7 @@ local text = import '../lib/text.libsonnet';
                   ((kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)) * 0
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)) * 0
                   + on (%(c)s, topic, partition) group_left
                   max by (%(c)s, topic, partition) (kafka_partition_lso_stuck_seconds%(topic)s)
                 )
@@ -426,7 +426,7 @@ local text = import '../lib/text.libsonnet';
                   ((kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)) * 0
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)) * 0
                   + on (%(c)s, group) group_left
                   max by (%(c)s, group) (kafka_consumergroup_members%(group)s)
                 )
@@ -438,7 +438,7 @@ local text = import '../lib/text.libsonnet';
                     (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                     and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                     and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                    and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                    and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                   )
                 )
               |||)),
@@ -473,7 +473,7 @@ local text = import '../lib/text.libsonnet';
             id: 19,
             type: 'table',
             title: 'Blocked groups and the transaction blocking them',
-            description: 'Groups blocked on a partition whose high watermark is ahead of its LSO: nothing left to read below the LSO (LSO lag 0) and not committed past it, with the open transaction whose first offset is the partition\'s LSO: the one they wait for. Records behind is the group\'s HW lag. Resolve the transaction, not the group; the exporter\'s /api/v1/stuck has its abort command (kafka-transactions.sh ... abort --topic TOPIC --partition PARTITION --start-offset START_OFFSET). A group is missing here, but listed in Blocked read_committed groups, while the exporter has no transaction forensics for its partition.',
+            description: 'Groups blocked on a partition whose LSO an open transaction pins below the high watermark: nothing left to read below the LSO (LSO lag 0) and not committed past it, with the open transaction whose first offset is the partition\'s LSO: the one they wait for. Records behind is the group\'s HW lag. Resolve the transaction, not the group; the exporter\'s /api/v1/stuck has its abort command (kafka-transactions.sh ... abort --topic TOPIC --partition PARTITION --start-offset START_OFFSET). A group is missing here, but listed in Blocked read_committed groups, while the exporter has no transaction forensics for its partition.',
             datasource: g.datasource,
             gridPos: { x: 0, y: 12, w: 24, h: 8 },
             fieldConfig: {
@@ -592,7 +592,7 @@ local text = import '../lib/text.libsonnet';
                     (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                     and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                     and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                    and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                    and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                   )
                   * on (%(c)s, topic, partition) group_left (transactional_id, producer_id, start_offset)
                   topk by (%(c)s, topic, partition) (1,
@@ -608,7 +608,7 @@ local text = import '../lib/text.libsonnet';
                     (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                     and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                     and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                    and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                    and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                   ) * 0
                   + on (%(c)s, topic, partition) group_left (transactional_id, producer_id, start_offset)
                   topk by (%(c)s, topic, partition) (1,
@@ -703,7 +703,7 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('sum by (%(c)s, group, topic) (kafka_consumergroup_hw_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s, group, topic) (kafka_consumergroup_topic_hw_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
             ],
           },
           {
@@ -754,14 +754,14 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('sum by (%(c)s, group, topic) (kafka_consumergroup_lso_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s, group, topic) (kafka_consumergroup_topic_lso_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
             ],
           },
           {
             id: 11,
             type: 'timeseries',
             title: 'Withheld from each group (HW lag - LSO lag)',
-            description: 'The part of each group\'s lag that open transactions hold back. For a read_committed group it is lag it cannot work off, however fast it consumes; it disappears when the transactions end.',
+            description: 'The part of each group\'s lag that open transactions hold back. For a read_committed group it is lag it cannot work off, however fast it consumes; it disappears when the transactions end. A topic the group has committed past the LSO of (it reads uncommitted records) has no line.',
             datasource: g.datasource,
             gridPos: { x: 0, y: 29, w: 12, h: 8 },
             fieldConfig: {
@@ -807,8 +807,8 @@ local text = import '../lib/text.libsonnet';
             targets: [
               g.target('A', q(|||
                 sum by (%(c)s, group, topic) (
-                  (kafka_consumergroup_hw_lag%(groupTopic)s - kafka_consumergroup_lso_lag%(groupTopic)s)
-                  unless on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s > 0)
+                  (kafka_consumergroup_topic_hw_lag%(groupTopic)s - kafka_consumergroup_topic_lso_lag%(groupTopic)s)
+                  unless on (%(c)s, group, topic) (kafka_consumergroup_topic_committed_beyond_lso%(groupTopic)s > 0)
                 )
               |||), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
             ],
@@ -861,7 +861,7 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('sum by (%(c)s, group, topic) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s) > 0'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s, group, topic) (kafka_consumergroup_topic_committed_beyond_lso%(groupTopic)s) > 0'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
             ],
           },
           {
@@ -920,7 +920,7 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('max by (%(c)s, group) (kafka_consumergroup_hw_lag_seconds%(groupTopic)s)'), legend=q('{{group}} ({{%(c)s}})')),
+              g.target('A', q('max by (%(c)s, group) (kafka_consumergroup_topic_max_hw_lag_seconds%(groupTopic)s)'), legend=q('{{group}} ({{%(c)s}})')),
             ],
           },
           {
@@ -971,7 +971,7 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('max by (%(c)s, group) (kafka_consumergroup_lso_lag_seconds%(groupTopic)s)'), legend=q('{{group}} ({{%(c)s}})')),
+              g.target('A', q('max by (%(c)s, group) (kafka_consumergroup_topic_max_lso_lag_seconds%(groupTopic)s)'), legend=q('{{group}} ({{%(c)s}})')),
             ],
           },
           {
@@ -1045,8 +1045,8 @@ local text = import '../lib/text.libsonnet';
               ],
             },
             targets: [
-              g.tableTarget('A', q('max by (%(c)s, group, topic) (kafka_consumergroup_hw_lag_seconds%(groupTopic)s)')),
-              g.tableTarget('B', q('max by (%(c)s, group, topic) (kafka_consumergroup_lso_lag_seconds%(groupTopic)s)')),
+              g.tableTarget('A', q('max by (%(c)s, group, topic) (kafka_consumergroup_topic_max_hw_lag_seconds%(groupTopic)s)')),
+              g.tableTarget('B', q('max by (%(c)s, group, topic) (kafka_consumergroup_topic_max_lso_lag_seconds%(groupTopic)s)')),
             ],
             transformations: [
               { id: 'merge', options: {} },
@@ -1078,7 +1078,7 @@ local text = import '../lib/text.libsonnet';
             id: 14,
             type: 'table',
             title: 'Groups reading past the LSO',
-            description: 'Group partitions whose committed offset is past the last stable offset, by how many records. Expected for read_uncommitted consumers; a surprise for anyone who relies on exactly-once.',
+            description: 'Groups whose committed offsets on a topic are past the last stable offsets, by how many records (summed over the topic\'s partitions). Expected for read_uncommitted consumers; a surprise for anyone who relies on exactly-once. Per topic, because a read_uncommitted group on a topic whose LSO keeps moving is past it without any partition being pinned.',
             datasource: g.datasource,
             gridPos: { x: 0, y: 55, w: 12, h: 8 },
             fieldConfig: {
@@ -1152,8 +1152,8 @@ local text = import '../lib/text.libsonnet';
             },
             targets: [
               g.tableTarget('A', q(|||
-                max by (%(c)s, group, topic, partition) (
-                  kafka_consumergroup_committed_beyond_lso%(groupTopic)s > 0
+                max by (%(c)s, group, topic) (
+                  kafka_consumergroup_topic_committed_beyond_lso%(groupTopic)s > 0
                 )
               |||)),
             ],
@@ -1166,8 +1166,7 @@ local text = import '../lib/text.libsonnet';
                     [c.clusterLabel]: 0,
                     group: 1,
                     topic: 2,
-                    partition: 3,
-                    Value: 4,
+                    Value: 3,
                   },
                   renameByName: { Value: 'Beyond LSO' },
                 },
@@ -1338,7 +1337,7 @@ local text = import '../lib/text.libsonnet';
             id: 18,
             type: 'table',
             title: 'Lag per group and partition',
-            description: 'Both lags of every group partition. Withheld = HW lag - LSO lag, held back by open transactions; Beyond LSO > 0 means the group reads uncommitted records. LSO stuck for is how long the partition\'s LSO has not moved. HW time lag and LSO time lag: seconds since the first record the group has not read (up to the HW, up to the LSO) was written.',
+            description: 'Both lags of every group partition. Withheld = HW lag - LSO lag, held back by open transactions; Beyond LSO > 0 means the group reads uncommitted records. LSO stuck for is how long the partition\'s LSO has not moved. HW time lag and LSO time lag: seconds since the first record the group has not read (up to the HW, up to the LSO) was written. With granularity = "topic" (the exporter\'s default) only the partitions whose LSO an open transaction pins have per-partition series: the table lists the groups on those partitions, and the panels above show every partition through the per-topic series.',
             datasource: g.datasource,
             gridPos: { x: 0, y: 71, w: 24, h: 10 },
             fieldConfig: {
@@ -1533,7 +1532,7 @@ local text = import '../lib/text.libsonnet';
             id: 25,
             type: 'timeseries',
             title: 'Share group lag, as the broker computes it',
-            description: 'Records up to the high watermark that each share group has not acknowledged yet, summed over partitions (kafka_sharegroup_broker_lag, KIP-1226, Kafka 4.2 and later). Includes records withheld by open transactions, which a read_committed share group cannot deliver yet.',
+            description: 'Records up to the high watermark that each share group has not acknowledged yet, summed over partitions (kafka_sharegroup_topic_broker_lag, KIP-1226, Kafka 4.2 and later). Includes records withheld by open transactions, which a read_committed share group cannot deliver yet.',
             datasource: g.datasource,
             gridPos: { x: 0, y: 82, w: 12, h: 8 },
             fieldConfig: {
@@ -1577,14 +1576,14 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('sum by (%(c)s, group, topic) (kafka_sharegroup_broker_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s, group, topic) (kafka_sharegroup_topic_broker_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
             ],
           },
           {
             id: 26,
             type: 'timeseries',
             title: 'Share group lag against its bound',
-            description: 'Records from each share group\'s start offset up to the bound its share.isolation.level allows (the LSO for read_committed, the HW otherwise), never counting commit/abort markers (kafka_sharegroup_lag). The start offset moves only past whole acknowledged batches, so this can exceed the broker\'s lag.',
+            description: 'Records from each share group\'s start offset up to the bound its share.isolation.level allows (the LSO for read_committed, the HW otherwise), never counting commit/abort markers, summed over partitions (kafka_sharegroup_topic_lag). The start offset moves only past whole acknowledged batches, so this can exceed the broker\'s lag.',
             datasource: g.datasource,
             gridPos: { x: 12, y: 82, w: 12, h: 8 },
             fieldConfig: {
@@ -1628,7 +1627,7 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('sum by (%(c)s, group, topic) (kafka_sharegroup_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s, group, topic) (kafka_sharegroup_topic_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
             ],
           },
         ],

@@ -431,7 +431,7 @@ local text = import '../lib/text.libsonnet';
             id: 11,
             type: 'timeseries',
             title: 'Sampled partitions and groups',
-            description: 'How many partitions have a high watermark and an LSO, and how many groups are listed. A dip means requests failed and those series are absent.',
+            description: 'How many partitions and topics the exporter samples (kafka_topic_partitions, served in both granularities), and how many groups have a member count. A dip means requests failed and those series are absent.',
             datasource: g.datasource,
             gridPos: { x: 12, y: 13, w: 12, h: 6 },
             fieldConfig: {
@@ -475,8 +475,8 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('count by (%(c)s) (kafka_partition_high_watermark%(cluster)s)'), legend=q('partitions with HW ({{%(c)s}})')),
-              g.target('B', q('count by (%(c)s) (kafka_partition_last_stable_offset%(cluster)s)'), legend=q('partitions with LSO ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s) (kafka_topic_partitions%(cluster)s)'), legend=q('partitions ({{%(c)s}})')),
+              g.target('B', q('count by (%(c)s) (kafka_topic_partitions%(cluster)s)'), legend=q('topics ({{%(c)s}})')),
               g.target('C', q('count by (%(c)s) (kafka_consumergroup_members%(cluster)s)'), legend=q('groups ({{%(c)s}})')),
             ],
           },

@@ -53,11 +53,7 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.target('A', q(|||
-                count(kafka_partition_hw_minus_lso%(topic)s > 0)
-                or
-                0 * count(kafka_lso_exporter_up%(cluster)s == 1)
-              |||), legend='__auto'),
+              g.target('A', q('sum(kafka_topic_withheld_partitions%(topic)s)'), legend='__auto'),
             ],
           },
           {
@@ -98,7 +94,7 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.target('A', q('sum(kafka_partition_hw_minus_lso%(topic)s)'), legend='__auto'),
+              g.target('A', q('sum(kafka_topic_high_watermark%(topic)s - kafka_topic_last_stable_offset%(topic)s)'), legend='__auto'),
             ],
           },
           {
@@ -141,14 +137,14 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.target('A', q('max(kafka_partition_lso_stuck_seconds%(topic)s)'), legend='__auto'),
+              g.target('A', q('max(kafka_topic_max_lso_stuck_seconds%(topic)s)'), legend='__auto'),
             ],
           },
           {
             id: 4,
             type: 'stat',
             title: 'Groups blocked',
-            description: 'Consumer groups blocked by an open transaction: nothing left to read below the LSO (LSO lag 0), not committed past it, on a partition whose high watermark is ahead of its LSO. See the table below.',
+            description: 'Consumer groups blocked by an open transaction: nothing left to read below the LSO (LSO lag 0), not committed past it, on a partition whose LSO an open transaction pins below the high watermark. See the table below.',
             datasource: g.datasource,
             gridPos: { x: 12, y: 0, w: 4, h: 4 },
             fieldConfig: {
@@ -187,7 +183,7 @@ local text = import '../lib/text.libsonnet';
                   (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 ))
                 or
                 0 * count(kafka_lso_exporter_up%(cluster)s == 1)
@@ -234,7 +230,7 @@ local text = import '../lib/text.libsonnet';
             targets: [
               g.target('A', q(|||
                 count(count by (%(c)s, group) (
-                  kafka_consumergroup_committed_beyond_lso%(groupTopic)s > 0
+                  kafka_consumergroup_topic_committed_beyond_lso%(groupTopic)s > 0
                 ))
                 or
                 0 * count(kafka_lso_exporter_up%(cluster)s == 1)
@@ -287,7 +283,7 @@ local text = import '../lib/text.libsonnet';
             id: 7,
             type: 'table',
             title: 'Withheld partitions',
-            description: 'Every partition where an open transaction holds the LSO below the high watermark. HW is what read_uncommitted consumers can read, LSO what read_committed consumers can read; the gap is what they wait for. LSO stuck for is how long the exporter has seen the LSO stand still (it can read up to one interval short; after an exporter restart it is rebuilt from the coordinator\'s transaction start time or from the withheld age). Oldest withheld record is the age of the record at the LSO, from its timestamp: how stale the newest data of a caught-up read_committed consumer is. It needs no transaction forensics. Click a partition to see its history below. Transactional id at the LSO: the open transaction whose first offset is the LSO, the one to end (empty while the exporter has no transaction forensics for the partition; the exporter\'s /api/v1/stuck has the abort command).',
+            description: 'Every partition where an open transaction pins the LSO below the high watermark: the LSO has not moved since the previous cycle. (A partition whose LSO moves every cycle under a stream of short transactions counts in Partitions withheld but is not listed.) HW is what read_uncommitted consumers can read, LSO what read_committed consumers can read; the gap is what they wait for. LSO stuck for is how long the exporter has seen the LSO stand still (it can read up to one interval short; after an exporter restart it is rebuilt from the coordinator\'s transaction start time or from the withheld age). Oldest withheld record is the age of the record at the LSO, from its timestamp: how stale the newest data of a caught-up read_committed consumer is. It needs no transaction forensics. Click a partition to see its history below. Transactional id at the LSO: the open transaction whose first offset is the LSO, the one to end (empty while the exporter has no transaction forensics for the partition; the exporter\'s /api/v1/stuck has the abort command).',
             datasource: g.datasource,
             gridPos: { x: 0, y: 4, w: 24, h: 9 },
             fieldConfig: {
@@ -432,31 +428,35 @@ local text = import '../lib/text.libsonnet';
               g.tableTarget('A', q(|||
                 max by (%(c)s, topic, partition) (
                   kafka_partition_high_watermark%(topic)s
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 )
               |||)),
               g.tableTarget('B', q(|||
                 max by (%(c)s, topic, partition) (
                   kafka_partition_last_stable_offset%(topic)s
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 )
               |||)),
-              g.tableTarget('C', q('max by (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)')),
+              g.tableTarget('C', q(|||
+                max by (%(c)s, topic, partition) (
+                  kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0
+                )
+              |||)),
               g.tableTarget('D', q(|||
                 max by (%(c)s, topic, partition) (
                   kafka_partition_lso_stuck_seconds%(topic)s
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 )
               |||)),
               g.tableTarget('E', q(|||
                 max by (%(c)s, topic, partition) (
                   (time() - kafka_partition_lso_stuck_seconds%(topic)s) * 1000
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 )
               |||)),
               g.tableTarget('F', q(|||
                 max by (%(c)s, topic, partition, transactional_id, producer_id) (
-                  (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                   * on (%(c)s, topic, partition) group_left (transactional_id, producer_id)
                   topk by (%(c)s, topic, partition) (1,
                     kafka_transaction_open_info%(topic)s
@@ -468,7 +468,7 @@ local text = import '../lib/text.libsonnet';
               g.tableTarget('G', q(|||
                 max by (%(c)s, topic, partition) (
                   kafka_partition_withheld_age_seconds%(topic)s
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 )
               |||)),
             ],
@@ -510,7 +510,7 @@ local text = import '../lib/text.libsonnet';
             id: 14,
             type: 'table',
             title: 'Transactions holding the LSO',
-            description: 'Every open transaction in a partition whose LSO is behind its HW, as the partition leader (DescribeProducers) and the transaction coordinator report it. "At the LSO" marks the oldest one of each partition, the one whose start offset is the LSO: while it is open, read_committed consumers of the partition read nothing newer, whatever the others do. Open for counts from the coordinator\'s start time of the transaction; when no coordinator knows the producer (a hanging transaction), from the producer\'s last write (a lower bound). To abort one: kafka-transactions.sh --bootstrap-server BROKER abort --topic TOPIC --partition PARTITION --start-offset START_OFFSET (the exporter\'s / page and /api/v1/stuck print it); see the runbooks before aborting a transaction whose producer is alive.',
+            description: 'Every open transaction in a partition whose LSO is pinned (behind its HW and not moved since the previous cycle), as the partition leader (DescribeProducers) and the transaction coordinator report it. "At the LSO" marks the oldest one of each partition, the one whose start offset is the LSO: while it is open, read_committed consumers of the partition read nothing newer, whatever the others do. Open for counts from the coordinator\'s start time of the transaction; when no coordinator knows the producer (a hanging transaction), from the producer\'s last write (a lower bound). To abort one: kafka-transactions.sh --bootstrap-server BROKER abort --topic TOPIC --partition PARTITION --start-offset START_OFFSET (the exporter\'s / page and /api/v1/stuck print it); see the runbooks before aborting a transaction whose producer is alive.',
             datasource: g.datasource,
             gridPos: { x: 0, y: 13, w: 24, h: 8 },
             fieldConfig: {
@@ -627,6 +627,7 @@ local text = import '../lib/text.libsonnet';
               g.tableTarget('A', q(|||
                 max by (%(c)s, topic, partition, transactional_id, producer_id, producer_epoch, start_offset) (
                   kafka_transaction_open_age_seconds%(topic)s
+                  and on (%(c)s, topic, partition) (kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 )
               |||)),
               g.tableTarget('B', q(|||
@@ -634,6 +635,7 @@ local text = import '../lib/text.libsonnet';
                   kafka_transaction_open_info%(topic)s
                   and on (%(c)s, topic, partition, start_offset)
                   count_values by (%(c)s, topic, partition) ("start_offset", kafka_partition_last_stable_offset%(topic)s)
+                  and on (%(c)s, topic, partition) (kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 )
               |||)),
             ],
@@ -663,7 +665,7 @@ local text = import '../lib/text.libsonnet';
             id: 15,
             type: 'timeseries',
             title: 'Hanging transactions per topic',
-            description: 'Open transactions that no transaction coordinator reports as ongoing in their partition, or that have been open longer than the broker\'s transaction.max.timeout.ms plus the exporter\'s hanging_margin (KIP-664). A hanging transaction never ends by itself: its partitions stay pinned until it is aborted (KafkaTransactionHanging; the table above has the transactions). 0 while there is none; no line for a topic while transaction forensics fails on it.',
+            description: 'Open transactions that no transaction coordinator reports as ongoing in their partition, or that have been open longer than the broker\'s transaction.max.timeout.ms plus the exporter\'s hanging_margin (KIP-664). A hanging transaction never ends by itself: its partitions stay pinned until it is aborted (KafkaTransactionHanging; the table above has the transactions). 0 while there is none.',
             datasource: g.datasource,
             gridPos: { x: 0, y: 21, w: 12, h: 8 },
             fieldConfig: {
@@ -709,9 +711,7 @@ local text = import '../lib/text.libsonnet';
             },
             targets: [
               g.target('A', q(|||
-                sum by (%(c)s, topic) (
-                  max by (%(c)s, topic, partition) (kafka_partition_hanging_transactions%(topic)s)
-                )
+                max by (%(c)s, topic) (kafka_topic_hanging_transactions%(topic)s)
               |||), legend=q('{{topic}} ({{%(c)s}})')),
             ],
           },
@@ -765,7 +765,16 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('max by (%(c)s, topic) (kafka_partition_oldest_transaction_age_seconds%(topic)s)'), legend=q('{{topic}} ({{%(c)s}})')),
+              // Partitions whose LSO is pinned have their series in both granularities; a
+              // topic without any reads 0.
+              g.target('A', q(|||
+                max by (%(c)s, topic) (
+                  kafka_partition_oldest_transaction_age_seconds%(topic)s
+                  and on (%(c)s, topic, partition) (kafka_partition_lso_stuck_seconds%(topic)s > 0)
+                )
+                or
+                max by (%(c)s, topic) (0 * kafka_topic_open_transactions%(topic)s)
+              |||), legend=q('{{topic}} ({{%(c)s}})')),
             ],
           },
           {
@@ -817,7 +826,7 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('topk(10, kafka_partition_hw_minus_lso%(topic)s > 0)'), legend=q('{{topic}}/{{partition}} ({{%(c)s}})')),
+              g.target('A', q('topk(10, kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)'), legend=q('{{topic}}/{{partition}} ({{%(c)s}})')),
             ],
           },
           {
@@ -873,7 +882,7 @@ local text = import '../lib/text.libsonnet';
               g.target('A', q(|||
                 topk(10,
                   kafka_partition_lso_stuck_seconds%(topic)s
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 )
               |||), legend=q('{{topic}}/{{partition}} ({{%(c)s}})')),
             ],
@@ -928,14 +937,19 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('topk(10, kafka_partition_withheld_age_seconds%(topic)s > 0)'), legend=q('{{topic}}/{{partition}} ({{%(c)s}})')),
+              g.target('A', q(|||
+                topk(10,
+                  kafka_partition_withheld_age_seconds%(topic)s > 0
+                  and on (%(c)s, topic, partition) (kafka_partition_lso_stuck_seconds%(topic)s > 0)
+                )
+              |||), legend=q('{{topic}}/{{partition}} ({{%(c)s}})')),
             ],
           },
           {
             id: 10,
             type: 'table',
             title: 'Blocked read_committed groups',
-            description: 'Groups blocked by an open transaction: on a partition whose high watermark is ahead of its LSO, they have nothing left to read below the LSO (LSO lag 0) and have not committed past it (Beyond LSO 0). They are not slow: scaling or restarting consumers will not help. They move again when the transaction holding the LSO commits or is aborted. A read_uncommitted group committed between the LSO and the HW also has LSO lag 0, but it is reading, not waiting: it is not listed (see Groups reading past the LSO). Oldest unread record: how long ago the first record the group waits for was written (its HW time lag).',
+            description: 'Groups blocked by an open transaction: on a partition whose LSO an open transaction pins below the high watermark, they have nothing left to read below the LSO (LSO lag 0) and have not committed past it (Beyond LSO 0). They are not slow: scaling or restarting consumers will not help. They move again when the transaction holding the LSO commits or is aborted. A read_uncommitted group committed between the LSO and the HW also has LSO lag 0, but it is reading, not waiting: it is not listed (see Groups reading past the LSO). Oldest unread record: how long ago the first record the group waits for was written (its HW time lag).',
             datasource: g.datasource,
             gridPos: { x: 0, y: 37, w: 24, h: 8 },
             fieldConfig: {
@@ -1059,7 +1073,7 @@ local text = import '../lib/text.libsonnet';
                   (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 )
               |||)),
               g.tableTarget('B', q(|||
@@ -1067,7 +1081,7 @@ local text = import '../lib/text.libsonnet';
                   ((kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)) * 0
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)) * 0
                   + on (%(c)s, topic, partition) group_left
                   max by (%(c)s, topic, partition) (kafka_partition_lso_stuck_seconds%(topic)s)
                 )
@@ -1077,7 +1091,7 @@ local text = import '../lib/text.libsonnet';
                   ((kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                   and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)) * 0
+                  and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)) * 0
                   + on (%(c)s, group) group_left
                   max by (%(c)s, group) (kafka_consumergroup_members%(group)s)
                 )
@@ -1089,7 +1103,7 @@ local text = import '../lib/text.libsonnet';
                     (kafka_consumergroup_hw_lag%(groupTopic)s > 0)
                     and on (%(c)s, group, topic, partition) (kafka_consumergroup_lso_lag%(groupTopic)s == 0)
                     and on (%(c)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(groupTopic)s == 0)
-                    and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0)
+                    and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                   )
                 )
               |||)),
@@ -1132,7 +1146,7 @@ local text = import '../lib/text.libsonnet';
             id: 12,
             type: 'timeseries',
             title: 'HW, LSO and committed offsets',
-            description: 'High watermark and last stable offset of the chosen partition, with the committed offsets of the selected groups. A flat LSO under a rising HW is an open transaction. read_committed groups stop at the LSO; a group above the LSO reads uncommitted records.',
+            description: 'High watermark and last stable offset of the chosen partition, with the committed offsets of the selected groups. A flat LSO under a rising HW is an open transaction. read_committed groups stop at the LSO; a group above the LSO reads uncommitted records. With granularity = "topic" (the exporter\'s default) a partition has these series only while an open transaction pins its LSO (behind the HW, not moved since the previous cycle): the Partition list offers those partitions.',
             datasource: g.datasource,
             gridPos: { x: 0, y: 46, w: 16, h: 9 },
             fieldConfig: {
@@ -1217,7 +1231,7 @@ local text = import '../lib/text.libsonnet';
             id: 13,
             type: 'timeseries',
             title: 'Withheld records, stuck time and withheld age',
-            description: 'HW - LSO of the chosen partition (left axis); how long its LSO has not moved and the age of the record at the LSO, the oldest withheld record (right axis).',
+            description: 'HW - LSO of the chosen partition (left axis); how long its LSO has not moved and the age of the record at the LSO, the oldest withheld record (right axis). With granularity = "topic" (the exporter\'s default) the series exist only while an open transaction pins the partition\'s LSO.',
             datasource: g.datasource,
             gridPos: { x: 16, y: 46, w: 8, h: 9 },
             fieldConfig: {

@@ -55,7 +55,10 @@ local promql = import 'promql.libsonnet';
     },
 
     // Template variables. The Kafka cluster's is named `cluster` (queries use it as
-    // $cluster) whatever the label is called.
+    // $cluster) whatever the label is called. Every list comes from series the exporter
+    // serves in both granularities: the topics from kafka_topic_partitions, the groups from
+    // kafka_consumergroup_info; the partitions from kafka_partition_high_watermark, which in
+    // `topic` granularity has only the partitions withheld by an open transaction.
     local queryVariable(name, label, query) = {
       name: name,
       label: label,
@@ -90,8 +93,8 @@ local promql = import 'promql.libsonnet';
         skipUrlSync: false,
       },
       cluster: queryVariable('cluster', 'Cluster', q('label_values(kafka_lso_exporter_up%(exporter)s, %(c)s)')),
-      topic: queryVariable('topic', 'Topic', q('label_values(kafka_partition_high_watermark%(cluster)s, topic)')),
-      group: queryVariable('group', 'Consumer group', q('label_values(kafka_consumergroup_committed_offset%(cluster)s, group)')),
+      topic: queryVariable('topic', 'Topic', q('label_values(kafka_topic_partitions%(cluster)s, topic)')),
+      group: queryVariable('group', 'Consumer group', q('label_values(kafka_consumergroup_info%(cluster)s, group)')),
       partition: queryVariable('partition', 'Partition', q('label_values(kafka_partition_high_watermark%(topic)s, partition)')) + {
         sort: 3,
         multi: false,
