@@ -1,7 +1,9 @@
-// The alerting rules (prometheusAlerts). Every transaction alert is per partition and
-// fires only on a partition whose high watermark is ahead of its last stable offset: the
-// exporter serves those partitions' series in both granularities (`topic` and
-// `partition`), so the rules are the same for both.
+// The alerting rules (prometheusAlerts), the same for both granularities (`topic` and
+// `partition`). The stuck, blocked and hanging alerts read per-partition series: they need
+// an LSO an open transaction pins (behind the HW, not moved since the previous cycle),
+// and the exporter serves those partitions' series in both granularities. A large gap and
+// a group past the LSO can also come with an LSO that moves every cycle, where `topic`
+// granularity has no per-partition series: those two alerts read the per-topic series.
 local promql = import 'lib/promql.libsonnet';
 local text = import 'lib/text.libsonnet';
 
@@ -49,16 +51,17 @@ local text = import 'lib/text.libsonnet';
         rules: [
           {
             alert: 'KafkaLsoGapHigh',
-            expr: 'kafka_partition_hw_minus_lso%s > %s' % [sel([]), c.gapThreshold],
+            expr: 'kafka_topic_max_hw_minus_lso%s > %s' % [sel([]), c.gapThreshold],
             'for': c.gapFor,
             labels: { severity: 'warning' },
             annotations: {
-              summary: '{{ $labels.topic }}/{{ $labels.partition }}: {{ $value }} records withheld by open transactions',
+              summary: '{{ $labels.topic }}: {{ $value }} records of a partition withheld by open transactions',
               description: describe(|||
-                On cluster {{ $labels.%(cl)s }}, partition {{ $labels.topic }}/{{ $labels.partition }}
-                has {{ $value }} records between its last stable offset and its high watermark for
-                more than %(gapFor)s. read_committed consumers cannot read them until the oldest
-                open transaction in this partition commits or aborts.
+                On cluster {{ $labels.%(cl)s }}, {{ $value }} records of one partition of topic {{ $labels.topic }}
+                sit between its last stable offset and its high watermark (the largest gap among the topic's
+                partitions), above the threshold for more than %(gapFor)s. read_committed consumers cannot
+                read them until the oldest open transaction in that partition commits or aborts. The
+                visibility dashboard's Top partitions by withheld records names the partition while its LSO is pinned.
               |||),
               runbook_url: runbook('KafkaLsoGapHigh'),
             },
@@ -123,14 +126,14 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaConsumerGroupReadsUncommitted',
-            expr: 'kafka_consumergroup_committed_beyond_lso%s > 0' % sel([]),
+            expr: 'kafka_consumergroup_topic_committed_beyond_lso%s > 0' % sel([]),
             'for': c.readsUncommittedFor,
             labels: { severity: 'warning' },
             annotations: {
-              summary: 'Group {{ $labels.group }} reads uncommitted records of {{ $labels.topic }}/{{ $labels.partition }}',
+              summary: 'Group {{ $labels.group }} reads uncommitted records of {{ $labels.topic }}',
               description: describe(|||
                 On cluster {{ $labels.%(cl)s }}, consumer group {{ $labels.group }} has committed
-                {{ $value }} offsets past the last stable offset of {{ $labels.topic }}/{{ $labels.partition }}
+                {{ $value }} offsets past the last stable offsets of topic {{ $labels.topic }} (summed over its partitions)
                 for more than %(readsUncommittedFor)s: it consumes with isolation.level=read_uncommitted on a
                 transactional topic and processes records that may still be aborted.
               |||),
