@@ -40,13 +40,18 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
+        use tracing_log::NormalizeEvent;
+        // A record of the `log` crate arrives as an event of target "log" with its own
+        // metadata in `log.*` fields.
+        let normalized = event.normalized_metadata();
+        let metadata = normalized.as_ref().unwrap_or_else(|| event.metadata());
         let mut fields = Collected::default();
         event.record(&mut fields);
         write!(
             writer,
             "ts={} level={}",
             humantime::format_rfc3339_millis(SystemTime::now()),
-            level_name(*event.metadata().level())
+            level_name(*metadata.level())
         )?;
         if let Some(message) = &fields.message {
             writer.write_str(" msg=")?;
@@ -67,7 +72,7 @@ where
             }
         }
         writer.write_str(" target=")?;
-        write_value(&mut writer, event.metadata().target())?;
+        write_value(&mut writer, metadata.target())?;
         writeln!(writer)
     }
 }
@@ -111,6 +116,9 @@ struct Collected {
 
 impl Collected {
     fn push(&mut self, field: &Field, value: String) {
+        if field.name().starts_with("log.") {
+            return; // a `log` record's metadata, written as level and target
+        }
         if field.name() == "message" {
             self.message = Some(value);
         } else {
@@ -228,6 +236,31 @@ mod tests {
             rest,
             "level=info msg=\"kafka-lso-exporter serving /metrics\" listen=:9745 clusters=2 \
              tls=false target=kafka_lso_exporter::logfmt::tests"
+        );
+    }
+
+    /// rustls logs through the `log` crate: its records keep their own level and target,
+    /// without `log.*` fields.
+    #[test]
+    fn a_record_of_the_log_crate_has_its_own_level_and_target() {
+        let log = logged(|| {
+            tracing_log::format_trace(
+                &log::Record::builder()
+                    .args(format_args!("sending fatal alert"))
+                    .level(log::Level::Warn)
+                    .target("rustls::common_state")
+                    .module_path(Some("rustls::common_state"))
+                    .file(Some("common_state.rs"))
+                    .line(Some(7))
+                    .build(),
+            )
+            .unwrap();
+        });
+        let line = log.trim_end();
+        let rest = line.split_once(' ').map(|(_, rest)| rest).expect(line);
+        assert_eq!(
+            rest,
+            "level=warn msg=\"sending fatal alert\" target=rustls::common_state"
         );
     }
 
