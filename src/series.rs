@@ -505,21 +505,21 @@ mod tests {
         let groups = vec![group("g", "t", 3, Granularity::Partition)];
         // Partition series: 3 x (log start, HW, LSO, gap, stuck) = 15; the topic: count,
         // withheld, three sums, largest gap, largest stuck = 7 (no withheld age, no
-        // forensics). The group: info, members, 6 states; 3 partitions x (committed, 3
+        // forensics). The group: info, members, 4 states; 3 partitions x (committed, 3
         // lags, hw time lag) = 15; the topic: committed sum, 3 lag sums, largest hw time
         // lag = 5.
         assert_eq!(
             series_count(&partitions, &groups, PARTITION),
-            15 + 7 + 8 + 15 + 5
+            15 + 7 + 6 + 15 + 5
         );
         // `topic`: only partition 0's series, but the group asked for every partition.
         assert_eq!(
             series_count(&partitions, &groups, TOPIC),
-            5 + 7 + 8 + 15 + 5
+            5 + 7 + 6 + 15 + 5
         );
         // A group of `topic` granularity: its position on partition 0 only.
         let groups = vec![group("g", "t", 3, Granularity::Topic)];
-        assert_eq!(series_count(&partitions, &groups, TOPIC), 5 + 7 + 8 + 5 + 5);
+        assert_eq!(series_count(&partitions, &groups, TOPIC), 5 + 7 + 6 + 5 + 5);
         // kafka_exporter's families: current and oldest offset per partition (no
         // replication known here), and per group-partition and group-topic two each.
         let compat = Exposition {
@@ -528,7 +528,7 @@ mod tests {
         };
         assert_eq!(
             series_count(&partitions, &groups, compat),
-            5 + 7 + 8 + 5 + 5 + 3 * 2 + 3 * 2 + 2
+            5 + 7 + 6 + 5 + 5 + 3 * 2 + 3 * 2 + 2
         );
         // A transaction open on partition 2 whose LSO moved since the last cycle (a busy
         // exactly-once partition): withheld, not pinned, no partition series.
@@ -538,7 +538,7 @@ mod tests {
             topic_aggregates(&partitions)[0].withheld_partitions,
             Some(2)
         );
-        assert_eq!(series_count(&partitions, &groups, TOPIC), 5 + 7 + 8 + 5 + 5);
+        assert_eq!(series_count(&partitions, &groups, TOPIC), 5 + 7 + 6 + 5 + 5);
     }
 
     #[test]
@@ -549,15 +549,15 @@ mod tests {
             .iter()
             .map(|name| group(name, "t", 10, Granularity::Partition))
             .collect();
-        // 10 x 5 + 7 for the topic; per group 8 + 10 x 5 + 5 = 63.
-        assert_eq!(series_count(&partitions, &groups, PARTITION), 57 + 3 * 63);
+        // 10 x 5 + 7 for the topic; per group 6 + 10 x 5 + 5 = 61.
+        assert_eq!(series_count(&partitions, &groups, PARTITION), 57 + 3 * 61);
         assert_eq!(
             enforce_series_limit(&partitions, &mut groups, PARTITION, 1000, |_| false),
             0
         );
 
         let dropped =
-            enforce_series_limit(&partitions, &mut groups, PARTITION, 57 + 2 * 63 + 8, |g| {
+            enforce_series_limit(&partitions, &mut groups, PARTITION, 57 + 2 * 61 + 6, |g| {
                 g.ends_with("critical")
             });
         assert_eq!(dropped, 55, "one group (the last by name) is enough");
@@ -574,7 +574,7 @@ mod tests {
         assert_eq!(groups[0].offsets.as_ref().unwrap().len(), 10);
         assert_eq!(
             series_count(&partitions, &groups, PARTITION),
-            57 + 63 + 2 * 8
+            57 + 61 + 2 * 6
         );
 
         // In `topic` granularity the same groups cost far less.
@@ -582,7 +582,7 @@ mod tests {
             .iter()
             .map(|name| group(name, "t", 10, Granularity::Topic))
             .collect();
-        assert_eq!(series_count(&partitions, &groups, TOPIC), 7 + 3 * (8 + 5));
+        assert_eq!(series_count(&partitions, &groups, TOPIC), 7 + 3 * (6 + 5));
     }
 
     #[test]

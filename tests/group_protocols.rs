@@ -128,13 +128,18 @@ async fn kip_848_groups_beside_a_classic_group() {
         Some(1.0)
     );
     // The consumer protocol's own states; none of the classic ones.
-    for name in ["Empty", "Assigning", "Reconciling", "Dead"] {
+    for name in ["Empty", "Assigning", "Reconciling"] {
         assert_eq!(
             s.value("kafka_consumergroup_state", &state(name, modern_name)),
             Some(0.0),
             "{name}"
         );
     }
+    // Dead only while it is the state.
+    assert_eq!(
+        s.value("kafka_consumergroup_state", &state("Dead", modern_name)),
+        None
+    );
     assert_eq!(
         s.value(
             "kafka_consumergroup_state",

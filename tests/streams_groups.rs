@@ -102,7 +102,7 @@ async fn a_streams_group_described_by_its_own_protocol() {
         None
     );
     // The streams protocol's own states; none of the classic ones.
-    for name in ["Empty", "NotReady", "Assigning", "Reconciling", "Dead"] {
+    for name in ["Empty", "NotReady", "Assigning", "Reconciling"] {
         assert_eq!(
             s.value("kafka_consumergroup_state", &state(name)),
             Some(0.0),
