@@ -60,7 +60,7 @@ local text = import '../lib/text.libsonnet';
             id: 2,
             type: 'stat',
             title: 'Records withheld',
-            description: 'Sum of HW - LSO over the selected partitions: records that exist but that read_committed consumers cannot read yet.',
+            description: 'Sum of HW - LSO over the selected partitions: records that exist but that read_committed consumers cannot read yet. Read from the per-topic offset sums, the same in both granularities; a topic with a partition the last cycle could not sample is left out for that cycle.',
             datasource: g.datasource,
             gridPos: { x: 4, y: 0, w: 4, h: 4 },
             fieldConfig: {
