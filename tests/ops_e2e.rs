@@ -69,36 +69,24 @@ impl Drop for Service {
 }
 
 /// The alert rules with thresholds and `for` durations sized for a test that runs in
-/// seconds. Each replacement must apply exactly as often as expected, so a change of the
-/// source rules cannot silently bypass it.
-fn test_sized_rules(source: &str) -> String {
-    let replacements = [
-        (
-            "kafka_partition_lso_stuck_seconds > 180",
-            "kafka_partition_lso_stuck_seconds > 3",
-            1,
-        ),
-        (
-            "(kafka_partition_lso_stuck_seconds > 120)",
-            "(kafka_partition_lso_stuck_seconds > 2)",
-            1,
-        ),
-        (
-            "kafka_partition_hw_minus_lso > 5000",
-            "kafka_partition_hw_minus_lso > 3",
-            1,
-        ),
-        ("for: 5m", "for: 2s", 3),
-    ];
-    let mut rules = source.to_string();
-    for (from, to, count) in replacements {
-        assert_eq!(
-            rules.matches(from).count(),
-            count,
-            "rules no longer contain {from:?} {count} time(s)"
-        );
-        rules = rules.replace(from, to);
-    }
+/// seconds, generated from the monitoring mixin with only those settings overridden
+/// (mixin/test/short-thresholds.jsonnet): the same queries as the shipped rules.
+fn test_sized_rules() -> String {
+    let output = Command::new("jsonnet")
+        .arg("-S")
+        .arg(repo_root().join("mixin/test/short-thresholds.jsonnet"))
+        .output()
+        .expect("jsonnet is required (Debian package jsonnet; scripts/test installs it)");
+    assert!(
+        output.status.success(),
+        "jsonnet failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let rules = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        rules.contains("kafka_partition_lso_stuck_seconds > 3"),
+        "short thresholds not applied:\n{rules}"
+    );
     rules
 }
 
@@ -485,9 +473,7 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
         ],
     );
 
-    let rules = test_sized_rules(
-        &std::fs::read_to_string(repo_root().join("alerts/kafka-lso-exporter.rules.yml")).unwrap(),
-    );
+    let rules = test_sized_rules();
     std::fs::write(dir.join("rules.yml"), rules).unwrap();
     let prom_port = free_port();
     std::fs::write(
@@ -548,12 +534,18 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
             if empty.is_empty() {
                 Ok(())
             } else {
+                let (_, body) = exporter.get("/metrics").await;
+                let partitions: Vec<&str> = body
+                    .lines()
+                    .filter(|l| l.starts_with("kafka_partition_") || l.starts_with("kafka_topic_max"))
+                    .collect();
                 Err(format!(
-                    "{} of {} queries without data:\n{}\n{}",
+                    "{} of {} queries without data:\n{}\n{}\nthe exporter's partition series:\n{}",
                     empty.len(),
                     queries.len(),
                     empty.join("\n"),
-                    context()
+                    context(),
+                    partitions.join("\n")
                 ))
             }
         },
