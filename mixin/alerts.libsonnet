@@ -51,7 +51,7 @@ local text = import 'lib/text.libsonnet';
         rules: [
           {
             alert: 'KafkaLsoGapHigh',
-            expr: 'kafka_topic_max_hw_minus_lso%s > %s' % [sel([]), c.gapThreshold],
+            expr: 'kafka_topic_max_hw_minus_lso%s > %s' % [sel([]), text.number(c.gapThreshold)],
             'for': c.gapFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -68,7 +68,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaLsoStuck',
-            expr: 'kafka_partition_lso_stuck_seconds%s > %s' % [sel([]), c.stuckWarningSeconds],
+            expr: 'kafka_partition_lso_stuck_seconds%s > %s' % [sel([]), text.number(c.stuckWarningSeconds)],
             labels: { severity: 'warning' },
             annotations: {
               summary: '{{ $labels.topic }}/{{ $labels.partition }}: last stable offset stuck for {{ $value | humanizeDuration }}',
@@ -83,7 +83,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaLsoStuck',
-            expr: 'kafka_partition_lso_stuck_seconds%s > %s' % [sel([]), c.stuckCriticalSeconds],
+            expr: 'kafka_partition_lso_stuck_seconds%s > %s' % [sel([]), text.number(c.stuckCriticalSeconds)],
             labels: { severity: 'critical' },
             annotations: {
               summary: '{{ $labels.topic }}/{{ $labels.partition }}: last stable offset stuck for {{ $value | humanizeDuration }}, beyond any transaction timeout',
@@ -110,7 +110,7 @@ local text = import 'lib/text.libsonnet';
                 and on (%(cl)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(s)s == 0)
                 and on (%(cl)s, topic, partition) (kafka_partition_hw_minus_lso%(s)s > 0)
                 and on (%(cl)s, topic, partition) (kafka_partition_lso_stuck_seconds%(s)s > %(stuck)s)
-            ||| % { s: sel([]), cl: cl, stuck: c.blockedStuckSeconds },
+            ||| % { s: sel([]), cl: cl, stuck: text.number(c.blockedStuckSeconds) },
             labels: { severity: 'warning' },
             annotations: {
               summary: 'Group {{ $labels.group }} is caught up on {{ $labels.topic }}/{{ $labels.partition }} and still {{ $value }} records behind',
@@ -180,7 +180,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaLsoExporterStale',
-            expr: 'time() - kafka_lso_exporter_last_success_timestamp_seconds%s > %s' % [sel([]), c.staleSeconds],
+            expr: 'time() - kafka_lso_exporter_last_success_timestamp_seconds%s > %s' % [sel([]), text.number(c.staleSeconds)],
             'for': c.staleFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -195,7 +195,7 @@ local text = import 'lib/text.libsonnet';
           {
             alert: 'KafkaLsoExporterErrors',
             expr: 'sum by (%s, stage) (rate(kafka_lso_exporter_errors_total%s[%s])) > %s'
-                  % [cl, sel([]), c.errorsRateWindow, c.errorsThreshold],
+                  % [cl, sel([]), c.errorsRateWindow, text.number(c.errorsThreshold)],
             'for': c.errorsFor,
             labels: { severity: 'warning' },
             annotations: {

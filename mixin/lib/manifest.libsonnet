@@ -1,6 +1,8 @@
 // JSON and YAML text of the generated files, with the keys in the order a reader expects
 // (an alert's name before its expr, a panel's title before its options) instead of
 // std.manifest*'s alphabetical order, and long alert texts folded in the YAML.
+local text = import 'text.libsonnet';
+
 // The keys of `object`: those in `order` first, in that order, then the others
 // alphabetically, then those in `last`, in that order.
 local keyOrder(order, object, last=[]) =
@@ -29,6 +31,7 @@ local indentOf(depth) = std.repeat('  ', depth);
       if value == [] then '[]'
       else '[\n' + std.join(',\n', [inner + $.jsonAt(v, order, last, depth + 1) for v in value])
            + '\n' + indentOf(depth) + ']'
+    else if std.isNumber(value) then text.number(value)
     else std.manifestJsonEx(value, ''),
 
   // YAML for Prometheus rule files: block mappings and sequences, multi-line strings as
@@ -73,6 +76,7 @@ local indentOf(depth) = std.repeat('  ', depth);
       else std.escapeStringJson(value)
     else if value == {} then '{}'
     else if value == [] then '[]'
+    else if std.isNumber(value) then text.number(value)
     else std.manifestJsonEx(value, ''),
 
   // A string YAML reads back unchanged when written plain (in block context): a letter

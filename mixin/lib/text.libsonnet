@@ -23,4 +23,8 @@
     else $.count(n, 'second'),
 
   count(n, unit):: std.toString(n) + ' ' + unit + (if n == 1 then '' else 's'),
+
+  // A number as PromQL and JSON read it, the same from every jsonnet implementation:
+  // 5000, 0.05 (not 0.050000000000000003).
+  number(n):: if n == std.floor(n) then '%d' % n else '%.15g' % n,
 }
