@@ -485,13 +485,19 @@ impl StuckClock {
 /// deleted, `Unknown`, or one a newer broker names) is added as its own series while it is
 /// the current one: a 0 for every group in states it is almost never in would cost one
 /// series per group each and say nothing.
-pub const GROUP_STATES: &[&str] = &["Stable", "Empty", "PreparingRebalance", "CompletingRebalance"];
+pub const GROUP_STATES: &[&str] = &[
+    "Stable",
+    "Empty",
+    "PreparingRebalance",
+    "CompletingRebalance",
+];
 /// States of a consumer group of the KIP-848 protocol.
 pub const CONSUMER_GROUP_STATES: &[&str] = &["Stable", "Empty", "Assigning", "Reconciling"];
 /// States of a share group (KIP-932).
 pub const SHARE_GROUP_STATES: &[&str] = &["Stable", "Empty"];
 /// States of a streams group (KIP-1071).
-pub const STREAMS_GROUP_STATES: &[&str] = &["Stable", "Empty", "NotReady", "Assigning", "Reconciling"];
+pub const STREAMS_GROUP_STATES: &[&str] =
+    &["Stable", "Empty", "NotReady", "Assigning", "Reconciling"];
 
 /// The states a live group of `group_type` moves between, in its protocol's own names.
 pub fn group_states(group_type: &str) -> &'static [&'static str] {

@@ -537,7 +537,9 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
                 let (_, body) = exporter.get("/metrics").await;
                 let partitions: Vec<&str> = body
                     .lines()
-                    .filter(|l| l.starts_with("kafka_partition_") || l.starts_with("kafka_topic_max"))
+                    .filter(|l| {
+                        l.starts_with("kafka_partition_") || l.starts_with("kafka_topic_max")
+                    })
                     .collect();
                 Err(format!(
                     "{} of {} queries without data:\n{}\n{}\nthe exporter's partition series:\n{}",
