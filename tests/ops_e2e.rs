@@ -364,7 +364,18 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
     let plain = plain_producer();
     send(&plain, &topic, 0, 10);
     send(&plain, &topic, 1, 10);
-    let transaction = transactional_producer(&unique("e2e-t"));
+    // Open for minutes: the coordinator must not abort it (librdkafka's default
+    // transaction.timeout.ms is 60 s) while the dashboards of three projects and the alerts
+    // are checked on a busy machine.
+    let transaction: Producer_ = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("transactional.id", unique("e2e-t"))
+        .set("transaction.timeout.ms", "600000")
+        .create()
+        .expect("transactional producer");
+    transaction
+        .init_transactions(Duration::from_secs(30))
+        .expect("init_transactions");
     transaction.begin_transaction().unwrap();
     send(&transaction, &topic, 0, 5);
     send(&plain, &topic, 0, 5);
@@ -510,9 +521,8 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
 
     // (1) Every dashboard query returns at least one series: ours, Strimzi's and
     // kafka_exporter's (the variables their pickers need included). Well within the
-    // transaction's timeout (librdkafka's default transaction.timeout.ms, 60 s): past it
-    // the coordinator aborts the transaction, and a failure would also list every query
-    // that needs it.
+    // transaction's timeout (10 min): past it the coordinator aborts the transaction, and
+    // a failure would also list every query that needs it.
     let mut queries = dashboard_queries(&topic);
     queries.extend(compat_dashboard_queries(
         &topic,
