@@ -5,11 +5,12 @@
 //! cluster (security it does not speak).
 //!
 //! One cycle, in this order (SPEC §2):
-//! 1. metadata (topics, partitions, leaders), filtered by the topic regexes;
-//! 2. group list with type, state and members (ListGroups v5 per broker, then each group
-//!    described by its own protocol, per coordinator: [`super::groups`]);
-//! 3. committed offsets of every selected group: one FindCoordinator for all of them and
-//!    one OffsetFetch per coordinator ([`super::offsets`]);
+//! 1. metadata (topics, partitions, leaders), filtered by the topic regexes: one
+//!    Metadata request, hedged across brokers ([`super::ask::metadata`]);
+//! 2. and 3. per broker, all brokers at once: its groups with type, state and members
+//!    (ListGroups v5, then each group described by its own protocol) and their committed
+//!    offsets (one OffsetFetch, to the broker that listed them), share groups' progress
+//!    ([`super::ask::groups`], [`super::ask::offsets`]);
 //! 4. per partition leader, all leaders at once: log start offsets (ListOffsets
 //!    EARLIEST), last stable offsets (ListOffsets LATEST, read_committed), then high
 //!    watermarks (ListOffsets LATEST, read_uncommitted), one request each, to the leaders
@@ -21,6 +22,12 @@
 //!
 //! Committed offsets come before the LSO, and the LSO before the HW: all three only
 //! grow, so this order yields `hw >= lso` and non-negative lag without clamping.
+//!
+//! Each stage gets a share of the time left before the cycle's deadline: groups and
+//! their offsets half, the log offsets half of the rest, forensics half of what remains,
+//! record reads the rest. Within a stage every broker is asked on its own, all at once:
+//! a broker that hangs costs the stage its share of time, and its own partitions, groups
+//! and transactions their values for that cycle, but no value of any other broker.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +35,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
+use kafka_protocol::messages::MetadataResponse;
 use rdkafka::client::ClientContext;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
@@ -36,7 +44,8 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::ask::forensics::Forensics;
 use super::ask::log_offsets::{self, Kind};
-use super::ask::offsets;
+use super::ask::metadata::{self, Candidates};
+use super::ask::offsets::{self, Coordinators};
 use super::ask::reads::Reads;
 use super::native::{list_consumer_group_offsets, queued_events};
 use super::wire::{Security, WireClient};
@@ -54,11 +63,18 @@ pub struct KafkaSampler {
     /// The kafka-protocol client (batched OffsetFetch, forensics); `None` when the
     /// cluster's security settings need something only librdkafka speaks (GSSAPI, ...).
     wire: Option<Arc<WireClient>>,
-    /// Committed offsets go through `wire` (until it proves unable to fetch them here).
-    wire_offsets: AtomicBool,
-    /// Groups are listed and described through `wire` (until a broker turns out not to
-    /// name group types).
-    wire_groups: AtomicBool,
+    /// Committed offsets go through `wire`, except for a while after it proved unable to
+    /// fetch them here.
+    wire_offsets: Fallback,
+    /// Groups are listed and described through `wire`, except for a while after a broker
+    /// turned out not to name group types.
+    wire_groups: Fallback,
+    /// Metadata is fetched through `wire`, except for a while after it proved unable to.
+    wire_metadata: Fallback,
+    /// Where the own client asks for metadata.
+    candidates: Candidates,
+    /// Each group's coordinator, kept between cycles.
+    coordinators: Coordinators,
     cluster: String,
     /// Who holds each pinned LSO; `None` when off for this cluster.
     forensics: Option<Forensics>,
@@ -148,8 +164,11 @@ impl KafkaSampler {
             groups: config.groups.clone(),
             forensics: wire.clone().and_then(|w| Forensics::new(config, w)),
             reads: wire.clone().and_then(|w| Reads::new(config, w)),
-            wire_offsets: AtomicBool::new(wire.is_some()),
-            wire_groups: AtomicBool::new(wire.is_some()),
+            wire_offsets: Fallback::default(),
+            wire_metadata: Fallback::default(),
+            candidates: Candidates::new(&config.bootstrap_servers),
+            wire_groups: Fallback::default(),
+            coordinators: Coordinators::default(),
             wire,
             cluster: config.name.clone(),
         })
@@ -223,30 +242,23 @@ impl KafkaSampler {
         rounds.try_into().expect("three rounds")
     }
 
+    /// Committed offsets of `groups` listed without the own client's group pipeline:
+    /// through the own client (coordinators from [`Coordinators`] or FindCoordinator, one
+    /// OffsetFetch per coordinator) while it can fetch them here, else through librdkafka,
+    /// one request per group.
     async fn committed_offsets(
         &self,
         groups: &[String],
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
     ) -> Vec<Result<Vec<CommittedOffset>, String>> {
-        let deadline = Instant::now() + remaining(deadline) / 2;
-        if let Some(wire) = self
-            .wire
-            .as_ref()
-            .filter(|_| self.wire_offsets.load(Ordering::Relaxed))
-        {
+        if let Some(wire) = self.wire.as_ref().filter(|_| self.wire_offsets.usable()) {
             let servers: Vec<String> = brokers.values().cloned().collect();
-            let fetched = offsets::fetch(&wire.pool, groups, &servers, deadline).await;
+            let fetched =
+                offsets::fetch(&wire.pool, groups, &servers, &self.coordinators, deadline).await;
             match fetched.unusable {
                 None => return fetched.results,
-                Some(reason) => {
-                    tracing::warn!(
-                        cluster = %self.cluster,
-                        "the exporter's own Kafka client cannot fetch committed offsets here ({reason}); \
-                         from now on they are fetched through librdkafka, one request per group"
-                    );
-                    self.wire_offsets.store(false, Ordering::Relaxed);
-                }
+                Some(reason) => self.offsets_unusable(&reason),
             }
         }
         let consumer = self.read_uncommitted.clone();
@@ -259,6 +271,60 @@ impl KafkaSampler {
         })
         .await
         .unwrap_or_else(|error| groups.iter().map(|_| Err(error.clone())).collect())
+    }
+
+    fn offsets_unusable(&self, reason: &str) {
+        tracing::warn!(
+            cluster = %self.cluster,
+            "the exporter's own Kafka client cannot fetch committed offsets here ({reason}); they are \
+             fetched through librdkafka, one request per group, for the next {} min, then the own client is tried again",
+            RECHECK.as_secs() / 60
+        );
+        self.wire_offsets.engage();
+    }
+}
+
+/// A capability of the own client that turned out not to work on a cluster (a broker
+/// too old, security it cannot speak): off for [`RECHECK`], then tried again, so that a
+/// broker seen once mid-upgrade or a passing failure does not decide for the life of the
+/// process.
+#[derive(Default)]
+struct Fallback {
+    until: std::sync::Mutex<Option<Instant>>,
+    /// It was off and has been tried again: say so once it works.
+    retrying: AtomicBool,
+}
+
+/// How long a [`Fallback`] stays engaged before the own client is tried again.
+const RECHECK: Duration = Duration::from_secs(300);
+
+impl Fallback {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.until.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The own client is to be used now (not engaged, or its time is up).
+    fn usable(&self) -> bool {
+        let mut until = self.lock();
+        match *until {
+            Some(at) if Instant::now() < at => false,
+            Some(_) => {
+                *until = None;
+                self.retrying.store(true, Ordering::Relaxed);
+                true
+            }
+            None => true,
+        }
+    }
+
+    fn engage(&self) {
+        *self.lock() = Some(Instant::now() + RECHECK);
+        self.retrying.store(false, Ordering::Relaxed);
+    }
+
+    /// It worked: true the first time after a re-check.
+    fn recovered(&self) -> bool {
+        self.retrying.swap(false, Ordering::Relaxed)
     }
 }
 
@@ -273,62 +339,68 @@ impl KafkaSampler {
         sample: &mut RawSample,
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
-    ) -> Option<Vec<RawGroup>> {
-        // At most a third of the time left: a broker that does not answer must not leave
-        // the committed offsets and the partitions' offsets, asked next, without time.
-        let deadline = Instant::now() + remaining(deadline) / 3;
-        if let Some(wire) = self
-            .wire
-            .as_ref()
-            .filter(|_| self.wire_groups.load(Ordering::Relaxed))
-        {
+    ) -> Option<(Vec<RawGroup>, bool)> {
+        if let Some(wire) = self.wire.as_ref().filter(|_| self.wire_groups.usable()) {
+            let with_offsets = self.wire_offsets.usable();
             let listed = super::ask::groups::list(
                 &wire.pool,
                 brokers,
                 |name| self.groups.accepts(name),
+                with_offsets.then_some(&self.coordinators),
                 deadline,
             )
             .await;
             match listed {
                 Ok(listed) => {
+                    if self.wire_groups.recovered() {
+                        tracing::info!(cluster = %self.cluster, "every broker names group types again: groups are listed by their own protocols");
+                    }
                     let list_failed = listed.list_failures.len();
                     if let Some(first) = listed.list_failures.first() {
                         sample.fail(Stage::ListGroups, list_failed as u64, first);
                     }
-                    if let Some(first) = listed.describe_failures.first() {
-                        sample.fail(
-                            Stage::DescribeGroups,
-                            listed.describe_failures.len() as u64,
-                            first,
-                        );
-                    }
-                    if let Some(first) = listed.share_failures.first() {
-                        sample.fail(
-                            Stage::ShareGroupOffsets,
-                            listed.share_failures.len() as u64,
-                            first,
-                        );
+                    for (stage, failures) in [
+                        (Stage::DescribeGroups, &listed.describe_failures),
+                        (Stage::ShareGroupOffsets, &listed.share_failures),
+                        (Stage::GroupOffsets, &listed.offset_failures),
+                    ] {
+                        if let Some(first) = failures.first() {
+                            sample.fail(stage, failures.len() as u64, first);
+                        }
                     }
                     // Every broker failed: the group list is unknown, not empty.
                     if list_failed > 0 && list_failed == brokers.len() {
                         return None;
                     }
-                    return Some(listed.groups);
+                    let mut offsets_done = with_offsets;
+                    if let Some(reason) = &listed.offsets_unusable {
+                        self.offsets_unusable(reason);
+                        offsets_done = false;
+                    } else if with_offsets && self.wire_offsets.recovered() {
+                        tracing::info!(cluster = %self.cluster, "the exporter's own Kafka client fetches committed offsets again");
+                    }
+                    self.coordinators
+                        .retain(|name| listed.groups.iter().any(|g| g.name == name));
+                    return Some((listed.groups, offsets_done));
                 }
                 Err(reason) => {
                     tracing::warn!(
                         cluster = %self.cluster,
-                        "groups are listed with the classic APIs from now on ({reason}): consumer groups of the new protocol (KIP-848), share and streams groups may show a wrong state and member count"
+                        "groups are listed with the classic APIs for the next {} min, then the brokers are asked again ({reason}): consumer groups of the new protocol (KIP-848), share and streams groups may show a wrong state and member count",
+                        RECHECK.as_secs() / 60
                     );
-                    self.wire_groups.store(false, Ordering::Relaxed);
+                    self.wire_groups.engage();
                 }
             }
         }
+        // The classic list gets half of the time: the committed offsets, asked next, the
+        // other half.
         let consumer = self.read_uncommitted.clone();
         let filter = self.groups.clone();
+        let list_deadline = Instant::now() + remaining(deadline) / 2;
         let listed = blocking(move || {
             consumer
-                .fetch_group_list(None, remaining(deadline))
+                .fetch_group_list(None, remaining(list_deadline))
                 .map(|list| {
                     list.groups()
                         .iter()
@@ -350,7 +422,7 @@ impl KafkaSampler {
         .await
         .and_then(|listed| listed);
         match listed {
-            Ok(groups) => Some(groups),
+            Ok(groups) => Some((groups, false)),
             Err(error) => {
                 sample.fail(Stage::ListGroups, 1, error);
                 None
@@ -377,16 +449,44 @@ impl Sampler for KafkaSampler {
 /// A partition to ask ListOffsets about: topic, partition, leader.
 type Target = (Arc<str>, i32, i32);
 
-impl KafkaSampler {
-    /// One sampling cycle, in the order of the module docs.
-    async fn cycle(&self, deadline: Instant) -> RawSample {
-        self.drain_events();
-        let mut sample = RawSample::default();
+/// The partitions `topics` selects, with their leaders and replicas, and the brokers, from
+/// a Metadata answer of the own client.
+fn plan_of(answer: &MetadataResponse, topics: &NameFilter) -> MetadataPlan {
+    let mut plan: Vec<(Target, Replication)> = Vec::new();
+    for topic in &answer.topics {
+        let Some(name) = topic.name.as_ref().map(|n| n.0.as_str()) else {
+            continue;
+        };
+        if topic.error_code != 0 || !topics.accepts(name) {
+            continue;
+        }
+        let name: Arc<str> = Arc::from(name);
+        for partition in &topic.partitions {
+            let leader = partition.leader_id.0;
+            let replication = Replication {
+                leader,
+                preferred_leader: partition.replica_nodes.first().map_or(-1, |b| b.0),
+                replicas: partition.replica_nodes.len() as u32,
+                in_sync_replicas: partition.isr_nodes.len() as u32,
+            };
+            plan.push((
+                (name.clone(), partition.partition_index, leader),
+                replication,
+            ));
+        }
+    }
+    (plan, metadata::brokers(answer))
+}
 
-        // 1. Metadata.
+/// The partitions to sample with their replication, and the brokers: id -> address.
+type MetadataPlan = (Vec<(Target, Replication)>, BTreeMap<i32, String>);
+
+impl KafkaSampler {
+    /// The metadata through librdkafka.
+    async fn librdkafka_metadata(&self, deadline: Instant) -> Result<MetadataPlan, String> {
         let consumer = self.read_uncommitted.clone();
         let topics = self.topics.clone();
-        let metadata = blocking(move || {
+        blocking(move || {
             consumer
                 .fetch_metadata(None, remaining(deadline))
                 .map(|metadata| {
@@ -423,7 +523,39 @@ impl KafkaSampler {
                 .map_err(|e| e.to_string())
         })
         .await
-        .and_then(|answer| answer);
+        .and_then(|answer| answer)
+    }
+}
+
+impl KafkaSampler {
+    /// One sampling cycle, in the order of the module docs.
+    async fn cycle(&self, deadline: Instant) -> RawSample {
+        self.drain_events();
+        let mut sample = RawSample::default();
+
+        // 1. Metadata: through the own client (a hedged request, so that a broker that
+        // hangs does not cost the cycle), through librdkafka where it cannot be used.
+        let metadata = match self.wire.as_ref().filter(|_| self.wire_metadata.usable()) {
+            Some(wire) => match metadata::fetch(&wire.pool, &self.candidates, deadline).await {
+                Ok(answer) => Some(Ok(plan_of(&answer, &self.topics))),
+                Err(error) if error.is_permanent() => {
+                    tracing::warn!(
+                        cluster = %self.cluster,
+                        "the exporter's own Kafka client cannot fetch metadata here ({error}); librdkafka \
+                         fetches it for the next {} min, then the own client is tried again",
+                        RECHECK.as_secs() / 60
+                    );
+                    self.wire_metadata.engage();
+                    None
+                }
+                Err(error) => Some(Err(error.to_string())),
+            },
+            None => None,
+        };
+        let metadata = match metadata {
+            Some(metadata) => metadata,
+            None => self.librdkafka_metadata(deadline).await,
+        };
         let (mut plan, brokers) = match metadata {
             Ok(metadata) => metadata,
             Err(error) => {
@@ -465,33 +597,40 @@ impl KafkaSampler {
             .collect();
         let targets: Arc<Vec<Target>> = Arc::new(plan);
 
-        // 2. Groups, 3. their committed offsets.
-        if let Some(mut groups) = self.groups(&mut sample, &brokers, deadline).await {
+        // 2. Groups, 3. their committed offsets: at most half of the time left, so that a
+        // broker that does not answer leaves the partitions' offsets, asked next, time of
+        // their own.
+        let groups_deadline = Instant::now() + remaining(deadline) / 2;
+        if let Some((mut groups, offsets_done)) =
+            self.groups(&mut sample, &brokers, groups_deadline).await
+        {
             groups.sort_by(|a, b| a.name.cmp(&b.name));
             groups.dedup_by(|a, b| a.name == b.name);
-            // A share group has no committed offsets: its members acknowledge records
-            // one by one, and its start offsets came with the group list.
-            let names: Vec<String> = groups
-                .iter()
-                .filter(|g| g.group_type != "share")
-                .map(|g| g.name.clone())
-                .collect();
-            let mut results = self
-                .committed_offsets(&names, &brokers, deadline)
-                .await
-                .into_iter();
-            for group in groups.iter_mut() {
-                if group.group_type == "share" {
-                    continue;
-                }
-                match results.next() {
-                    Some(Ok(offsets)) => group.committed = Some(offsets),
-                    Some(Err(error)) => sample.fail(
-                        Stage::GroupOffsets,
-                        1,
-                        format!("group {:?}: {error}", group.name),
-                    ),
-                    None => {}
+            if !offsets_done {
+                // A share group has no committed offsets: its members acknowledge records
+                // one by one, and its start offsets came with the group list.
+                let names: Vec<String> = groups
+                    .iter()
+                    .filter(|g| g.group_type != "share")
+                    .map(|g| g.name.clone())
+                    .collect();
+                let mut results = self
+                    .committed_offsets(&names, &brokers, groups_deadline)
+                    .await
+                    .into_iter();
+                for group in groups.iter_mut() {
+                    if group.group_type == "share" {
+                        continue;
+                    }
+                    match results.next() {
+                        Some(Ok(offsets)) => group.committed = Some(offsets),
+                        Some(Err(error)) => sample.fail(
+                            Stage::GroupOffsets,
+                            1,
+                            format!("group {:?}: {error}", group.name),
+                        ),
+                        None => {}
+                    }
                 }
             }
             sample.groups = groups;
@@ -519,8 +658,11 @@ impl KafkaSampler {
                     matches!((p.high_watermark, p.last_stable_offset), (Some(hw), Some(lso)) if hw > lso)
                 })
                 .collect();
+            // Half of the time left: a broker that does not answer leaves the record
+            // reads, next, time of their own.
+            let forensics_deadline = Instant::now() + remaining(deadline) / 2;
             forensics
-                .describe(&mut sample, &pinned, &brokers, deadline)
+                .describe(&mut sample, &pinned, &brokers, forensics_deadline)
                 .await;
         }
 

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
+use futures_util::FutureExt as _;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::{
@@ -110,6 +111,11 @@ impl Forensics {
         if targets.is_empty() {
             return;
         }
+        // DescribeProducers gets half of the time, the coordinators the other half: a
+        // leader that does not answer leaves the transactions of the others time to be
+        // named.
+        let producers_deadline =
+            Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2;
         let read_max_timeout = async {
             let due = {
                 let state = self.lock();
@@ -119,7 +125,7 @@ impl Forensics {
                         .is_some_and(|at| Instant::now() >= at)
             };
             if due {
-                self.read_max_timeout(brokers, deadline).await;
+                self.read_max_timeout(brokers, producers_deadline).await;
             }
         };
 
@@ -154,7 +160,7 @@ impl Forensics {
                     .collect();
                 self.wire
                     .pool
-                    .send(addr, &request, "DescribeProducers", deadline)
+                    .send(addr, &request, "DescribeProducers", producers_deadline)
                     .await
                     .map_err(|e| self.unsupported(e))
             }
@@ -256,8 +262,10 @@ impl Forensics {
         }
     }
 
-    /// ListTransactions on every broker, then DescribeTransactions on the coordinators
-    /// that listed the producer ids.
+    /// ListTransactions on every broker, and on each broker that listed some of the
+    /// producer ids, right after its answer, DescribeTransactions: every broker a
+    /// pipeline of its own, so one that does not answer holds up only the transactions it
+    /// coordinates.
     async fn coordinators(
         &self,
         sample: &mut RawSample,
@@ -267,17 +275,39 @@ impl Forensics {
     ) -> HashMap<i64, Lookup> {
         let mut request = ListTransactionsRequest::default();
         request.producer_id_filters = producer_ids.iter().map(|&id| ProducerId(id)).collect();
-        let listed = join_all(brokers.iter().map(|(&id, addr)| {
+        let answers = join_all(brokers.iter().map(|(&id, addr)| {
             let request = &request;
             async move {
-                (
-                    id,
-                    addr,
-                    self.wire
-                        .pool
-                        .send(addr, request, "ListTransactions", deadline)
-                        .await,
-                )
+                let listed = self
+                    .wire
+                    .pool
+                    .send(addr, request, "ListTransactions", deadline)
+                    .await;
+                let ids: Vec<String> = match &listed {
+                    Ok(answer) if answer.error_code == 0 => answer
+                        .transaction_states
+                        .iter()
+                        .filter(|s| producer_ids.contains(&s.producer_id.0))
+                        .map(|s| s.transactional_id.0.to_string())
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let described = if ids.is_empty() {
+                    None
+                } else {
+                    let mut describe = DescribeTransactionsRequest::default();
+                    describe.transactional_ids = ids
+                        .iter()
+                        .map(|id| TransactionalId(StrBytes::from_string(id.clone())))
+                        .collect();
+                    Some(
+                        self.wire
+                            .pool
+                            .send(addr, &describe, "DescribeTransactions", deadline)
+                            .await,
+                    )
+                };
+                (id, addr, listed, ids, described)
             }
         }))
         .await;
@@ -285,8 +315,8 @@ impl Forensics {
         let mut complete = true;
         let mut failures = 0u64;
         let mut first_error: Option<String> = None;
-        // Coordinator (id, address) -> transactional ids it listed.
-        let mut by_coordinator: BTreeMap<(i32, &str), Vec<String>> = BTreeMap::new();
+        // Per coordinator that listed some: its id, the transactional ids, their answer.
+        let mut described = Vec::new();
         // Producer ids some coordinator listed: if describing them fails, they are
         // unknown, not missing.
         let mut listed_ids: HashSet<i64> = HashSet::new();
@@ -295,19 +325,18 @@ impl Forensics {
         // A broker loading transaction-log partitions; brokers that could not be asked.
         let mut loading: Option<i32> = None;
         let mut unavailable = false;
-        for (broker, addr, answer) in listed {
+        for (broker, addr, answer, ids, answer_described) in answers {
             match answer {
                 Ok(answer) if answer.error_code == 0 => {
                     for state in answer.transaction_states {
                         if producer_ids.contains(&state.producer_id.0) {
                             listed_ids.insert(state.producer_id.0);
-                            let transactional_id = state.transactional_id.0.to_string();
-                            producer_of.insert(transactional_id.clone(), state.producer_id.0);
-                            by_coordinator
-                                .entry((broker, addr))
-                                .or_default()
-                                .push(transactional_id);
+                            producer_of
+                                .insert(state.transactional_id.0.to_string(), state.producer_id.0);
                         }
+                    }
+                    if let Some(answer_described) = answer_described {
+                        described.push((broker, ids, answer_described));
                     }
                 }
                 Ok(answer) => {
@@ -341,21 +370,8 @@ impl Forensics {
             }
         }
 
-        let described = join_all(by_coordinator.iter().map(|(&(_, addr), ids)| async move {
-            let mut request = DescribeTransactionsRequest::default();
-            request.transactional_ids = ids
-                .iter()
-                .map(|id| TransactionalId(StrBytes::from_string(id.clone())))
-                .collect();
-            self.wire
-                .pool
-                .send(addr, &request, "DescribeTransactions", deadline)
-                .await
-        }))
-        .await;
-
         let mut views: HashMap<i64, Lookup> = HashMap::new();
-        for ((&(broker, _), listed), answer) in by_coordinator.iter().zip(described) {
+        for (broker, listed, answer) in described {
             match answer {
                 Ok(answer) => {
                     for state in answer.transaction_states {
@@ -409,7 +425,7 @@ impl Forensics {
                 Err(error) => {
                     // The coordinator that listed them could not be asked again.
                     if !error.is_unsupported() {
-                        for id in listed {
+                        for id in &listed {
                             if let Some(&producer) = producer_of.get(id) {
                                 views.insert(producer, Lookup::Unavailable);
                             }
@@ -446,42 +462,49 @@ impl Forensics {
         views
     }
 
-    /// DescribeConfigs for `transaction.max.timeout.ms` on one broker; kept once read.
-    /// When it cannot be read (no DescribeConfigs permission, an error), the broker
-    /// default is used and the value is asked for again after [`RECHECK`].
+    /// DescribeConfigs for `transaction.max.timeout.ms`, asked of every broker at once
+    /// (each for its own setting), the first answer winning; kept once read. When it
+    /// cannot be read (no DescribeConfigs permission, an error), the broker default is
+    /// used and the value is asked for again after [`RECHECK`].
     async fn read_max_timeout(&self, brokers: &BTreeMap<i32, String>, deadline: Instant) {
-        let Some((id, addr)) = brokers.iter().next() else {
+        if brokers.is_empty() {
             return;
-        };
-        let mut resource = DescribeConfigsResource::default();
-        resource.resource_type = 4; // BROKER
-        resource.resource_name = StrBytes::from_string(id.to_string());
-        resource.configuration_keys = Some(vec![StrBytes::from_static_str(
-            "transaction.max.timeout.ms",
-        )]);
-        let mut request = DescribeConfigsRequest::default();
-        request.resources = vec![resource];
-        let answer = self
-            .wire
-            .pool
-            .send(addr, &request, "DescribeConfigs", deadline)
-            .await;
-        let value = match &answer {
-            Ok(answer) => answer
-                .results
-                .iter()
-                .find_map(|r| match ResponseError::try_from_code(r.error_code) {
-                    Some(error) => Some(Err(error.to_string())),
-                    None => r
-                        .configs
-                        .iter()
-                        .find(|c| c.name.as_str() == "transaction.max.timeout.ms")
-                        .and_then(|c| c.value.as_ref()?.as_str().parse::<i64>().ok())
-                        .map(Ok),
-                })
-                .unwrap_or_else(|| Err("not in the answer".into())),
-            Err(error) => Err(error.to_string()),
-        };
+        }
+        let asks = brokers.iter().map(|(id, addr)| {
+            let mut resource = DescribeConfigsResource::default();
+            resource.resource_type = 4; // BROKER
+            resource.resource_name = StrBytes::from_string(id.to_string());
+            resource.configuration_keys = Some(vec![StrBytes::from_static_str(
+                "transaction.max.timeout.ms",
+            )]);
+            let mut request = DescribeConfigsRequest::default();
+            request.resources = vec![resource];
+            async move {
+                let answer = self
+                    .wire
+                    .pool
+                    .send(addr, &request, "DescribeConfigs", deadline)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                answer
+                    .results
+                    .iter()
+                    .find_map(|r| match ResponseError::try_from_code(r.error_code) {
+                        Some(error) => Some(Err(error.to_string())),
+                        None => r
+                            .configs
+                            .iter()
+                            .find(|c| c.name.as_str() == "transaction.max.timeout.ms")
+                            .and_then(|c| c.value.as_ref()?.as_str().parse::<i64>().ok())
+                            .map(Ok),
+                    })
+                    .unwrap_or_else(|| Err("not in the answer".into()))
+            }
+            .boxed()
+        });
+        let value = futures_util::future::select_ok(asks)
+            .await
+            .map(|(value, _)| value);
         let mut state = self.lock();
         match value {
             Ok(value) => {

@@ -8,6 +8,10 @@
 //! streams groups. The classic API does not know the others (it reports a KIP-848 group
 //! with live members as Dead with none). A coordinator without StreamsGroupDescribe
 //! leaves its streams groups with the state ListGroups reports and no member count.
+//!
+//! The broker that lists a group coordinates it, so its committed offsets are fetched
+//! from that broker right after the list, without FindCoordinator. Each broker's part
+//! runs on its own ([`list`]): one that hangs blanks only the groups it coordinates.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -21,9 +25,10 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use super::offsets::Coordinators;
 use crate::kafka::wire::share_offsets::DescribeShareGroupOffsets;
 use crate::kafka::wire::streams_describe::StreamsGroupDescribe;
-use crate::kafka::wire::{Pool, WireError};
+use crate::kafka::wire::{Lane, Pool, WireError};
 use crate::kafka::{BrokerLag, CommittedOffset, RawGroup};
 
 /// DescribeConfigs resource type of a group (KIP-848 group configs).
@@ -36,7 +41,7 @@ const LIST_GROUPS_WITH_TYPES: i16 = 5;
 
 /// What [`list`] learned.
 pub struct Listed {
-    /// Selected groups, sorted by name, without committed offsets yet.
+    /// Selected groups, sorted by name; with their committed offsets when asked for.
     pub groups: Vec<RawGroup>,
     /// One message per broker whose ListGroups failed (its groups are absent).
     pub list_failures: Vec<String>,
@@ -44,6 +49,10 @@ pub struct Listed {
     pub describe_failures: Vec<String>,
     /// One message per share group whose progress could not be read.
     pub share_failures: Vec<String>,
+    /// One message per group whose committed offsets could not be fetched.
+    pub offset_failures: Vec<String>,
+    /// The own client cannot fetch committed offsets here (see [`offsets::Fetched`]).
+    pub offsets_unusable: Option<String>,
 }
 
 /// A group as ListGroups reported it, with the broker that coordinates it.
@@ -52,129 +61,174 @@ struct Listing {
     group_type: String,
     protocol: String,
     state: String,
-    coordinator: String,
 }
 
-/// Lists and describes the groups `accepts` selects. `Err` when some broker does not
-/// name group types (older than Kafka 3.8): the caller then keeps the classic path.
+/// What one broker said of the groups it coordinates.
+#[derive(Default)]
+struct AtBroker {
+    groups: Vec<RawGroup>,
+    list_failure: Option<String>,
+    describe_failures: Vec<String>,
+    share_failures: Vec<String>,
+    offset_failures: Vec<String>,
+    offsets_unusable: Option<String>,
+}
+
+/// Lists and describes the groups `accepts` selects and, with `offsets`, fetches their
+/// committed offsets. `Err` when some broker does not name group types (older than
+/// Kafka 3.8): the caller then keeps the classic path.
+///
+/// Every broker is a pipeline of its own, all at once: its ListGroups, then the describe
+/// requests and the OffsetFetch for the groups it listed (it coordinates them), and the
+/// share groups' progress on a connection of its own. A broker that does not answer, or
+/// answers slowly, holds up only the groups it coordinates.
 pub async fn list(
     pool: &Pool,
     brokers: &BTreeMap<i32, String>,
     accepts: impl Fn(&str) -> bool,
+    offsets: Option<&Coordinators>,
     deadline: Instant,
 ) -> Result<Listed, String> {
-    let answers = join_all(brokers.values().map(|addr| async move {
-        let answer = async {
-            match pool.version::<ListGroupsRequest>(addr, deadline).await? {
-                Some(v) if v >= LIST_GROUPS_WITH_TYPES => {}
-                _ => {
-                    return Ok(Err(format!(
-                        "{addr} does not list group types (ListGroups v5, Kafka 3.8)"
-                    )))
-                }
-            }
-            let request = ListGroupsRequest::default();
-            let response = pool.send(addr, &request, "ListGroups", deadline).await?;
-            Ok::<_, WireError>(Ok(response))
-        }
-        .await;
-        (addr, answer)
-    }))
+    let servers: Vec<String> = brokers.values().cloned().collect();
+    let answers = join_all(
+        brokers
+            .values()
+            .map(|addr| at_broker(pool, addr, &servers, &accepts, offsets, deadline)),
+    )
     .await;
-
-    let mut listings: BTreeMap<String, Listing> = BTreeMap::new();
-    let mut list_failures = Vec::new();
-    for (addr, answer) in answers {
-        let response = match answer {
-            Ok(Ok(response)) => response,
-            Ok(Err(unusable)) => return Err(unusable),
-            Err(error) => {
-                list_failures.push(error.to_string());
-                continue;
-            }
-        };
-        if let Some(error) = ResponseError::try_from_code(response.error_code) {
-            list_failures.push(format!("{addr}: ListGroups: {error:?}"));
-            continue;
+    let mut listed = Listed {
+        groups: Vec::new(),
+        list_failures: Vec::new(),
+        describe_failures: Vec::new(),
+        share_failures: Vec::new(),
+        offset_failures: Vec::new(),
+        offsets_unusable: None,
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for answer in answers {
+        let at = answer?;
+        listed.list_failures.extend(at.list_failure);
+        listed.describe_failures.extend(at.describe_failures);
+        listed.share_failures.extend(at.share_failures);
+        listed.offset_failures.extend(at.offset_failures);
+        if listed.offsets_unusable.is_none() {
+            listed.offsets_unusable = at.offsets_unusable;
         }
-        for g in response.groups {
-            let name = g.group_id.0.to_string();
-            if !accepts(&name) {
-                continue;
+        // A group moving between coordinators may be listed twice: keep one.
+        for group in at.groups {
+            if seen.insert(group.name.clone()) {
+                listed.groups.push(group);
             }
-            // A group moving between coordinators may be listed twice: keep one.
-            listings.entry(name.clone()).or_insert(Listing {
-                name,
-                group_type: normalize_type(&g.group_type),
-                protocol: g.protocol_type.to_string(),
-                state: g.group_state.to_string(),
-                coordinator: addr.clone(),
-            });
         }
     }
+    listed.groups.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(listed)
+}
 
-    // Describe each group by its protocol, one request per coordinator and protocol.
-    let mut batches: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+/// One broker's pipeline (see [`list`]). `Err` when the broker does not name group types.
+async fn at_broker(
+    pool: &Pool,
+    addr: &str,
+    servers: &[String],
+    accepts: &impl Fn(&str) -> bool,
+    offsets: Option<&Coordinators>,
+    deadline: Instant,
+) -> Result<AtBroker, String> {
+    let mut at = AtBroker::default();
+    let listings = match list_at(pool, addr, accepts, deadline).await {
+        Ok(Ok(listings)) => listings,
+        Ok(Err(unusable)) => return Err(unusable),
+        Err(error) => {
+            at.list_failure = Some(error);
+            return Ok(at);
+        }
+    };
+
+    // Describe each group by its protocol, one request per type.
+    let mut batches: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for l in listings.values() {
         if matches!(
             l.group_type.as_str(),
             "classic" | "consumer" | "share" | "streams"
         ) {
             batches
-                .entry((l.coordinator.as_str(), l.group_type.as_str()))
+                .entry(l.group_type.as_str())
                 .or_default()
                 .push(&l.name);
         }
     }
-    let described = join_all(
+    let describing = join_all(
         batches
             .into_iter()
-            .map(|((addr, group_type), names)| describe(pool, addr, group_type, names, deadline)),
-    )
-    .await;
+            .map(|(group_type, names)| describe(pool, addr, group_type, names, deadline)),
+    );
+
+    // Committed offsets of the groups it coordinates (a share group has none: its
+    // members acknowledge records one by one).
+    let committing: Vec<String> = listings
+        .values()
+        .filter(|l| l.group_type != "share")
+        .map(|l| l.name.clone())
+        .collect();
+    let fetching = async {
+        let coordinators = offsets?;
+        if committing.is_empty() {
+            return None;
+        }
+        for name in &committing {
+            coordinators.learn(name, addr);
+        }
+        Some(super::offsets::fetch(pool, &committing, servers, coordinators, deadline).await)
+    };
+
+    // Share groups: their progress and isolation level, on a connection of their own.
+    let sharing: Vec<&str> = listings
+        .values()
+        .filter(|l| l.group_type == "share")
+        .map(|l| l.name.as_str())
+        .collect();
+    let progressing = async {
+        if sharing.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        share_progress(pool, addr, sharing, deadline).await
+    };
+
+    let (described, fetched, progress) = tokio::join!(describing, fetching, progressing);
     let mut found: BTreeMap<String, Option<Described>> = BTreeMap::new();
-    let mut describe_failures = Vec::new();
     for result in described {
         match result {
             Ok((groups, failure)) => {
                 found.extend(groups);
-                describe_failures.extend(failure);
+                at.describe_failures.extend(failure);
             }
-            Err(error) => describe_failures.push(error),
+            Err(error) => at.describe_failures.push(error),
         }
     }
-
-    // Share groups: their progress (share-partition start offsets) and isolation level.
-    let mut share_batches: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for l in listings.values().filter(|l| l.group_type == "share") {
-        share_batches
-            .entry(l.coordinator.as_str())
-            .or_default()
-            .push(&l.name);
-    }
-    // A share coordinator can take seconds to answer (seen on Kafka 4.4 with share groups
-    // of deleted topics): their progress gets a quarter of the time left, so that it never
-    // holds up the offsets that matter to every group. What is not read in time is absent.
-    let share_deadline = Instant::now() + deadline.saturating_duration_since(Instant::now()) / 4;
-    let mut progress: BTreeMap<String, ShareProgress> = BTreeMap::new();
-    let mut share_failures = Vec::new();
-    for result in join_all(
-        share_batches
-            .into_iter()
-            .map(|(addr, names)| share_progress(pool, addr, names, share_deadline)),
-    )
-    .await
-    {
-        match result {
-            Ok((groups, failures)) => {
-                progress.extend(groups);
-                share_failures.extend(failures);
+    let mut committed: BTreeMap<String, Vec<CommittedOffset>> = BTreeMap::new();
+    if let Some(fetched) = fetched {
+        at.offsets_unusable = fetched.unusable;
+        for (name, result) in committing.iter().zip(fetched.results) {
+            match result {
+                Ok(offsets) => {
+                    committed.insert(name.clone(), offsets);
+                }
+                Err(error) => at.offset_failures.push(format!("group {name:?}: {error}")),
             }
-            Err(error) => share_failures.push(error),
         }
     }
+    let mut progress: BTreeMap<String, ShareProgress> = match progress {
+        Ok((groups, failures)) => {
+            at.share_failures.extend(failures);
+            groups.into_iter().collect()
+        }
+        Err(error) => {
+            at.share_failures.push(error);
+            BTreeMap::new()
+        }
+    };
 
-    let groups = listings
+    at.groups = listings
         .into_values()
         .filter_map(|l| {
             let described = found.remove(&l.name);
@@ -184,27 +238,72 @@ pub async fn list(
             }
             let described = described.flatten();
             let share = progress.remove(&l.name);
+            let committed = match share.as_ref() {
+                Some(p) => p.start_offsets.clone(),
+                None => committed.remove(&l.name),
+            };
             Some(RawGroup {
                 state: described.as_ref().map_or(l.state, |d| d.state.clone()),
                 members: described.map(|d| d.members),
                 isolation: share.as_ref().and_then(|p| p.isolation),
-                broker_lags: share
-                    .as_ref()
-                    .map(|p| p.broker_lags.clone())
-                    .unwrap_or_default(),
-                committed: share.and_then(|p| p.start_offsets),
+                broker_lags: share.map(|p| p.broker_lags).unwrap_or_default(),
+                committed,
                 name: l.name,
                 group_type: l.group_type,
                 protocol: l.protocol,
             })
         })
         .collect();
-    Ok(Listed {
-        groups,
-        list_failures,
-        describe_failures,
-        share_failures,
-    })
+    Ok(at)
+}
+
+/// ListGroups at one broker: the selected groups it coordinates, by name. The inner
+/// `Err` when it does not name group types.
+async fn list_at(
+    pool: &Pool,
+    addr: &str,
+    accepts: &impl Fn(&str) -> bool,
+    deadline: Instant,
+) -> Result<Result<BTreeMap<String, Listing>, String>, String> {
+    let answer = async {
+        match pool.version::<ListGroupsRequest>(addr, deadline).await? {
+            Some(v) if v >= LIST_GROUPS_WITH_TYPES => {}
+            _ => {
+                return Ok(Err(format!(
+                    "{addr} does not list group types (ListGroups v5, Kafka 3.8)"
+                )))
+            }
+        }
+        let request = ListGroupsRequest::default();
+        let response = pool.send(addr, &request, "ListGroups", deadline).await?;
+        Ok::<_, WireError>(Ok(response))
+    }
+    .await;
+    let response = match answer {
+        Ok(Ok(response)) => response,
+        Ok(Err(unusable)) => return Ok(Err(unusable)),
+        Err(error) => return Err(error.to_string()),
+    };
+    if let Some(error) = ResponseError::try_from_code(response.error_code) {
+        return Err(format!("{addr}: ListGroups: {error:?}"));
+    }
+    let mut listings = BTreeMap::new();
+    for g in response.groups {
+        let name = g.group_id.0.to_string();
+        if !accepts(&name) {
+            continue;
+        }
+        listings.insert(
+            name.clone(),
+            Listing {
+                name,
+                group_type: normalize_type(&g.group_type),
+                protocol: g.protocol_type.to_string(),
+                state: g.group_state.to_string(),
+            },
+        );
+    }
+    Ok(Ok(listings))
 }
 
 /// What a share group has delivered, and what it may deliver.
@@ -243,7 +342,8 @@ async fn share_progress(
         })
         .collect();
     let (offsets, configs) = tokio::join!(
-        pool.send(
+        pool.send_via(
+            Lane::Share,
             addr,
             &offsets_request,
             "DescribeShareGroupOffsets",

@@ -5,5 +5,6 @@
 pub mod forensics;
 pub mod groups;
 pub mod log_offsets;
+pub mod metadata;
 pub mod offsets;
 pub mod reads;

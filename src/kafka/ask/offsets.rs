@@ -1,15 +1,24 @@
-//! Committed offsets of many consumer groups in few requests: one batched FindCoordinator
-//! for every group, then one OffsetFetch (v8+, many groups per request) per coordinator.
-//! 500 groups on 3 brokers cost about 4 requests instead of 1,000.
+//! Committed offsets of many consumer groups in few requests: one OffsetFetch (v8+, many
+//! groups per request) per coordinator. 500 groups on 3 brokers cost about 3 requests
+//! instead of 1,000.
+//!
+//! Each group's coordinator comes from [`Coordinators`], a cache kept between cycles and
+//! filled by ListGroups answers (the broker that lists a group coordinates it) and by
+//! FindCoordinator. A group whose coordinator is not known is looked up with one batched
+//! FindCoordinator sent to a few brokers at once, the first answer winning: a broker that
+//! does not answer holds up no lookup.
 //!
 //! A coordinator that is loading, moving or not available is asked again (backoff 50 ms,
-//! doubling to 500 ms) while the cycle's deadline allows; a group still failing then is
-//! reported with its last error.
+//! doubling to 500 ms) while the deadline allows; a group still failing then is reported
+//! with its last error.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use futures_util::future::join_all;
+use futures_util::future::{join_all, select_ok};
+use futures_util::FutureExt as _;
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::{FindCoordinatorRequest, GroupId, OffsetFetchRequest};
 use kafka_protocol::protocol::StrBytes;
@@ -22,6 +31,58 @@ use crate::kafka::CommittedOffset;
 const GROUPS_PER_REQUEST: usize = 200;
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// Brokers asked at once to find coordinators.
+const FIND_FANOUT: usize = 3;
+
+/// Where each group's coordinator is, as last learned; kept between cycles.
+#[derive(Default)]
+pub struct Coordinators {
+    by_group: Mutex<HashMap<String, String>>,
+    /// Where the next FindCoordinator starts among the brokers (rotates).
+    next: AtomicUsize,
+}
+
+impl Coordinators {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.by_group.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `addr` coordinates `group` (it listed the group, or FindCoordinator said so).
+    pub fn learn(&self, group: &str, addr: &str) {
+        let mut map = self.lock();
+        match map.get_mut(group) {
+            Some(known) if known == addr => {}
+            Some(known) => *known = addr.to_string(),
+            None => {
+                map.insert(group.to_string(), addr.to_string());
+            }
+        }
+    }
+
+    fn get(&self, group: &str) -> Option<String> {
+        self.lock().get(group).cloned()
+    }
+
+    fn forget(&self, group: &str) {
+        self.lock().remove(group);
+    }
+
+    /// Forgets groups that were not selected in this cycle.
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        self.lock().retain(|group, _| keep(group));
+    }
+
+    /// Up to [`FIND_FANOUT`] of `brokers`, starting where the last lookup did not.
+    fn pick<'a>(&self, brokers: &'a [String]) -> Vec<&'a str> {
+        if brokers.is_empty() {
+            return Vec::new();
+        }
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        (0..brokers.len().min(FIND_FANOUT))
+            .map(|k| brokers[(start + k) % brokers.len()].as_str())
+            .collect()
+    }
+}
 
 /// What to do about a group after an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,44 +112,64 @@ pub struct Fetched {
     pub unusable: Option<String>,
 }
 
-/// The committed offsets of each of `groups`, in order. `bootstrap` is the broker asked
-/// to find coordinators (any broker can answer).
+/// The committed offsets of each of `groups`, in order. Coordinators come from
+/// `coordinators` (what it does not know is found through `brokers`, any broker can
+/// answer) and what is learned is kept there.
 pub async fn fetch(
     pool: &Pool,
     groups: &[String],
-    bootstrap: &[String],
+    brokers: &[String],
+    coordinators: &Coordinators,
     deadline: Instant,
 ) -> Fetched {
     let mut unusable: Option<String> = None;
     let mut results: Vec<Result<Vec<CommittedOffset>, String>> =
         vec![Err("no answer before the cycle's deadline".into()); groups.len()];
     let mut pending: Vec<usize> = (0..groups.len()).collect();
-    let mut coordinator: Vec<Option<String>> = vec![None; groups.len()];
+    let mut coordinator: Vec<Option<String>> = groups.iter().map(|g| coordinators.get(g)).collect();
     let mut backoff = FIRST_BACKOFF;
-    let mut attempt = 0usize;
 
     while !pending.is_empty() {
-        // Coordinators of the groups that have none yet, in one request.
+        // Coordinators of the groups that have none yet, in one request to a few brokers.
         let unknown: Vec<usize> = pending
             .iter()
             .copied()
             .filter(|&i| coordinator[i].is_none())
             .collect();
-        if !unknown.is_empty() && !bootstrap.is_empty() {
-            let addr = &bootstrap[attempt % bootstrap.len()];
+        if !unknown.is_empty() && !brokers.is_empty() {
             let names: Vec<&str> = unknown.iter().map(|&i| groups[i].as_str()).collect();
-            match find_coordinators(pool, addr, &names, deadline)
-                .await
-                .map_err(|e| {
-                    if e.is_permanent() {
-                        unusable.get_or_insert_with(|| e.to_string());
+            let asked = coordinators.pick(brokers);
+            let raced = select_ok(asked.iter().map(|addr| {
+                find_coordinators(pool, addr, &names, deadline)
+                    .map(|answer| match answer {
+                        // An answer where every group failed is no better than the next.
+                        Ok(found) if found.iter().all(Result::is_err) && asked.len() > 1 => {
+                            Err(Ok(found))
+                        }
+                        Ok(found) => Ok(found),
+                        Err(error) => Err(Err(error)),
+                    })
+                    .boxed()
+            }))
+            .await;
+            let found = match raced {
+                Ok((found, _)) => Ok(found),
+                Err(Ok(found)) => Ok(found),
+                Err(Err(error)) => {
+                    if error.is_permanent() {
+                        unusable.get_or_insert_with(|| error.to_string());
                     }
-                    format!("FindCoordinator: {e}")
-                }) {
+                    Err(format!("FindCoordinator: {error}"))
+                }
+            };
+            match found {
                 Ok(found) => {
                     for (&i, answer) in unknown.iter().zip(found) {
                         match answer {
-                            Ok(addr) => coordinator[i] = Some(addr),
+                            Ok(addr) => {
+                                coordinators.learn(&groups[i], &addr);
+                                coordinator[i] = Some(addr);
+                            }
                             Err((next, message)) => {
                                 results[i] = Err(message);
                                 if next == Next::Fail {
@@ -133,7 +214,10 @@ pub async fn fetch(
                 if e.is_permanent() {
                     unusable.get_or_insert_with(|| e.to_string());
                 }
-                format!("OffsetFetch: {e}")
+                (
+                    matches!(e, WireError::Deadline),
+                    format!("OffsetFetch: {e}"),
+                )
             })
         })
         .collect();
@@ -158,16 +242,21 @@ pub async fn fetch(
                         }
                     }
                 }
-                Err(message) => {
-                    // The coordinator did not answer: it may have moved.
+                Err((timed_out, message)) => {
                     for &i in indices.iter() {
                         results[i] = Err(message.clone());
-                        rediscover.push(i);
+                        // A coordinator that did not answer in time is still the one that
+                        // listed the group: it is kept, and asked again next cycle. One
+                        // that refused the connection may have moved.
+                        if !timed_out {
+                            rediscover.push(i);
+                        }
                     }
                 }
             }
         }
         for i in rediscover {
+            coordinators.forget(&groups[i]);
             coordinator[i] = None;
         }
 
@@ -176,7 +265,6 @@ pub async fn fetch(
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
-        attempt += 1;
     }
     Fetched { results, unusable }
 }

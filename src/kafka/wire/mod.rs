@@ -431,6 +431,8 @@ fn ours(key: i16) -> Option<(i16, i16)> {
         DescribeTransactionsRequest::KEY => range::<DescribeTransactionsRequest>(),
         DescribeConfigsRequest::KEY => range::<DescribeConfigsRequest>(),
         FindCoordinatorRequest::KEY => range::<FindCoordinatorRequest>(),
+        // v4 can refuse to create topics.
+        MetadataRequest::KEY => (4, range::<MetadataRequest>().1),
         // v2 takes the isolation level.
         ListOffsetsRequest::KEY => (2, range::<ListOffsetsRequest>().1),
         ListGroupsRequest::KEY => range::<ListGroupsRequest>(),
@@ -452,7 +454,9 @@ fn ours(key: i16) -> Option<(i16, i16)> {
 /// Connections to every broker of one cluster, reused across cycles.
 pub struct Pool {
     security: Security,
-    connections: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Connection>>>>>,
+    #[allow(clippy::type_complexity)]
+    connections:
+        std::sync::Mutex<HashMap<(String, Lane), Arc<tokio::sync::Mutex<Option<Connection>>>>>,
 }
 
 impl Pool {
@@ -478,10 +482,24 @@ impl Pool {
         api: &'static str,
         deadline: Instant,
     ) -> Result<R::Response, WireError> {
+        self.send_via(Lane::Main, addr, request, api, deadline)
+            .await
+    }
+
+    /// [`Pool::send`] on the connection of `lane`: a request that a broker may take long
+    /// to answer goes on a connection of its own, so that it holds up nothing else.
+    pub async fn send_via<R: Request>(
+        &self,
+        lane: Lane,
+        addr: &str,
+        request: &R,
+        api: &'static str,
+        deadline: Instant,
+    ) -> Result<R::Response, WireError> {
         if Instant::now() >= deadline {
             return Err(WireError::Deadline);
         }
-        let slot = self.slot(addr);
+        let slot = self.slot(addr, lane);
         let work = async {
             let mut slot = slot.lock().await;
             let (mut connection, reused) = self.checkout(&mut slot, addr).await?;
@@ -506,7 +524,7 @@ impl Pool {
         addr: &str,
         deadline: Instant,
     ) -> Result<Option<i16>, WireError> {
-        let slot = self.slot(addr);
+        let slot = self.slot(addr, Lane::Main);
         let work = async {
             let mut slot = slot.lock().await;
             let (connection, _) = self.checkout(&mut slot, addr).await?;
@@ -532,10 +550,23 @@ impl Pool {
         }
     }
 
-    fn slot(&self, addr: &str) -> Arc<tokio::sync::Mutex<Option<Connection>>> {
+    fn slot(&self, addr: &str, lane: Lane) -> Arc<tokio::sync::Mutex<Option<Connection>>> {
         let mut connections = self.connections.lock().unwrap_or_else(|p| p.into_inner());
-        connections.entry(addr.to_string()).or_default().clone()
+        connections
+            .entry((addr.to_string(), lane))
+            .or_default()
+            .clone()
     }
+}
+
+/// Which of a broker's connections a request goes on. Requests on one connection wait
+/// for each other; those of different lanes do not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// Everything that brokers answer at once.
+    Main,
+    /// Share groups' progress: a share coordinator can take seconds to answer.
+    Share,
 }
 
 /// The exporter's own client for one cluster: its connection pool, driven by the
