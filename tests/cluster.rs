@@ -988,3 +988,182 @@ async fn three_brokers_blackholed_broker_fails_only_its_partitions() {
     exporter.stop().await;
     drop(proxies);
 }
+
+/// The lowest broker id hangs (connections accepted, nothing answered), then answers
+/// slowly (over a second per request), while it leads a partition, coordinates a group
+/// and a transaction: every value that lives on the two other brokers — committed
+/// offsets, lags, time lags, member counts, the transactions named — stays present and
+/// right in every cycle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_brokers_hung_lowest_broker_holds_up_only_its_own() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("kafka_lso_exporter=warn")
+        .try_init();
+    let _turn = exclusive().await;
+    require_three_brokers();
+    ensure_internal_topics().await;
+    let topic = unique("hung");
+    create_replicated_topic(&topic, &[1, 2, 3]).await;
+    // Per broker b: a group it coordinates, committed at 5 on every partition, and a
+    // transaction it coordinates, open on the partition b leads. Every partition: 5
+    // records, 3 more, the open transaction's record at 8, 2 more: HW 11, LSO 8; every
+    // group's lag 6 against the HW, 3 against the LSO.
+    let (groups, transactions, held) = tokio::task::block_in_place(|| {
+        for p in 0..3 {
+            send(&plain_producer(), &topic, p, 5);
+        }
+        let groups: Vec<String> = (1..=BROKERS)
+            .map(|b| {
+                let g = id_coordinated_by("__consumer_offsets", "hung-group", b);
+                assert_eq!(
+                    consume_all_and_commit(&g, &topic, 3, "read_committed"),
+                    [5; 3]
+                );
+                g
+            })
+            .collect();
+        for p in 0..3 {
+            send(&plain_producer(), &topic, p, 3);
+        }
+        let transactions: Vec<String> = (1..=BROKERS)
+            .map(|b| id_coordinated_by("__transaction_state", "hung-tx", b))
+            .collect();
+        let held: Vec<Producer_> = transactions
+            .iter()
+            .enumerate()
+            .map(|(p, id)| pin(&topic, p as i32, id, 2))
+            .collect();
+        (groups, transactions, held)
+    });
+    let mut proxies = Vec::new();
+    for b in 1..=BROKERS {
+        let base = first_port() + 10 * (b as u16 - 1);
+        let listen: SocketAddr = format!("127.0.0.1:{}", base + 5).parse().unwrap();
+        let upstream: SocketAddr = format!("127.0.0.1:{}", base + 4).parse().unwrap();
+        let proxy = Proxy::start_beside(listen, upstream).await;
+        proxy.set_mode(Mode::Forward);
+        proxies.push(proxy);
+    }
+    let proxied = (1..=BROKERS)
+        .map(|b| format!("127.0.0.1:{}", first_port() + 10 * (b as u16 - 1) + 5))
+        .collect::<Vec<_>>()
+        .join(",");
+    let group_regex = groups
+        .iter()
+        .map(|g| format!("^{g}$"))
+        .collect::<Vec<_>>()
+        .join("|");
+    let exporter = Exporter::start(
+        &format!("^{topic}$"),
+        &group_regex,
+        &[(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS",
+            &proxied,
+        )],
+    )
+    .await;
+
+    // What lives on brokers 2 and 3: their groups on the partitions they lead (0 is
+    // broker 1's), their transactions.
+    let healthy: Vec<(&str, i32)> = [(2, 1), (2, 2), (3, 1), (3, 2)]
+        .iter()
+        .map(|&(b, p)| (groups[b - 1].as_str(), p))
+        .collect();
+    let all_present = |s: &Scrape| -> Result<(), String> {
+        for &(g, p) in &healthy {
+            let p = p.to_string();
+            let labels = group_labels(g, &topic, &p);
+            for (name, expected) in [
+                ("kafka_consumergroup_committed_offset", Some(5.0)),
+                ("kafka_consumergroup_hw_lag", Some(6.0)),
+                ("kafka_consumergroup_lso_lag", Some(3.0)),
+                ("kafka_consumergroup_hw_lag_seconds", None),
+                ("kafka_consumergroup_lso_lag_seconds", None),
+            ] {
+                match (s.value(name, &labels), expected) {
+                    (None, _) => return Err(format!("{name} of {g} on {p} absent")),
+                    (Some(v), Some(e)) if v != e => {
+                        panic!("{name} of {g} on {p}: {v}, expected {e}")
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for g in &groups[1..] {
+            if s.value(
+                "kafka_consumergroup_members",
+                &[("kafka_cluster", "test"), ("group", g.as_str())],
+            )
+            .is_none()
+            {
+                return Err(format!("members of {g} absent"));
+            }
+        }
+        for (p, id) in transactions.iter().enumerate().skip(1) {
+            let named = s
+                .series("kafka_transaction_open_info", &[("topic", topic.as_str())])
+                .any(|(labels, _)| {
+                    labels.get("transactional_id").map(String::as_str) == Some(id.as_str())
+                        && labels.get("partition").map(String::as_str)
+                            == Some(p.to_string().as_str())
+                });
+            if !named {
+                return Err(format!("transaction {id} on partition {p} not named"));
+            }
+        }
+        Ok(())
+    };
+    exporter
+        .wait_for(
+            "every value of brokers 2 and 3, and broker 1's transaction named",
+            Duration::from_secs(60),
+            |s| {
+                let theirs = s
+                    .series("kafka_transaction_open_info", &[("topic", topic.as_str())])
+                    .any(|(labels, _)| {
+                        labels.get("transactional_id").map(String::as_str)
+                            == Some(transactions[0].as_str())
+                    });
+                (all_present(s).is_ok() && theirs).then_some(())
+            },
+        )
+        .await;
+
+    let mut keep = vec![topic.clone()];
+    keep.extend(groups.iter().cloned());
+    for (fault, mode) in [
+        ("hangs", Mode::Blackhole),
+        (
+            "answers in over a second",
+            Mode::Delay(Duration::from_millis(600)),
+        ),
+    ] {
+        let watch = Watch::start(exporter.addr, keep.clone());
+        proxies[0].set_mode(mode);
+        proxies[0].cut_all();
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        let scrapes = watch.finish().await;
+        let cycles: BTreeSet<u64> = scrapes.iter().filter_map(|(_, s)| cycle_of(s)).collect();
+        let absent = absent_cycles(&scrapes, |s| all_present(s).is_ok());
+        let first_missing = scrapes
+            .iter()
+            .find_map(|(_, s)| all_present(s).err())
+            .unwrap_or_default();
+        eprintln!(
+            "broker 1 {fault}: {} cycles watched, {absent} without every value of brokers 2 \
+             and 3 {first_missing}",
+            cycles.len()
+        );
+        assert!(cycles.len() >= 4, "only {} cycles in 8 s", cycles.len());
+        assert_eq!(
+            absent, 0,
+            "broker 1 {fault}: values of brokers 2 and 3 went absent ({first_missing})"
+        );
+        assert_cycles_within_deadline(&exporter.scrape().await);
+        proxies[0].set_mode(Mode::Forward);
+        proxies[0].cut_all();
+    }
+    exporter.stop().await;
+    drop(proxies);
+    tokio::task::block_in_place(|| held.into_iter().for_each(commit));
+}
