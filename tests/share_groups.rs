@@ -112,6 +112,35 @@ async fn share_groups_progress_lag_and_blocked() {
     let s = exporter.scrape().await;
     assert_eq!(s.value("kafka_sharegroup_broker_lag", &p), Some(10.0));
 
+    // Both groups' progress in every cycle: a share coordinator can take seconds to
+    // answer DescribeShareGroupOffsets, and the last progress read stands in meanwhile.
+    let mut present: std::collections::BTreeMap<u64, bool> = Default::default();
+    let watched = std::time::Instant::now();
+    while watched.elapsed() < Duration::from_secs(10) {
+        let s = exporter.scrape().await;
+        let cycle = s
+            .value(
+                "kafka_lso_exporter_cycle_duration_seconds_count",
+                &[("kafka_cluster", "test")],
+            )
+            .expect("cycle count") as u64;
+        let both = s.value("kafka_sharegroup_start_offset", &p).is_some()
+            && s.value("kafka_sharegroup_start_offset", &d).is_some();
+        *present.entry(cycle).or_default() |= both;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let absent: Vec<u64> = present
+        .iter()
+        .filter(|(_, both)| !**both)
+        .map(|(cycle, _)| *cycle)
+        .collect();
+    assert!(present.len() >= 6, "only {} cycles in 10 s", present.len());
+    assert!(
+        absent.is_empty(),
+        "share-group progress absent in cycles {absent:?} of {}",
+        present.len()
+    );
+
     transaction
         .abort_transaction(Duration::from_secs(30))
         .unwrap();

@@ -43,6 +43,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::ask::forensics::Forensics;
+use super::ask::groups::ShareReader;
 use super::ask::log_offsets::{self, Kind};
 use super::ask::metadata::{self, Candidates};
 use super::ask::offsets::{self, Coordinators};
@@ -75,6 +76,8 @@ pub struct KafkaSampler {
     candidates: Candidates,
     /// Each group's coordinator, kept between cycles.
     coordinators: Coordinators,
+    /// Share groups' progress, read in the background of the cycles.
+    shares: ShareReader,
     cluster: String,
     /// Who holds each pinned LSO; `None` when off for this cluster.
     forensics: Option<Forensics>,
@@ -169,6 +172,7 @@ impl KafkaSampler {
             candidates: Candidates::new(&config.bootstrap_servers),
             wire_groups: Fallback::default(),
             coordinators: Coordinators::default(),
+            shares: ShareReader::default(),
             wire,
             cluster: config.name.clone(),
         })
@@ -343,7 +347,8 @@ impl KafkaSampler {
         if let Some(wire) = self.wire.as_ref().filter(|_| self.wire_groups.usable()) {
             let with_offsets = self.wire_offsets.usable();
             let listed = super::ask::groups::list(
-                &wire.pool,
+                wire,
+                &self.shares,
                 brokers,
                 |name| self.groups.accepts(name),
                 with_offsets.then_some(&self.coordinators),

@@ -13,8 +13,10 @@
 //! from that broker right after the list, without FindCoordinator. Each broker's part
 //! runs on its own ([`list`]): one that hangs blanks only the groups it coordinates.
 
-use std::collections::BTreeMap;
-use std::time::Instant;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -28,7 +30,7 @@ use kafka_protocol::ResponseError;
 use super::offsets::Coordinators;
 use crate::kafka::wire::share_offsets::DescribeShareGroupOffsets;
 use crate::kafka::wire::streams_describe::StreamsGroupDescribe;
-use crate::kafka::wire::{Lane, Pool, WireError};
+use crate::kafka::wire::{Lane, Pool, WireClient, WireError};
 use crate::kafka::{BrokerLag, CommittedOffset, RawGroup};
 
 /// DescribeConfigs resource type of a group (KIP-848 group configs).
@@ -83,7 +85,8 @@ struct AtBroker {
 /// share groups' progress on a connection of its own. A broker that does not answer, or
 /// answers slowly, holds up only the groups it coordinates.
 pub async fn list(
-    pool: &Pool,
+    wire: &Arc<WireClient>,
+    shares: &ShareReader,
     brokers: &BTreeMap<i32, String>,
     accepts: impl Fn(&str) -> bool,
     offsets: Option<&Coordinators>,
@@ -93,7 +96,7 @@ pub async fn list(
     let answers = join_all(
         brokers
             .values()
-            .map(|addr| at_broker(pool, addr, &servers, &accepts, offsets, deadline)),
+            .map(|addr| at_broker(wire, shares, addr, &servers, &accepts, offsets, deadline)),
     )
     .await;
     let mut listed = Listed {
@@ -127,13 +130,15 @@ pub async fn list(
 
 /// One broker's pipeline (see [`list`]). `Err` when the broker does not name group types.
 async fn at_broker(
-    pool: &Pool,
+    wire: &Arc<WireClient>,
+    shares: &ShareReader,
     addr: &str,
     servers: &[String],
     accepts: &impl Fn(&str) -> bool,
     offsets: Option<&Coordinators>,
     deadline: Instant,
 ) -> Result<AtBroker, String> {
+    let pool = &wire.pool;
     let mut at = AtBroker::default();
     let listings = match list_at(pool, addr, accepts, deadline).await {
         Ok(Ok(listings)) => listings,
@@ -181,17 +186,17 @@ async fn at_broker(
         Some(super::offsets::fetch(pool, &committing, servers, coordinators, deadline).await)
     };
 
-    // Share groups: their progress and isolation level, on a connection of their own.
-    let sharing: Vec<&str> = listings
+    // Share groups: their progress and isolation level ([`ShareReader`]).
+    let sharing: Vec<String> = listings
         .values()
         .filter(|l| l.group_type == "share")
-        .map(|l| l.name.as_str())
+        .map(|l| l.name.clone())
         .collect();
     let progressing = async {
         if sharing.is_empty() {
-            return Ok((Vec::new(), Vec::new()));
+            return (Vec::new(), Vec::new());
         }
-        share_progress(pool, addr, sharing, deadline).await
+        shares.read(wire, addr, sharing, deadline).await
     };
 
     let (described, fetched, progress) = tokio::join!(describing, fetching, progressing);
@@ -217,16 +222,9 @@ async fn at_broker(
             }
         }
     }
-    let mut progress: BTreeMap<String, ShareProgress> = match progress {
-        Ok((groups, failures)) => {
-            at.share_failures.extend(failures);
-            groups.into_iter().collect()
-        }
-        Err(error) => {
-            at.share_failures.push(error);
-            BTreeMap::new()
-        }
-    };
+    let (progress, share_failures) = progress;
+    at.share_failures.extend(share_failures);
+    let mut progress: BTreeMap<String, ShareProgress> = progress.into_iter().collect();
 
     at.groups = listings
         .into_values()
@@ -306,10 +304,111 @@ async fn list_at(
     Ok(Ok(listings))
 }
 
+/// Share groups' progress, read per coordinator in the background of the cycles.
+///
+/// A share coordinator answers DescribeShareGroupOffsets by asking the partitions' latest
+/// offsets of itself (for the lag, in every version), and on Kafka 4.x that internal
+/// request fails at once and is retried about 2 s later whenever two of them meet, or on
+/// the first after a restart (its send thread expires a request it did not send at once,
+/// comparing two different clocks). One answer can thus take 2–5 s. So each group is asked
+/// alone, one after the other as Kafka's own tools do (that makes the stall rare), on a
+/// connection of its own, with [`SHARE_BUDGET`] of its own: a cycle waits for it until the
+/// group stage's deadline and otherwise takes the last progress read, if younger than
+/// [`SHARE_MAX_AGE`]; the next read starts once the one under way is done.
+#[derive(Default)]
+pub struct ShareReader {
+    brokers: std::sync::Mutex<HashMap<String, Arc<BrokerShares>>>,
+}
+
+/// How long one broker's share progress may take to read, whatever the cycle's deadline.
+const SHARE_BUDGET: Duration = Duration::from_secs(15);
+/// Progress older than this is not shown.
+const SHARE_MAX_AGE: Duration = Duration::from_secs(60);
+
+#[derive(Default)]
+struct BrokerShares {
+    in_flight: AtomicBool,
+    done: tokio::sync::Notify,
+    /// Group -> when its progress was read, and what it was.
+    last: std::sync::Mutex<HashMap<String, (Instant, ShareProgress)>>,
+    /// What failed in the last read.
+    failures: std::sync::Mutex<Vec<String>>,
+}
+
+impl ShareReader {
+    fn broker(&self, addr: &str) -> Arc<BrokerShares> {
+        let mut brokers = self.brokers.lock().unwrap_or_else(|p| p.into_inner());
+        brokers.entry(addr.to_string()).or_default().clone()
+    }
+
+    /// The progress of `names`, coordinated by `addr`: read now if it can be before
+    /// `deadline`, else as last read. The second list says what is missing and why.
+    async fn read(
+        &self,
+        wire: &Arc<WireClient>,
+        addr: &str,
+        names: Vec<String>,
+        deadline: Instant,
+    ) -> (Vec<(String, ShareProgress)>, Vec<String>) {
+        let broker = self.broker(addr);
+        let done = broker.done.notified();
+        tokio::pin!(done);
+        done.as_mut().enable();
+        if !broker.in_flight.swap(true, Ordering::SeqCst) {
+            let (wire, addr, broker, names) = (
+                wire.clone(),
+                addr.to_string(),
+                broker.clone(),
+                names.clone(),
+            );
+            tokio::spawn(async move {
+                let until = Instant::now() + SHARE_BUDGET;
+                let (groups, failures) = share_progress(&wire.pool, &addr, &names, until).await;
+                {
+                    let mut last = broker.last.lock().unwrap_or_else(|p| p.into_inner());
+                    let now = Instant::now();
+                    last.retain(|_, (at, _)| now.duration_since(*at) < SHARE_MAX_AGE);
+                    for (name, progress) in groups {
+                        last.insert(name, (now, progress));
+                    }
+                }
+                *broker.failures.lock().unwrap_or_else(|p| p.into_inner()) = failures;
+                broker.in_flight.store(false, Ordering::SeqCst);
+                broker.done.notify_waiters();
+            });
+        }
+        let _ = tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), done).await;
+        let last = broker.last.lock().unwrap_or_else(|p| p.into_inner());
+        let mut found = Vec::new();
+        let mut missing = Vec::new();
+        for name in names {
+            match last.get(&name) {
+                Some((at, progress)) if at.elapsed() < SHARE_MAX_AGE => {
+                    found.push((name, progress.clone()))
+                }
+                _ => missing.push(name),
+            }
+        }
+        let mut failures = broker
+            .failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if !missing.is_empty() && failures.is_empty() {
+            failures.push(format!(
+                "{addr}: progress of share group {:?} not read yet",
+                missing[0]
+            ));
+        }
+        (found, failures)
+    }
+}
+
 /// What a share group has delivered, and what it may deliver.
+#[derive(Clone)]
 struct ShareProgress {
     /// The share-partition start offsets: every record below has been delivered and
-    /// acknowledged (or archived). `None` when they could not be read.
+    /// acknowledged (or archived).
     start_offsets: Option<Vec<CommittedOffset>>,
     /// The lag the broker reports per share-partition (KIP-1226, Kafka 4.2 and later).
     broker_lags: Vec<BrokerLag>,
@@ -317,18 +416,15 @@ struct ShareProgress {
     isolation: Option<crate::kafka::Isolation>,
 }
 
-/// DescribeShareGroupOffsets for `names` at their coordinator, and their
-/// `share.isolation.level` (DescribeConfigs on the same broker).
+/// DescribeShareGroupOffsets for each of `names` at their coordinator, one after the
+/// other, on the share connection; and their `share.isolation.level` (DescribeConfigs on
+/// the same broker). Groups whose offsets could not be read are left out.
 async fn share_progress(
     pool: &Pool,
     addr: &str,
-    names: Vec<&str>,
+    names: &[String],
     deadline: Instant,
-) -> Result<(Vec<(String, ShareProgress)>, Vec<String>), String> {
-    // Every partition the group has started on.
-    let offsets_request = DescribeShareGroupOffsets {
-        groups: names.iter().map(|n| n.to_string()).collect(),
-    };
+) -> (Vec<(String, ShareProgress)>, Vec<String>) {
     let mut configs_request = DescribeConfigsRequest::default();
     configs_request.resources = names
         .iter()
@@ -341,14 +437,27 @@ async fn share_progress(
             resource
         })
         .collect();
+    let offsets = async {
+        let mut answers = Vec::with_capacity(names.len());
+        for name in names {
+            let request = DescribeShareGroupOffsets {
+                groups: vec![name.clone()],
+            };
+            answers.push(
+                pool.send_via(
+                    Lane::Share,
+                    addr,
+                    &request,
+                    "DescribeShareGroupOffsets",
+                    deadline,
+                )
+                .await,
+            );
+        }
+        answers
+    };
     let (offsets, configs) = tokio::join!(
-        pool.send_via(
-            Lane::Share,
-            addr,
-            &offsets_request,
-            "DescribeShareGroupOffsets",
-            deadline
-        ),
+        offsets,
         pool.send(addr, &configs_request, "DescribeConfigs", deadline),
     );
     let mut failures = Vec::new();
@@ -380,60 +489,52 @@ async fn share_progress(
         }
         Err(error) => failures.push(error.to_string()),
     }
-    let mut starts: BTreeMap<String, (Vec<CommittedOffset>, Vec<BrokerLag>)> = BTreeMap::new();
-    match offsets {
-        Ok(response) => {
-            for group in response.groups {
-                if let Some(error) = ResponseError::try_from_code(group.error_code) {
-                    failures.push(format!(
-                        "{addr}: share group {:?} offsets: {error:?}",
-                        group.group
-                    ));
+    let mut groups = Vec::new();
+    for answer in offsets {
+        let response = match answer {
+            Ok(response) => response,
+            Err(error) => {
+                failures.push(error.to_string());
+                continue;
+            }
+        };
+        for group in response.groups {
+            if let Some(error) = ResponseError::try_from_code(group.error_code) {
+                failures.push(format!(
+                    "{addr}: share group {:?} offsets: {error:?}",
+                    group.group
+                ));
+                continue;
+            }
+            let mut offsets = Vec::new();
+            let mut lags = Vec::new();
+            for p in group.partitions {
+                // -1: the share-partition is not initialized yet.
+                if p.error_code != 0 || p.start_offset < 0 {
                     continue;
                 }
-                let mut offsets = Vec::new();
-                let mut lags = Vec::new();
-                for p in group.partitions {
-                    // -1: the share-partition is not initialized yet.
-                    if p.error_code != 0 || p.start_offset < 0 {
-                        continue;
-                    }
-                    if let Some(lag) = p.lag.filter(|l| *l >= 0) {
-                        lags.push(BrokerLag {
-                            topic: p.topic.clone(),
-                            partition: p.partition,
-                            lag,
-                        });
-                    }
-                    offsets.push(CommittedOffset {
-                        topic: p.topic,
+                if let Some(lag) = p.lag.filter(|l| *l >= 0) {
+                    lags.push(BrokerLag {
+                        topic: p.topic.clone(),
                         partition: p.partition,
-                        offset: p.start_offset,
+                        lag,
                     });
                 }
-                starts.insert(group.group, (offsets, lags));
+                offsets.push(CommittedOffset {
+                    topic: p.topic,
+                    partition: p.partition,
+                    offset: p.start_offset,
+                });
             }
-        }
-        Err(error) => failures.push(error.to_string()),
-    }
-    let groups = names
-        .into_iter()
-        .map(|n| {
-            let (start_offsets, broker_lags) = match starts.remove(n) {
-                Some((offsets, lags)) => (Some(offsets), lags),
-                None => (None, Vec::new()),
+            let progress = ShareProgress {
+                start_offsets: Some(offsets),
+                broker_lags: lags,
+                isolation: isolation.get(&group.group).copied(),
             };
-            (
-                n.to_string(),
-                ShareProgress {
-                    start_offsets,
-                    broker_lags,
-                    isolation: isolation.remove(n),
-                },
-            )
-        })
-        .collect();
-    Ok((groups, failures))
+            groups.push((group.group, progress));
+        }
+    }
+    (groups, failures)
 }
 
 /// A group's type as the metrics name it: lower case, as Kafka's tools print it.
