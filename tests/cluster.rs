@@ -497,8 +497,11 @@ async fn three_brokers_request_plan_follows_leaders_and_coordinators() {
     );
     let per_leader: BTreeSet<u32> = list_offsets.values().copied().collect();
     assert_eq!(per_leader.len(), 1, "uneven ListOffsets {list_offsets:?}");
-    // One OffsetFetch per coordinator, for three groups on three coordinators.
+    // One OffsetFetch per coordinator, for three groups on three coordinators, to the
+    // broker that listed them: no FindCoordinator. One Metadata request.
     assert_eq!(on("OffsetFetch"), BTreeMap::from([(1, 1), (2, 1), (3, 1)]));
+    assert_eq!(on("FindCoordinator"), BTreeMap::new(), "{plan:?}");
+    assert_eq!(on("Metadata").values().sum::<u32>(), 1, "{plan:?}");
     // Forensics: DescribeProducers on the two leaders of pinned partitions only,
     // DescribeTransactions on the two coordinators only.
     assert_eq!(on("DescribeProducers"), BTreeMap::from([(1, 1), (2, 1)]));
