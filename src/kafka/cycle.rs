@@ -384,8 +384,9 @@ impl KafkaSampler {
                     } else if with_offsets && self.wire_offsets.recovered() {
                         tracing::info!(cluster = %self.cluster, "the exporter's own Kafka client fetches committed offsets again");
                     }
-                    self.coordinators
-                        .retain(|name| listed.groups.iter().any(|g| g.name == name));
+                    let names: std::collections::HashSet<&str> =
+                        listed.groups.iter().map(|g| g.name.as_str()).collect();
+                    self.coordinators.retain(|name| names.contains(name));
                     return Some((listed.groups, offsets_done));
                 }
                 Err(reason) => {
