@@ -345,6 +345,14 @@ impl Reads {
             .pool
             .send(addr, &request, "Fetch", deadline)
             .await?;
+        // What record reads cost the brokers: the bench (bench/reads.rs) sums these.
+        let record_bytes: usize = response
+            .responses
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .filter_map(|p| p.records.as_ref().map(|r| r.len()))
+            .sum();
+        tracing::debug!(broker = %addr, partitions = items.len(), record_bytes, "Fetch answer");
         if let Some(error) = ResponseError::try_from_code(response.error_code) {
             let message = format!("{addr}: Fetch: {error:?}");
             return Ok(items.iter().map(|_| Err(message.clone())).collect());
