@@ -1,7 +1,9 @@
 //! What record reads cost under produce volume (`bench/run reads`).
 //!
 //! Workload: one topic of 8 partitions receiving 1 KiB records as fast as this machine
-//! allows (or `READS_MB_PER_S`), for `READS_SECONDS` (60 by default), from a plain
+//! allows (or `READS_MB_PER_S`), in batches of at most 16 KiB (the Java producer's
+//! default `batch.size`, as Kafka Streams writes; `READS_BATCH_BYTES` changes it:
+//! 1000000 is librdkafka's), for `READS_SECONDS` (60 by default), from a plain
 //! producer, or from a transactional one committing every 100 ms
 //! (`READS_INPUT=transactional`). An exactly-once group consumes it: a read_committed
 //! consumer whose offsets a transactional producer commits in its transaction every
@@ -54,6 +56,10 @@ fn produce(topic: &str, rate: u64, transactional: Option<String>, stop: &AtomicB
     config
         .set("bootstrap.servers", bootstrap())
         .set("linger.ms", "5")
+        .set(
+            "batch.size",
+            env_or("READS_BATCH_BYTES", 16_384).to_string(),
+        )
         .set("queue.buffering.max.kbytes", "262144");
     if let Some(id) = &transactional {
         config.set("transactional.id", id);
@@ -297,6 +303,9 @@ async fn main() {
             let mut reader = BufReader::new(stderr);
             let mut line = String::new();
             while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if std::env::var("READS_VERBOSE").is_ok() {
+                    eprint!("{line}");
+                }
                 if let Some(c) = bytes.captures(&line) {
                     fetched.fetch_add(c[1].parse().unwrap(), Ordering::Relaxed);
                     fetches.fetch_add(1, Ordering::Relaxed);
@@ -360,8 +369,9 @@ async fn main() {
     child.wait().unwrap();
 
     println!(
-        "input: {} producer, {PARTITIONS} partitions, {RECORD}-byte records; exactly-once group committing every {} ms; exporter interval {INTERVAL}",
+        "input: {} producer, {PARTITIONS} partitions, {RECORD}-byte records in batches of at most {} bytes; exactly-once group committing every {} ms; exporter interval {INTERVAL}",
         if transactional_input { "transactional (commits every 100 ms)" } else { "plain" },
+        env_or("READS_BATCH_BYTES", 16_384),
         COMMIT_EVERY.as_millis()
     );
     println!(
