@@ -1,30 +1,46 @@
 //! Record reads for lag that never counts markers: which parts of which partitions'
 //! logs a cycle reads (Fetch, batch headers only), and what it remembers between cycles.
 //!
+//! Reads cost a bounded share of what is produced. Only markers make `HW - committed`
+//! wrong, and only transactional producers write markers, so a partition is first
+//! classified: a partition where a group sits within `read_window` of the HW is asked
+//! about with DescribeProducers (one request per leader, again every ten minutes); a
+//! producer with a transaction open or a coordinator epoch set is transactional. An
+//! open transaction (forensics) or a transactional batch in any read also marks it.
+//! Where the brokers cannot tell, markers are assumed.
+//!
 //! Two kinds of read, both planned per partition leader:
-//! - **Windows.** Where some group sits at most `read_window` records below the HW, or
-//!   the LSO is that close to it, the partition's log is read from the lowest such
-//!   offset up to the HW (read_uncommitted) and kept as a [`LogExtent`]. Later cycles
-//!   only read what was appended since, so a cluster at rest costs no Fetch at all, and
-//!   a group a few records behind has its lag counted exactly.
-//! - **Positions.** For a group further behind (and for the record at the LSO when the
-//!   gap is wider than the window), one short read at its committed offset gives the
-//!   write time of the first record it has not read: read_committed below the LSO (the
-//!   answer lists the aborted transactions), read_uncommitted at or above it. The record
-//!   at an offset never changes, so each is read once and kept while it is asked for.
+//! - **Windows**, on transactional partitions only. Where some group sits at most
+//!   `read_window` records below the HW, the log is read from the lowest such offset up
+//!   to the HW (read_uncommitted) and kept as a [`LogExtent`]. The next cycle extends it
+//!   while its end still reaches that group; once the group has moved past it (an
+//!   exactly-once group commits every 100 ms), reading afresh from the group is smaller
+//!   than catching up, and the window starts over there. A window's reads are capped per
+//!   partition and per leader and cycle, the leader's windows taking turns first; one
+//!   that is not complete counts its unread offsets (an upper bound), and one the log
+//!   moved away from (OFFSET_OUT_OF_RANGE) is dropped and started over. A cluster at
+//!   rest costs no Fetch at all.
+//! - **Positions.** For every other group (on a plain partition, any group: there its
+//!   lag `HW - committed` is exact already) and for the record at the LSO outside a
+//!   window, one short read at the offset gives the write time of the first record not
+//!   read: read_committed below the LSO (the answer lists the aborted transactions),
+//!   read_uncommitted at or above it. A broker answers with at least the whole record
+//!   batch at the offset, so a position costs one batch; the record at an offset never
+//!   changes, so each is read once and kept while it is asked for.
 //!
 //! Each round sends at most one Fetch per leader and isolation level (a partition may
 //! appear once in a Fetch), and a cycle makes at most [`ROUNDS`] rounds: requests per
 //! cycle grow with brokers, not with partitions or groups. What is not read in time is
 //! absent (time lag) or counted as every offset (lag), never guessed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
+use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{FetchRequest, TopicName};
+use kafka_protocol::messages::{DescribeProducersRequest, FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
@@ -37,10 +53,17 @@ use crate::kafka::{PartitionLog, Planned, RawSample, Stage};
 const ROUNDS: usize = 4;
 /// Bytes one window read may bring per partition and round.
 const WINDOW_BYTES: i32 = 1024 * 1024;
-/// Bytes one position read brings: a few batch headers are all it needs.
-const POSITION_BYTES: i32 = 16 * 1024;
+/// Bytes the window reads of one partition may bring in one cycle.
+const PARTITION_CYCLE_BYTES: i64 = 4 * 1024 * 1024;
+/// Bytes the window reads from one leader may bring in one cycle.
+const LEADER_CYCLE_BYTES: i64 = 16 * 1024 * 1024;
+/// Bytes one position read brings: a few batch headers are all it needs (a batch cut
+/// short still has its header).
+const POSITION_BYTES: i32 = 4 * 1024;
 /// Bytes one Fetch answer may hold in all.
 const REQUEST_BYTES: i32 = 32 * 1024 * 1024;
+/// How long what DescribeProducers said of a partition is trusted.
+const RECLASSIFY: Duration = Duration::from_secs(10 * 60);
 
 type PartitionKey = (Arc<str>, i32);
 
@@ -65,12 +88,30 @@ pub struct Reads {
 struct State {
     windows: HashMap<PartitionKey, Arc<LogExtent>>,
     positions: HashMap<PositionKey, Arc<LogExtent>>,
+    /// Whether a partition may hold commit/abort markers, and since when that is known.
+    producers: HashMap<PartitionKey, Producers>,
+    /// The largest record batch read of each topic lately: a position read asks for that
+    /// much, since a broker sends nothing for a partition whose batch at the offset is
+    /// larger than asked (except for the first partition of an answer, which gets its
+    /// whole batch whatever its size).
+    batch_bytes: HashMap<Arc<str>, i32>,
+    /// Cycles so far: rotates which windows go first when a leader's budget runs out.
+    cycle: usize,
     /// A missing Read ACL is logged once, not every cycle.
     warned_unauthorized: bool,
 }
 
+/// What is known of the producers that write to a partition.
+#[derive(Debug, Clone, Copy)]
+struct Producers {
+    /// A transactional producer writes there (or it could not be told): markers may lie
+    /// anywhere above a committed offset.
+    transactional: bool,
+    checked: Instant,
+}
+
 /// What one partition needs read in this cycle.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Need {
     /// Read the log from here to the HW (the window).
     window_from: Option<i64>,
@@ -84,6 +125,22 @@ struct Item {
     bytes: i32,
     /// `None`: extends the window; `Some`: a position read.
     position: Option<PositionKey>,
+}
+
+/// Why one partition's part of a Fetch failed.
+struct ReadError {
+    message: String,
+    /// The offset is no longer (or not yet) in the log: the window starts over.
+    out_of_range: bool,
+}
+
+impl From<String> for ReadError {
+    fn from(message: String) -> ReadError {
+        ReadError {
+            message,
+            out_of_range: false,
+        }
+    }
 }
 
 impl Reads {
@@ -115,10 +172,80 @@ impl Reads {
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
     ) {
-        let needs = plan(sample, self.window);
         let mut state = std::mem::take(&mut *self.lock());
+        state.cycle = state.cycle.wrapping_add(1);
+        let now = Instant::now();
+        let leaders: HashMap<usize, i32> = planned.iter().map(|p| (p.index, p.leader)).collect();
 
-        // Windows: keep what is still useful, forget what is not.
+        // Which partitions may hold markers. An open transaction (forensics) or a
+        // transactional batch read proves it; where a window would be read,
+        // DescribeProducers says whether any producer is transactional.
+        let present: HashSet<PartitionKey> = sample
+            .partitions
+            .iter()
+            .map(|p| (p.topic.clone(), p.partition))
+            .collect();
+        state.producers.retain(|key, _| present.contains(key));
+        // Batch sizes are learned afresh now and then: producers change their settings.
+        if state.cycle % 100 == 0 {
+            state.batch_bytes.clear();
+        }
+        for p in &sample.partitions {
+            // Not HW > LSO alone: on a busy partition the HW, sampled after the LSO, is
+            // ahead of it without any transaction.
+            if p.open_transactions.as_ref().is_some_and(|t| !t.is_empty()) {
+                {
+                    state.producers.insert(
+                        (p.topic.clone(), p.partition),
+                        Producers {
+                            transactional: true,
+                            checked: now,
+                        },
+                    );
+                }
+            }
+        }
+        let unclassified: Vec<usize> = near_end(sample, self.window)
+            .into_iter()
+            .filter(|&i| {
+                let p = &sample.partitions[i];
+                state
+                    .producers
+                    .get(&(p.topic.clone(), p.partition))
+                    .map_or(true, |k| now.duration_since(k.checked) >= RECLASSIFY)
+            })
+            .collect();
+        if !unclassified.is_empty() {
+            let found = self
+                .describe_producers(sample, &unclassified, &leaders, brokers, deadline)
+                .await;
+            for index in unclassified {
+                let p = &sample.partitions[index];
+                // Not told: assume markers, as before anything was known.
+                let transactional = found.get(&index).copied().unwrap_or(true);
+                state.producers.insert(
+                    (p.topic.clone(), p.partition),
+                    Producers {
+                        transactional,
+                        checked: now,
+                    },
+                );
+            }
+        }
+        let may_hold_markers: Vec<bool> = sample
+            .partitions
+            .iter()
+            .map(|p| {
+                state
+                    .producers
+                    .get(&(p.topic.clone(), p.partition))
+                    .map_or(true, |k| k.transactional)
+            })
+            .collect();
+        let needs = plan(sample, self.window, &may_hold_markers);
+
+        // Windows: extend what is still useful, start over where a fresh read is
+        // smaller, forget what is not needed.
         let mut window_keys: HashMap<PartitionKey, usize> = HashMap::new();
         for (index, need) in needs.iter().enumerate() {
             let p = &sample.partitions[index];
@@ -126,11 +253,8 @@ impl Reads {
             let (Some(from), Some(hw)) = (need.window_from, p.high_watermark) else {
                 continue;
             };
-            let keep = state
-                .windows
-                .get(&key)
-                .is_some_and(|w| w.from() <= from && w.to() <= hw);
-            if keep {
+            let existing = state.windows.get(&key).map(|w| (w.from(), w.to()));
+            if keeps_window(existing, from, hw) {
                 let window = state.windows.get_mut(&key).expect("checked above");
                 Arc::make_mut(window).trim_before(from);
             } else {
@@ -141,16 +265,18 @@ impl Reads {
             window_keys.insert(key, index);
         }
         state.windows.retain(|key, _| window_keys.contains_key(key));
-        let wanted: std::collections::HashSet<&PositionKey> =
-            needs.iter().flat_map(|n| n.positions.iter()).collect();
+        let wanted: HashSet<&PositionKey> = needs.iter().flat_map(|n| n.positions.iter()).collect();
         state.positions.retain(|key, _| wanted.contains(key));
 
-        let leaders: HashMap<usize, i32> = planned.iter().map(|p| (p.index, p.leader)).collect();
         let mut failures: BTreeMap<usize, String> = BTreeMap::new();
+        let mut partition_spent: HashMap<usize, i64> = HashMap::new();
+        let mut leader_spent: HashMap<i32, i64> = HashMap::new();
         for _round in 0..ROUNDS {
-            // At most one item per partition and isolation level in a round.
+            // At most one item per partition and isolation level in a round; positions
+            // first, then windows in an order that rotates each cycle.
             let mut uncommitted: BTreeMap<i32, Vec<Item>> = BTreeMap::new();
             let mut committed: BTreeMap<i32, Vec<Item>> = BTreeMap::new();
+            let mut windows: BTreeMap<i32, Vec<Item>> = BTreeMap::new();
             for (index, need) in needs.iter().enumerate() {
                 if failures.contains_key(&index) {
                     continue;
@@ -162,13 +288,18 @@ impl Reads {
                 let hw = p.high_watermark.unwrap_or(0);
                 let key = (p.topic.clone(), p.partition);
                 let mut busy_uncommitted = false;
+                let budget = (PARTITION_CYCLE_BYTES
+                    - partition_spent.get(&index).copied().unwrap_or(0))
+                .min(LEADER_CYCLE_BYTES - leader_spent.get(&leader).copied().unwrap_or(0));
                 if let Some(window) = state.windows.get(&key).filter(|w| w.to() < hw) {
-                    uncommitted.entry(leader).or_default().push(Item {
-                        index,
-                        offset: window.to(),
-                        bytes: WINDOW_BYTES,
-                        position: None,
-                    });
+                    if budget > 0 {
+                        windows.entry(leader).or_default().push(Item {
+                            index,
+                            offset: window.to(),
+                            bytes: budget.min(i64::from(WINDOW_BYTES)) as i32,
+                            position: None,
+                        });
+                    }
                     busy_uncommitted = true;
                 }
                 let mut busy_committed = false;
@@ -185,13 +316,24 @@ impl Reads {
                         continue;
                     }
                     *busy = true;
+                    let bytes = state
+                        .batch_bytes
+                        .get(&p.topic)
+                        .copied()
+                        .unwrap_or(POSITION_BYTES)
+                        .clamp(POSITION_BYTES, WINDOW_BYTES);
                     queue.entry(leader).or_default().push(Item {
                         index,
                         offset: position.offset,
-                        bytes: POSITION_BYTES,
+                        bytes,
                         position: Some(position.clone()),
                     });
                 }
+            }
+            for (leader, mut items) in windows {
+                let turn = state.cycle % items.len();
+                items.rotate_left(turn);
+                uncommitted.entry(leader).or_default().extend(items);
             }
             if uncommitted.is_empty() && committed.is_empty() || Instant::now() >= deadline {
                 break;
@@ -205,19 +347,38 @@ impl Reads {
                         .map(|(leader, items)| (leader, true, items)),
                 );
             let partitions = &sample.partitions;
+            let leader_spent_now = &leader_spent;
             let answers = join_all(requests.map(|(leader, read_committed, items)| async move {
+                // The leader's window budget bounds the whole answer, positions aside.
+                let positions: i64 = items
+                    .iter()
+                    .filter(|i| i.position.is_some())
+                    .map(|i| i64::from(i.bytes))
+                    .sum();
+                let windows_left =
+                    LEADER_CYCLE_BYTES - leader_spent_now.get(&leader).copied().unwrap_or(0);
+                let max_bytes = (positions + windows_left.max(0))
+                    .clamp(i64::from(POSITION_BYTES), i64::from(REQUEST_BYTES))
+                    as i32;
                 let answer = match brokers.get(&leader) {
                     Some(addr) => self
-                        .fetch(addr, partitions, &items, read_committed, deadline)
+                        .fetch(
+                            addr,
+                            partitions,
+                            &items,
+                            read_committed,
+                            max_bytes,
+                            deadline,
+                        )
                         .await
                         .map_err(|e| e.to_string()),
                     None => Err(format!("leader {leader} is not in the metadata")),
                 };
-                (items, answer)
+                (leader, items, answer)
             }))
             .await;
             let mut progress = false;
-            for (items, answer) in answers {
+            for (leader, items, answer) in answers {
                 let answer = match answer {
                     Ok(answer) => answer,
                     Err(error) => {
@@ -229,12 +390,32 @@ impl Reads {
                 };
                 for (item, result) in items.into_iter().zip(answer) {
                     let p = &sample.partitions[item.index];
+                    let key = (p.topic.clone(), p.partition);
+                    if item.position.is_none() {
+                        let bytes = result.as_ref().map_or(0, |read| read.records.len() as i64);
+                        *partition_spent.entry(item.index).or_default() += bytes;
+                        *leader_spent.entry(leader).or_default() += bytes;
+                    }
                     match result.and_then(|read| {
                         parse_batches(&read.records)
                             .map(|batches| (read, batches))
-                            .map_err(|e| format!("{}/{}: {e}", p.topic, p.partition))
+                            .map_err(|e| format!("{}/{}: {e}", p.topic, p.partition).into())
                     }) {
                         Ok((read, batches)) => {
+                            if let Some(size) = first_batch_bytes(&read.records) {
+                                let hint = state.batch_bytes.entry(p.topic.clone()).or_default();
+                                *hint = (*hint).max(size);
+                            }
+                            // A transactional batch anywhere: this partition has markers.
+                            if batches.iter().any(|b| b.transactional) {
+                                state.producers.insert(
+                                    key.clone(),
+                                    Producers {
+                                        transactional: true,
+                                        checked: now,
+                                    },
+                                );
+                            }
                             // An empty answer below the broker's bound was not served
                             // (the answer's byte budget ran out): asked again next round.
                             let bound = match &item.position {
@@ -250,7 +431,6 @@ impl Reads {
                                 .map_or(item.offset.max(bound), |b| b.last_offset + 1);
                             match item.position {
                                 None => {
-                                    let key = (p.topic.clone(), p.partition);
                                     if let Some(window) = state.windows.get_mut(&key) {
                                         Arc::make_mut(window).append(&batches, end, None);
                                     }
@@ -266,7 +446,12 @@ impl Reads {
                             }
                         }
                         Err(error) => {
-                            failures.entry(item.index).or_insert(error);
+                            // The log moved on under the window (retention): forget it,
+                            // the next cycle starts a new one at the groups' offsets.
+                            if error.out_of_range && item.position.is_none() {
+                                state.windows.remove(&key);
+                            }
+                            failures.entry(item.index).or_insert(error.message);
                         }
                     }
                 }
@@ -302,6 +487,83 @@ impl Reads {
         *self.lock() = state;
     }
 
+    /// Asks the leaders of `indices` which partitions have a transactional producer (one
+    /// with a transaction open, or that has written a marker: coordinator epoch set).
+    /// Partitions whose answer failed are left out.
+    async fn describe_producers(
+        &self,
+        sample: &RawSample,
+        indices: &[usize],
+        leaders: &HashMap<usize, i32>,
+        brokers: &BTreeMap<i32, String>,
+        deadline: Instant,
+    ) -> HashMap<usize, bool> {
+        let mut by_leader: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+        for &index in indices {
+            if let Some(&leader) = leaders.get(&index) {
+                by_leader.entry(leader).or_default().push(index);
+            }
+        }
+        let requests = by_leader.into_iter().map(|(leader, indices)| async move {
+            let addr = brokers.get(&leader)?;
+            let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+            for &i in &indices {
+                let p = &sample.partitions[i];
+                topics.entry(&p.topic).or_default().push(p.partition);
+            }
+            let mut request = DescribeProducersRequest::default();
+            request.topics = topics
+                .into_iter()
+                .map(|(topic, partitions)| {
+                    let mut t = TopicRequest::default();
+                    t.name = TopicName(StrBytes::from_string(topic.to_string()));
+                    t.partition_indexes = partitions;
+                    t
+                })
+                .collect();
+            match self
+                .wire
+                .pool
+                .send(addr, &request, "DescribeProducers", deadline)
+                .await
+            {
+                Ok(answer) => Some((indices, answer)),
+                Err(error) => {
+                    tracing::debug!(cluster = %self.cluster, broker = %addr, %error, "DescribeProducers failed: record reads assume markers");
+                    None
+                }
+            }
+        });
+        let mut found = HashMap::new();
+        for (indices, answer) in join_all(requests).await.into_iter().flatten() {
+            let by_name: HashMap<(&str, i32), usize> = indices
+                .iter()
+                .map(|&i| {
+                    let p = &sample.partitions[i];
+                    ((&*p.topic, p.partition), i)
+                })
+                .collect();
+            for topic in &answer.topics {
+                for partition in &topic.partitions {
+                    let Some(&index) =
+                        by_name.get(&(topic.name.0.as_str(), partition.partition_index))
+                    else {
+                        continue;
+                    };
+                    if partition.error_code != 0 {
+                        continue;
+                    }
+                    let transactional = partition
+                        .active_producers
+                        .iter()
+                        .any(|p| p.current_txn_start_offset >= 0 || p.coordinator_epoch >= 0);
+                    found.insert(index, transactional);
+                }
+            }
+        }
+        found
+    }
+
     /// One Fetch to one leader for `items`: the answer for each item, in order.
     async fn fetch(
         &self,
@@ -309,8 +571,9 @@ impl Reads {
         partitions: &[crate::kafka::RawPartition],
         items: &[Item],
         read_committed: bool,
+        max_bytes: i32,
         deadline: Instant,
-    ) -> Result<Vec<Result<Read, String>>, crate::kafka::wire::WireError> {
+    ) -> Result<Vec<Result<Read, ReadError>>, crate::kafka::wire::WireError> {
         let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
         for item in items {
             let p = &partitions[item.index];
@@ -327,7 +590,7 @@ impl Reads {
         request.replica_id = (-1).into();
         request.max_wait_ms = 0;
         request.min_bytes = 0;
-        request.max_bytes = REQUEST_BYTES;
+        request.max_bytes = max_bytes;
         request.isolation_level = i8::from(read_committed);
         request.session_id = 0;
         request.session_epoch = -1;
@@ -345,11 +608,20 @@ impl Reads {
             .pool
             .send(addr, &request, "Fetch", deadline)
             .await?;
+        // What record reads cost the brokers: the bench (bench/reads.rs) sums these.
+        let record_bytes: usize = response
+            .responses
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .filter_map(|p| p.records.as_ref().map(|r| r.len()))
+            .sum();
+        tracing::debug!(broker = %addr, partitions = items.len(), record_bytes, "Fetch answer");
         if let Some(error) = ResponseError::try_from_code(response.error_code) {
             let message = format!("{addr}: Fetch: {error:?}");
-            return Ok(items.iter().map(|_| Err(message.clone())).collect());
+            return Ok(items.iter().map(|_| Err(message.clone().into())).collect());
         }
-        let mut answers: Vec<Option<Result<Read, String>>> = items.iter().map(|_| None).collect();
+        let mut answers: Vec<Option<Result<Read, ReadError>>> =
+            items.iter().map(|_| None).collect();
         let position: HashMap<(&str, i32), usize> = items
             .iter()
             .enumerate()
@@ -364,10 +636,13 @@ impl Reads {
                     continue;
                 };
                 answers[at] = Some(match ResponseError::try_from_code(partition.error_code) {
-                    Some(error) => Err(format!(
-                        "{}/{}: {error:?}",
-                        topic.topic.0, partition.partition_index
-                    )),
+                    Some(error) => Err(ReadError {
+                        message: format!(
+                            "{}/{}: {error:?}",
+                            topic.topic.0, partition.partition_index
+                        ),
+                        out_of_range: error == ResponseError::OffsetOutOfRange,
+                    }),
                     None => Ok(Read {
                         records: partition.records.clone().unwrap_or_default(),
                         high_watermark: partition.high_watermark,
@@ -388,18 +663,25 @@ impl Reads {
             .map(|(item, answer)| {
                 answer.unwrap_or_else(|| {
                     let p = &partitions[item.index];
-                    Err(format!(
-                        "{}/{}: missing from the Fetch answer",
-                        p.topic, p.partition
-                    ))
+                    Err(
+                        format!("{}/{}: missing from the Fetch answer", p.topic, p.partition)
+                            .into(),
+                    )
                 })
             })
             .collect())
     }
 }
 
-/// What each partition needs read (see the module docs).
-fn plan(sample: &RawSample, window: i64) -> Vec<Need> {
+/// The size of the first record batch in a Fetch answer's records, when whole.
+fn first_batch_bytes(records: &[u8]) -> Option<i32> {
+    let length = i32::from_be_bytes(records.get(8..12)?.try_into().ok()?);
+    let size = length.checked_add(12)?;
+    (size > 0 && records.len() >= size as usize).then_some(size)
+}
+
+/// The committed offsets of the sample's groups, by partition index.
+fn committed_offsets(sample: &RawSample) -> Vec<Vec<i64>> {
     let index: HashMap<(&str, i32), usize> = sample
         .partitions
         .iter()
@@ -414,39 +696,77 @@ fn plan(sample: &RawSample, window: i64) -> Vec<Need> {
             }
         }
     }
+    committed
+}
+
+/// The lowest committed offset at most `window` below the HW (and in the log), where a
+/// window would be read if the partition may hold markers.
+fn window_start(p: &crate::kafka::RawPartition, offsets: &[i64], window: i64) -> Option<i64> {
+    let hw = p.high_watermark?;
+    let log_start = p.log_start_offset.unwrap_or(0);
+    offsets
+        .iter()
+        .copied()
+        .filter(|&o| o < hw && o >= log_start && hw - o <= window)
+        .min()
+}
+
+/// Partitions where some group sits within `window` of the HW.
+fn near_end(sample: &RawSample, window: i64) -> Vec<usize> {
     sample
         .partitions
         .iter()
-        .zip(committed)
-        .map(|(p, mut offsets)| {
+        .zip(committed_offsets(sample))
+        .enumerate()
+        .filter(|(_, (p, offsets))| window_start(p, offsets, window).is_some())
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Whether a window `(from, to)` read so far serves a window wanted from `from` up to
+/// `hw`: it starts low enough, ends no later than the HW (a truncated log starts over),
+/// and reaches the lowest group. A window whose end fell below that group would read
+/// more to catch up (`hw - to`) than a fresh read from the group (`hw - from`).
+fn keeps_window(existing: Option<(i64, i64)>, from: i64, hw: i64) -> bool {
+    existing.is_some_and(|(start, end)| start <= from && from <= end && end <= hw)
+}
+
+/// What each partition needs read (see the module docs). `may_hold_markers` says, by
+/// partition index, whether a transactional producer writes there: elsewhere `HW -
+/// committed` is already exact and only positions are read, for the time lag.
+fn plan(sample: &RawSample, window: i64, may_hold_markers: &[bool]) -> Vec<Need> {
+    sample
+        .partitions
+        .iter()
+        .zip(committed_offsets(sample))
+        .zip(may_hold_markers)
+        .map(|((p, mut offsets), &markers)| {
             let (Some(hw), Some(lso)) = (p.high_watermark, p.last_stable_offset) else {
                 return Need::default();
             };
             let log_start = p.log_start_offset.unwrap_or(0);
+            let window_from = window_start(p, &offsets, window).filter(|_| markers);
             if hw > lso {
                 offsets.push(lso);
             }
             offsets.sort_unstable();
             offsets.dedup();
-            let mut need = Need::default();
-            for offset in offsets {
-                // Nothing left to read there, or no longer in the log (the group's
-                // consumers will reset): no read can say more.
-                if offset >= hw || offset < log_start {
-                    continue;
-                }
-                if hw - offset <= window {
-                    need.window_from = Some(need.window_from.map_or(offset, |f| f.min(offset)));
-                } else {
-                    need.positions.push(PositionKey {
-                        topic: p.topic.clone(),
-                        partition: p.partition,
-                        offset,
-                        read_committed: offset < lso,
-                    });
-                }
+            let positions = offsets
+                .into_iter()
+                // Nothing left to read there, no longer in the log (the group's consumers
+                // will reset), or in the window: no position read says more.
+                .filter(|&o| o < hw && o >= log_start && window_from.map_or(true, |f| o < f))
+                .map(|offset| PositionKey {
+                    topic: p.topic.clone(),
+                    partition: p.partition,
+                    offset,
+                    read_committed: offset < lso,
+                })
+                .collect();
+            Need {
+                window_from,
+                positions,
             }
-            need
         })
         .collect()
 }
@@ -514,27 +834,83 @@ mod tests {
             ],
             ..Default::default()
         };
-        let needs = plan(&sample, 300);
+        let transactional = [true; 3];
+        let needs = plan(&sample, 300, &transactional);
         // Caught up: nothing to read at all.
         assert!(needs[0].window_from.is_none() && needs[0].positions.is_empty());
         // Pinned 1,000 below the HW: the LSO and the groups are positions, read_committed
         // below the LSO only; nothing is read below the log start.
         assert_eq!(needs[1].window_from, None);
-        let positions: Vec<(i64, bool)> = needs[1]
-            .positions
-            .iter()
-            .map(|k| (k.offset, k.read_committed))
-            .collect();
         assert_eq!(
-            positions,
+            positions(&needs[1]),
             vec![(1_000, true), (4_000, false), (4_500, false)]
         );
         // Two groups close to the end share one window from the lower one.
         assert_eq!(needs[2].window_from, Some(4_990));
         assert!(needs[2].positions.is_empty());
-        // A window wide enough covers the pinned LSO and the groups near it.
-        let needs = plan(&sample, 1_000);
+        // A window wide enough covers the groups near the end and the pinned LSO above
+        // the lowest of them; the LSO alone never starts one.
+        let needs = plan(&sample, 1_000, &transactional);
         assert_eq!(needs[1].window_from, Some(4_000));
-        assert_eq!(needs[1].positions.len(), 1);
+        assert_eq!(positions(&needs[1]), vec![(1_000, true)]);
+        let sample = RawSample {
+            groups: vec![group("far", "pinned", 1_000)],
+            ..sample
+        };
+        let needs = plan(&sample, 1_000, &transactional);
+        assert_eq!(needs[1].window_from, None);
+        assert_eq!(positions(&needs[1]), vec![(1_000, true), (4_000, false)]);
+    }
+
+    fn positions(need: &Need) -> Vec<(i64, bool)> {
+        need.positions
+            .iter()
+            .map(|k| (k.offset, k.read_committed))
+            .collect()
+    }
+
+    /// Without a transactional producer a partition has no markers: `HW - committed` is
+    /// exact, so a group near the end gets a position read (its time lag), no window.
+    #[test]
+    fn plain_partitions_get_positions_and_no_window() {
+        let sample = RawSample {
+            reached: true,
+            partitions: vec![
+                partition("plain", 5_000, 5_000),
+                partition("txn", 5_000, 5_000),
+            ],
+            groups: vec![
+                group("eos", "plain", 4_990),
+                group("eos", "txn", 4_990),
+                group("far", "plain", 1_000),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(near_end(&sample, 300), vec![0, 1]);
+        let needs = plan(&sample, 300, &[false, true]);
+        assert_eq!(needs[0].window_from, None);
+        assert_eq!(positions(&needs[0]), vec![(1_000, true), (4_990, true)]);
+        assert_eq!(needs[1].window_from, Some(4_990));
+        assert!(needs[1].positions.is_empty());
+        // Only groups within the window make a partition worth classifying.
+        assert_eq!(near_end(&sample, 5), Vec::<usize>::new());
+    }
+
+    /// A window is extended while that reads less than starting over at the lowest
+    /// group; once its end falls below that group (a group committing every 100 ms
+    /// leaves the window of the previous cycle behind), the fresh read is smaller.
+    #[test]
+    fn fresh_read_when_the_window_fell_behind_the_groups() {
+        // Read to 5_000 last cycle; the group is at 4_990, the HW now 6_000: extend.
+        assert!(keeps_window(Some((4_900, 5_000)), 4_990, 6_000));
+        // The group moved past the window's end: [5_900, 6_000) beats [5_000, 6_000).
+        assert!(!keeps_window(Some((4_900, 5_000)), 5_900, 6_000));
+        // A group below the window, or a log truncated below its end: start over.
+        assert!(!keeps_window(Some((4_900, 5_000)), 4_800, 6_000));
+        assert!(!keeps_window(Some((4_900, 5_000)), 4_950, 4_990));
+        assert!(!keeps_window(None, 4_990, 6_000));
+        // Retention passed the window's end and the group reset to the new log start:
+        // start over there (an OFFSET_OUT_OF_RANGE answer drops the window as well).
+        assert!(!keeps_window(Some((4_900, 5_000)), 7_000, 7_200));
     }
 }
