@@ -30,8 +30,10 @@
 //!
 //! Each round sends at most one Fetch per leader and isolation level (a partition may
 //! appear once in a Fetch), and a cycle makes at most [`ROUNDS`] rounds: requests per
-//! cycle grow with brokers, not with partitions or groups. What is not read in time is
-//! absent (time lag) or counted as every offset (lag), never guessed.
+//! cycle grow with brokers, not with partitions or groups. Each round but the last gets
+//! half of the time left, and the classification a third: a leader that does not answer
+//! fails its own partitions once, and the other leaders' rounds go on. What is not read
+//! in time is absent (time lag) or counted as every offset (lag), never guessed.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -216,8 +218,12 @@ impl Reads {
             })
             .collect();
         if !unclassified.is_empty() {
+            // A third of the time at most: a leader that does not answer leaves the
+            // others' reads time of their own.
+            let classify_deadline =
+                Instant::now() + deadline.saturating_duration_since(Instant::now()) / 3;
             let found = self
-                .describe_producers(sample, &unclassified, &leaders, brokers, deadline)
+                .describe_producers(sample, &unclassified, &leaders, brokers, classify_deadline)
                 .await;
             for index in unclassified {
                 let p = &sample.partitions[index];
@@ -271,7 +277,15 @@ impl Reads {
         let mut failures: BTreeMap<usize, String> = BTreeMap::new();
         let mut partition_spent: HashMap<usize, i64> = HashMap::new();
         let mut leader_spent: HashMap<i32, i64> = HashMap::new();
-        for _round in 0..ROUNDS {
+        for round in 0..ROUNDS {
+            // Each round but the last gets half of the time left: a leader that does not
+            // answer fails its partitions in one round, and the others still have the
+            // time for theirs.
+            let round_deadline = if round + 1 < ROUNDS {
+                Instant::now() + deadline.saturating_duration_since(Instant::now()) / 2
+            } else {
+                deadline
+            };
             // At most one item per partition and isolation level in a round; positions
             // first, then windows in an order that rotates each cycle.
             let mut uncommitted: BTreeMap<i32, Vec<Item>> = BTreeMap::new();
@@ -368,7 +382,7 @@ impl Reads {
                             &items,
                             read_committed,
                             max_bytes,
-                            deadline,
+                            round_deadline,
                         )
                         .await
                         .map_err(|e| e.to_string()),
