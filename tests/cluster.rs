@@ -1163,6 +1163,42 @@ async fn three_brokers_hung_lowest_broker_holds_up_only_its_own() {
             "broker 1 {fault}: values of brokers 2 and 3 went absent ({first_missing})"
         );
         assert_cycles_within_deadline(&exporter.scrape().await);
+        if mode == Mode::Blackhole {
+            // An exporter that starts while the broker hangs: everything of the others
+            // from its first cycles on, and in every cycle after.
+            let fresh = Exporter::start(
+                &format!("^{topic}$"),
+                &group_regex,
+                &[(
+                    "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS",
+                    &proxied,
+                )],
+            )
+            .await;
+            let started = Instant::now();
+            fresh
+                .wait_for(
+                    "every value of brokers 2 and 3 from an exporter started while broker 1 hangs",
+                    Duration::from_secs(15),
+                    |s| all_present(s).ok(),
+                )
+                .await;
+            let ready = started.elapsed();
+            let watch = Watch::start(fresh.addr, keep.clone());
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let scrapes = watch.finish().await;
+            let absent = absent_cycles(&scrapes, |s| all_present(s).is_ok());
+            eprintln!(
+                "exporter started while broker 1 hangs: every value of brokers 2 and 3 after \
+                 {:.1} s, then {absent} absent cycles",
+                ready.as_secs_f64()
+            );
+            assert_eq!(
+                absent, 0,
+                "values went absent on the exporter started during the hang"
+            );
+            fresh.stop().await;
+        }
         proxies[0].set_mode(Mode::Forward);
         proxies[0].cut_all();
     }
