@@ -667,7 +667,7 @@ impl GroupState {
 }
 
 /// The result of deriving one cycle.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Derived {
     pub partitions: Vec<PartitionState>,
     pub groups: Vec<GroupState>,
