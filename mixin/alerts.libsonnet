@@ -12,6 +12,14 @@ local text = import 'lib/text.libsonnet';
     local c = $._config,
     local cl = c.clusterLabel,
     local sel(matchers) = promql.selector(c, matchers),
+    // A paging alert's series, bridging gaps shorter than pagingGapWindow. When an exporter
+    // restarts, Prometheus marks its series stale for a scrape or two; a plain selector
+    // then returns nothing and the alert's `for` starts over. last_over_time skips the
+    // stale markers and keeps the last value across the gap, while a real change (the
+    // value falling below the threshold) still ends the alert at once: neither
+    // min_over_time (which would fire a window late) nor max_over_time (which would hold
+    // a value that ended, and let a shorter episode satisfy the `for`) keeps both.
+    local bridged(metric) = 'last_over_time(%s%s[%s])' % [metric, sel([]), c.pagingGapWindow],
     local runbook(alert) = c.runbookURLBase + alert + '.md',
 
     // Appended to descriptions: the open transaction whose start offset is the partition's
@@ -83,7 +91,8 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaLsoStuck',
-            expr: 'kafka_partition_lso_stuck_seconds%s > %s' % [sel([]), text.number(c.stuckCriticalSeconds)],
+            expr: '%s > %s' % [bridged('kafka_partition_lso_stuck_seconds'), text.number(c.stuckCriticalSeconds)],
+            'for': c.stuckCriticalFor,
             labels: { severity: 'critical' },
             annotations: {
               summary: '{{ $labels.topic }}/{{ $labels.partition }}: last stable offset stuck for {{ $value | humanizeDuration }}, beyond any transaction timeout',
@@ -142,7 +151,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaTransactionHanging',
-            expr: 'kafka_partition_hanging_transactions%s > 0' % sel([]),
+            expr: '%s > 0' % bridged('kafka_partition_hanging_transactions'),
             'for': c.hangingFor,
             labels: { severity: 'critical' },
             annotations: {
@@ -150,8 +159,9 @@ local text = import 'lib/text.libsonnet';
               description: describe(|||
                 On cluster {{ $labels.%(cl)s }}, {{ $value }} open transaction(s) in {{ $labels.topic }}/{{ $labels.partition }}
                 have been hanging for more than %(hangingFor)s: open longer than the broker's transaction.max.timeout.ms
-                plus the exporter's hanging_margin (KIP-664), counted from the coordinator's start time, or from
-                the producer's last write when no coordinator reports them as open in this partition. A hanging transaction never ends by itself: the
+                plus the exporter's hanging_margin (KIP-664), counted from the coordinator's start time, or when no
+                coordinator reports them as open in this partition from the LogAppendTime of their first record or the
+                exporter's first sight of them. A hanging transaction never ends by itself: the
                 partition's last stable offset stays pinned until it is aborted. The exporter's /api/v1/stuck
                 (or its / page, or the dashboard's Transactions holding the LSO) shows the transaction and its
                 kafka-transactions.sh abort command.%(transactionAtLso)s

@@ -23,6 +23,8 @@
     // critical: longer than the broker's default transaction.max.timeout.ms (15 min).
     stuckWarningSeconds: 180,
     stuckCriticalSeconds: 900,
+    // How long the critical one must hold before it pages.
+    stuckCriticalFor: '2m',
     // KafkaConsumerGroupBlockedByTransaction: seconds the LSO a caught-up group waits on
     // has been stuck.
     blockedStuckSeconds: 120,
@@ -30,6 +32,10 @@
     readsUncommittedFor: '5m',
     // KafkaTransactionHanging: how long a partition must hold a hanging transaction.
     hangingFor: '5m',
+    // Paging (critical) alerts read their series through last_over_time over this window,
+    // so that a gap in the series shorter than it (an exporter restart: a scrape or two
+    // missing) does not reset their `for`. Longer than two scrape intervals.
+    pagingGapWindow: '2m',
     // KafkaLsoExporterClusterDown: how long a cluster must stay unreachable.
     clusterDownFor: '2m',
     // KafkaLsoExporterStale: seconds since the last successful cycle; 45 s is 3 sampling

@@ -193,7 +193,7 @@ pub struct ClusterConfig {
     pub topics: NameFilter,
     pub groups: NameFilter,
     /// librdkafka properties passed through as-is (security.protocol, sasl.*, ssl.*).
-    pub client: BTreeMap<String, String>,
+    pub client: ClientProperties,
     /// Cardinality guard: at most this many sampled series for the cluster.
     pub max_series: Option<usize>,
     /// Groups whose series the guard never drops.
@@ -216,6 +216,51 @@ pub struct ClusterConfig {
     pub group_granularity: GroupGranularity,
     /// Also export kafka_exporter's metric families (`compat = ["kafka_exporter"]`).
     pub compat_kafka_exporter: bool,
+}
+
+/// A cluster's librdkafka properties. They hold secrets (`sasl.password`,
+/// `ssl.key.password`, ...), so `Debug` shows the value of no key that
+/// [`looks_secret`]: a `{:?}` of the config in a log or a panic message leaks nothing.
+/// Reads as the map it wraps.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ClientProperties(BTreeMap<String, String>);
+
+impl ClientProperties {
+    pub fn new(properties: BTreeMap<String, String>) -> ClientProperties {
+        ClientProperties(properties)
+    }
+}
+
+impl std::ops::Deref for ClientProperties {
+    type Target = BTreeMap<String, String>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a ClientProperties {
+    type Item = (&'a String, &'a String);
+    type IntoIter = std::collections::btree_map::Iter<'a, String, String>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl fmt::Debug for ClientProperties {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(key, value)| {
+                let shown: &dyn fmt::Debug = if looks_secret(key) {
+                    &"<redacted>"
+                } else {
+                    value
+                };
+                (key, shown)
+            }))
+            .finish()
+    }
 }
 
 /// How finely a cluster's (or a group's) series are broken down.
@@ -281,10 +326,28 @@ pub enum LogFormat {
 
 /// Include/exclude regexes over topic or group names. A name is kept when it matches at
 /// least one include pattern and no exclude pattern; patterns are unanchored searches.
+/// For topics, an internal topic (`__consumer_offsets`, `__transaction_state`, ...) is kept
+/// only when an include pattern names internal topics ([`names_internal_topics`]):
+/// `include = [".*"]` matches them too, but nobody who writes
+/// `topics = { exclude = ["^test"] }` means to sample `__consumer_offsets`.
 #[derive(Debug, Clone)]
 pub struct NameFilter {
     include: RegexSet,
     exclude: RegexSet,
+    /// Topics only: the include patterns that name internal topics.
+    internal: Option<RegexSet>,
+}
+
+/// Names of Kafka's internal topics start with this.
+const INTERNAL_PREFIX: &str = "__";
+
+/// An include pattern names internal topics when it begins with `__`, after an optional
+/// `^` and opening groups: `^__consumer_offsets$`, `^__`, `(?:__transaction_state)`.
+pub fn names_internal_topics(pattern: &str) -> bool {
+    pattern
+        .trim_start_matches(['^', '('])
+        .trim_start_matches("?:")
+        .starts_with(INTERNAL_PREFIX)
 }
 
 impl NameFilter {
@@ -292,11 +355,26 @@ impl NameFilter {
         Ok(Self {
             include: RegexSet::new(include)?,
             exclude: RegexSet::new(exclude)?,
+            internal: None,
+        })
+    }
+
+    /// A topic filter: as [`NameFilter::new`], and internal topics only where an include
+    /// pattern names them.
+    pub fn topics(include: &[String], exclude: &[String]) -> Result<Self, regex::Error> {
+        let internal = include.iter().filter(|p| names_internal_topics(p));
+        Ok(Self {
+            internal: Some(RegexSet::new(internal)?),
+            ..Self::new(include, exclude)?
         })
     }
 
     pub fn accepts(&self, name: &str) -> bool {
-        self.include.is_match(name) && !self.exclude.is_match(name)
+        let include = match &self.internal {
+            Some(internal) if name.starts_with(INTERNAL_PREFIX) => internal,
+            _ => &self.include,
+        };
+        include.is_match(name) && !self.exclude.is_match(name)
     }
 }
 
@@ -1020,11 +1098,11 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
                 "\"{bad}\" is not host:port"
             )));
         }
-        let topics = filter(&cluster.topics).map_err(|(field, e)| {
+        let topics = filter(&cluster.topics, NameFilter::topics).map_err(|(field, e)| {
             let k = ["clusters", &idx, "topics", field];
             invalid(figment, &k, e)
         })?;
-        let groups = filter(&cluster.groups).map_err(|(field, e)| {
+        let groups = filter(&cluster.groups, NameFilter::new).map_err(|(field, e)| {
             let k = ["clusters", &idx, "groups", field];
             invalid(figment, &k, e)
         })?;
@@ -1037,10 +1115,13 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
                 )))
             }
         };
-        let priority_groups = filter(&RawFilter {
-            include: cluster.priority_groups,
-            exclude: Vec::new(),
-        })
+        let priority_groups = filter(
+            &RawFilter {
+                include: cluster.priority_groups,
+                exclude: Vec::new(),
+            },
+            NameFilter::new,
+        )
         .map_err(|(_, e)| at("priority_groups")(e))?;
         let hanging_margin = match &cluster.hanging_margin {
             Some(text) => {
@@ -1120,7 +1201,7 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             bootstrap_servers: servers.join(","),
             topics,
             groups,
-            client,
+            client: ClientProperties::new(client),
             max_series,
             priority_groups,
             transactions: cluster.transactions,
@@ -1225,7 +1306,10 @@ fn looks_like_host_port(server: &str) -> bool {
     }
 }
 
-fn filter(raw: &RawFilter) -> Result<NameFilter, (&'static str, String)> {
+fn filter(
+    raw: &RawFilter,
+    new: fn(&[String], &[String]) -> Result<NameFilter, regex::Error>,
+) -> Result<NameFilter, (&'static str, String)> {
     for (field, patterns) in [("include", &raw.include), ("exclude", &raw.exclude)] {
         for pattern in patterns {
             if let Err(error) = regex::Regex::new(pattern) {
@@ -1240,7 +1324,111 @@ fn filter(raw: &RawFilter) -> Result<NameFilter, (&'static str, String)> {
             }
         }
     }
-    NameFilter::new(&raw.include, &raw.exclude).map_err(|e| ("include", e.to_string()))
+    new(&raw.include, &raw.exclude).map_err(|e| ("include", e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loads `text` as the config file, without environment or flags.
+    fn load(name: &str, text: &str) -> Config {
+        let path = std::env::temp_dir().join(format!(
+            "kafka-lso-exporter-config-{}-{name}.toml",
+            std::process::id()
+        ));
+        std::fs::write(&path, text).unwrap();
+        let loaded = Config::load(Some(&path), Vec::new(), &Overrides::default());
+        let _ = std::fs::remove_file(&path);
+        loaded.unwrap()
+    }
+
+    fn topics(name: &str, table: &str) -> NameFilter {
+        let text =
+            format!("[[clusters]]\nbootstrap_servers = \"localhost:9092\"\ntopics = {table}\n");
+        load(name, &text).clusters[0].topics.clone()
+    }
+
+    #[test]
+    fn a_topics_table_keeps_internal_topics_out_unless_it_names_them() {
+        // (topics table, accepted, refused)
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            (
+                r#"{ exclude = ["^test"] }"#,
+                &["orders"],
+                &["test-1", "__consumer_offsets", "__transaction_state"],
+            ),
+            (
+                r#"{ include = [".*"], exclude = [] }"#,
+                &["orders", "o__rders"],
+                &["__consumer_offsets"],
+            ),
+            (
+                r#"{ include = ["orders", "^__consumer_offsets$"] }"#,
+                &["orders", "__consumer_offsets"],
+                &["__transaction_state", "payments"],
+            ),
+            (
+                r#"{ include = ["^__"], exclude = ["^__transaction"] }"#,
+                &["__consumer_offsets", "__share_group_state"],
+                &["__transaction_state", "orders"],
+            ),
+            (
+                r#"{ include = [".*", "(?:__consumer_offsets)"] }"#,
+                &["orders", "__consumer_offsets"],
+                &["__transaction_state"],
+            ),
+        ];
+        for (i, (table, accepted, refused)) in cases.iter().enumerate() {
+            let filter = topics(&format!("topics-{i}"), table);
+            for topic in *accepted {
+                assert!(filter.accepts(topic), "{table} must accept {topic}");
+            }
+            for topic in *refused {
+                assert!(!filter.accepts(topic), "{table} must refuse {topic}");
+            }
+        }
+        // Groups have no internal names: a group called __x is a group like any other.
+        let config = load(
+            "groups",
+            "[[clusters]]\nbootstrap_servers = \"localhost:9092\"\ngroups = { exclude = [\"^test\"] }\n",
+        );
+        assert!(config.clusters[0].groups.accepts("__x"));
+    }
+
+    #[test]
+    fn no_secret_reaches_debug() {
+        let config = load(
+            "secrets",
+            r#"
+[[clusters]]
+bootstrap_servers = "localhost:9092"
+[clusters.client]
+"security.protocol" = "SASL_SSL"
+"sasl.username" = "exporter"
+"sasl.password" = "hunter2-sasl"
+"ssl.key.password" = "hunter2-key"
+"sasl.oauthbearer.client.secret" = "hunter2-oauth"
+"#,
+        );
+        let shown = format!("{config:?} {:?}", config.clusters[0]);
+        for secret in ["hunter2-sasl", "hunter2-key", "hunter2-oauth"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        // What is no secret still helps whoever reads the log, and the values still
+        // reach the client.
+        assert!(shown.contains(r#""sasl.username": "exporter""#), "{shown}");
+        assert!(
+            shown.contains(r#""sasl.password": "<redacted>""#),
+            "{shown}"
+        );
+        let client = &config.clusters[0].client;
+        assert_eq!(
+            client.get("sasl.password").map(String::as_str),
+            Some("hunter2-sasl")
+        );
+        assert_eq!(client.len(), 5);
+    }
 }
 
 /// Property tests: any config file, environment and flags give a config or an error,

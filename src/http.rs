@@ -182,7 +182,11 @@ pub struct StuckTransaction<'a> {
     pub start_offset: i64,
     /// The coordinator's state, `null` when no coordinator reported this producer.
     pub state: Option<&'a str>,
-    pub age_seconds: f64,
+    /// `null` when no clock dates the transaction (see `age_clock`).
+    pub age_seconds: Option<f64>,
+    /// coordinator, log_append_time or first_sight: the clock `age_seconds` is read
+    /// from; never a timestamp the producer wrote.
+    pub age_clock: Option<&'static str>,
     pub timeout_ms: Option<i32>,
     /// open, disagrees, not_found, loading (a coordinator that moved is loading the
     /// transaction log; the transaction cannot end before it has), unavailable (a broker
@@ -192,8 +196,9 @@ pub struct StuckTransaction<'a> {
     pub coordinator_broker: Option<i32>,
     pub hanging: bool,
     /// Aborts this transaction in this partition (KIP-664); for a hanging transaction,
-    /// or one whose producer is gone for good.
-    pub abort_command: String,
+    /// or one whose producer is gone for good. `null` while its age is unknown: nothing
+    /// then says it is not a healthy transaction about to commit.
+    pub abort_command: Option<String>,
 }
 
 impl<'a> StuckReport<'a> {
@@ -237,16 +242,17 @@ impl<'a> StuckReport<'a> {
                             start_offset: t.start_offset,
                             state: t.state.as_deref(),
                             age_seconds: t.age_seconds,
+                            age_clock: t.age_clock.map(|c| c.as_str()),
                             timeout_ms: t.timeout_ms,
                             coordinator: t.coordinator.as_str(),
                             coordinator_broker: t.coordinator_broker,
                             hanging: t.hanging,
-                            abort_command: format!(
+                            abort_command: t.age_seconds.map(|_| format!(
                                 "kafka-transactions.sh --bootstrap-server {servers} abort --topic {} --partition {} --start-offset {}",
                                 shell_word(&p.topic),
                                 p.partition,
                                 t.start_offset
-                            ),
+                            )),
                         })
                         .collect()
                 });
@@ -434,22 +440,28 @@ pub fn render_index(
                     "<td class=\"l\">{id}</td><td>{}/{}</td><td class=\"l\">{state}</td><td class=\"l\">{coordinator}</td><td>{}</td>",
                     t.producer_id,
                     t.producer_epoch,
-                    human_duration(t.age_seconds)
+                    t.age_seconds.map_or("unknown".to_string(), human_duration)
                 );
                 if i == 0 {
                     let _ = write!(out, "<td class=\"l\" rowspan=\"{rows}\">{blocked}</td>");
                 }
-                let _ = writeln!(
-                    out,
-                    "<td class=\"l\"><code>{}</code></td></tr>",
-                    escape(&t.abort_command)
-                );
+                let _ = match &t.abort_command {
+                    Some(command) => writeln!(
+                        out,
+                        "<td class=\"l\"><code>{}</code></td></tr>",
+                        escape(command)
+                    ),
+                    None => writeln!(
+                        out,
+                        "<td class=\"l\">- (age unknown: watch it for a cycle)</td></tr>"
+                    ),
+                };
             }
         }
         out.push_str("</table>\n");
         out.push_str("<p>The abort command ends a transaction in one partition without its producer; use it for a hanging transaction or one whose producer is gone for good (a live producer would be fenced). Add <code>--command-config</code> for a secured cluster.</p>\n");
     }
-    out.push_str("<p>Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the age of the oldest withheld record (an upper bound). The oldest withheld record's age comes from its timestamp in the log.</p>\n</body></html>\n");
+    out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own, never from a timestamp the producer wrote. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic. A transaction's age comes from its coordinator's start time, else the LogAppendTime of its first record, else the first cycle that saw it; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
     out
 }
 
@@ -482,8 +494,8 @@ pub fn escape(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::snapshot::{
-        CoordinatorStatus, GroupPartitionState, GroupState, OpenTransaction, PartitionState,
-        Visibility,
+        AgeClock, CoordinatorStatus, GroupPartitionState, GroupState, OpenTransaction,
+        PartitionState, Visibility,
     };
 
     fn partition(topic: &str, partition: i32, hw: i64, lso: i64, stuck: f64) -> PartitionState {
@@ -623,7 +635,8 @@ mod tests {
                 start_offset: 880,
                 transactional_id: "etl-<1>".into(),
                 state: Some("Ongoing".into()),
-                age_seconds: 190.0,
+                age_seconds: Some(190.0),
+                age_clock: Some(AgeClock::Coordinator),
                 timeout_ms: Some(60_000),
                 coordinator: CoordinatorStatus::Open,
                 coordinator_broker: Some(2),
@@ -635,7 +648,8 @@ mod tests {
                 start_offset: 890,
                 transactional_id: "etl-2".into(),
                 state: Some("Ongoing".into()),
-                age_seconds: 20.0,
+                age_seconds: Some(20.0),
+                age_clock: Some(AgeClock::Coordinator),
                 timeout_ms: Some(60_000),
                 coordinator: CoordinatorStatus::Open,
                 coordinator_broker: Some(2),
@@ -647,7 +661,8 @@ mod tests {
                 start_offset: 895,
                 transactional_id: String::new(),
                 state: None,
-                age_seconds: 5.0,
+                age_seconds: None,
+                age_clock: None,
                 timeout_ms: None,
                 coordinator: CoordinatorStatus::Unknown,
                 coordinator_broker: None,
@@ -675,9 +690,11 @@ mod tests {
         let transactions = p.transactions.as_ref().unwrap();
         assert_eq!(transactions[0].transactional_id, "etl-<1>");
         assert_eq!(
-            transactions[0].abort_command,
-            "kafka-transactions.sh --bootstrap-server kafka-0:9092,kafka-1:9092 abort --topic orders --partition 0 --start-offset 880"
+            transactions[0].abort_command.as_deref(),
+            Some("kafka-transactions.sh --bootstrap-server kafka-0:9092,kafka-1:9092 abort --topic orders --partition 0 --start-offset 880")
         );
+        // No clock dates the third: no abort command for it.
+        assert_eq!(transactions[2].abort_command, None);
         let json: serde_json::Value =
             serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
         assert_eq!(
@@ -694,6 +711,12 @@ mod tests {
             2
         );
         assert!(json["partitions"][0]["transactions"][2]["coordinator_broker"].is_null());
+        assert!(json["partitions"][0]["transactions"][2]["age_seconds"].is_null());
+        assert!(json["partitions"][0]["transactions"][2]["abort_command"].is_null());
+        assert_eq!(
+            json["partitions"][0]["transactions"][0]["age_clock"],
+            "coordinator"
+        );
         assert_eq!(json["partitions"][0]["blocked_groups"][0], hostile_group);
 
         let page = render_index(&clusters, &bootstrap, "/metrics", SystemTime::now());
@@ -702,6 +725,13 @@ mod tests {
         assert!(!page.contains("<b>"), "unescaped group name: {page}");
         assert!(page.contains("<td>4001/7</td><td class=\"l\"><span class=\"hang\">Ongoing (hanging)</span></td><td class=\"l\">broker 2</td><td>3m 10s</td>"));
         assert!(page.contains("<code>kafka-transactions.sh --bootstrap-server kafka-0:9092,kafka-1:9092 abort --topic orders --partition 0 --start-offset 890</code>"));
+        assert!(!page.contains("--start-offset 895"), "{page}");
+        assert!(
+            page.contains(
+                "<td>4003/1</td><td class=\"l\">unknown</td><td class=\"l\">-</td><td>unknown</td>"
+            ),
+            "{page}"
+        );
         assert!(!page.contains(">slow<") && !page.contains(">audit<") && !page.contains(">peek<"));
         // An empty id says why it is empty, never that no coordinator knows it when the
         // lookup merely failed.

@@ -575,10 +575,10 @@ fn encode_partitions(
         ("kafka_partition_open_transactions", "Open transactions in the partition (asked of the leader only while HW > LSO; 0 when they are equal)", |p| {
             p.transactions.as_ref().map(|t| Value::Count(t.len() as i64))
         }),
-        ("kafka_partition_oldest_transaction_age_seconds", "Age of the oldest open transaction in the partition, from its coordinator's start time; 0 when none is open", |p| {
-            p.transactions.as_ref().map(|t| Value::Seconds(t.iter().map(|t| t.age_seconds).fold(0.0, f64::max)))
+        ("kafka_partition_oldest_transaction_age_seconds", "Age of the oldest open transaction in the partition whose age is known (see kafka_transaction_open_age_seconds); 0 when none is open, absent when none can be dated", |p| {
+            p.oldest_transaction_age().map(Value::Seconds)
         }),
-        ("kafka_partition_hanging_transactions", "Open transactions in the partition older than transaction.max.timeout.ms plus hanging_margin (KIP-664): by the coordinator's start time, or since the producer's last write when no coordinator reports them as open there", |p| {
+        ("kafka_partition_hanging_transactions", "Open transactions in the partition older than transaction.max.timeout.ms plus hanging_margin (KIP-664), by the age of kafka_transaction_open_age_seconds; one of unknown age is never counted", |p| {
             p.transactions.as_ref().map(|t| Value::Count(t.iter().filter(|t| t.hanging).count() as i64))
         }),
     ];
@@ -601,13 +601,13 @@ fn encode_partitions(
         }
     }
 
-    type TransactionValue = fn(&crate::snapshot::OpenTransaction) -> Value;
+    type TransactionValue = fn(&crate::snapshot::OpenTransaction) -> Option<Value>;
     let transaction_families: [(&str, &str, TransactionValue); 2] = [
         ("kafka_transaction_open_info", "An open transaction holding records of the partition back from read_committed consumers; always 1 (its age: kafka_transaction_open_age_seconds)", |_| {
-            Value::Count(1)
+            Some(Value::Count(1))
         }),
-        ("kafka_transaction_open_age_seconds", "Age of an open transaction in the partition: from its coordinator's start time, or since the producer's last write when no coordinator reports it as open there", |t| {
-            Value::Seconds(t.age_seconds)
+        ("kafka_transaction_open_age_seconds", "Age of an open transaction in the partition, by broker clocks or the exporter's own: from its coordinator's start time when the coordinator reports it open there, else from the LogAppendTime of its first record or since the exporter first saw it, whichever is older; absent when none applies (never from a timestamp the producer wrote)", |t| {
+            t.age_seconds.map(Value::Seconds)
         }),
     ];
     for (name, help, value) in transaction_families {
@@ -633,7 +633,9 @@ fn encode_partitions(
                         ("producer_epoch", &producer_epoch),
                         ("start_offset", &start_offset),
                     ];
-                    gauge(&mut family, &labels, value(t))?;
+                    if let Some(v) = value(t) {
+                        gauge(&mut family, &labels, v)?;
+                    }
                 }
             }
         }

@@ -9,10 +9,10 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
 use crate::config::{GroupGranularity, NameFilter};
-use crate::kafka::Sampler;
+use crate::kafka::{RawSample, Sampler};
 use crate::metrics::Metrics;
 use crate::series::{enforce_series_limit, Exposition};
-use crate::snapshot::{derive, ClusterSnapshot, StuckClock};
+use crate::snapshot::{derive, ClusterSnapshot, Derived, StuckClock};
 
 /// Everything one cluster's loop needs.
 pub struct ClusterLoop {
@@ -58,20 +58,25 @@ impl ClusterLoop {
             let started = Instant::now();
             let deadline = started + self.timeout;
             let sampler = self.sampler.clone();
-            // A task of its own, so that a panic in a cycle ends only that cycle.
+            // A task of its own, so that a panic in a cycle ends only that cycle. What it
+            // learned is lost with it: the cycle is published as one that could not reach
+            // the cluster (down, no series), never by serving the previous snapshot as if
+            // it were fresh.
             let sampling = tokio::spawn(async move { sampler.sample(deadline).await });
+            let mut panicked = false;
             let raw = tokio::select! {
                 joined = sampling => match joined {
                     Ok(raw) => raw,
                     Err(error) => {
-                        tracing::error!(cluster = %self.cluster, "sampling cycle panicked: {error}");
-                        continue;
+                        tracing::error!(cluster = %self.cluster, "sampling cycle panicked, the cluster counts as down for this cycle: {error}");
+                        panicked = true;
+                        RawSample::default()
                     }
                 },
                 _ = shutdown.wait_for(|stop| *stop) => break,
             };
 
-            let up = raw.reached;
+            let mut up = raw.reached;
             let (clock, max_series) = (clock.clone(), max_series.clone());
             let group_granularity = group_granularity.clone();
             let derived = tokio::task::spawn_blocking(move || {
@@ -104,8 +109,9 @@ impl ClusterLoop {
             let (derived, series_dropped) = match derived {
                 Ok(derived) => derived,
                 Err(error) => {
-                    tracing::error!(cluster = %self.cluster, "deriving the cycle's snapshot panicked: {error}");
-                    continue;
+                    tracing::error!(cluster = %self.cluster, "deriving the cycle's snapshot panicked, the cluster counts as down for this cycle: {error}");
+                    (up, panicked) = (false, true);
+                    (Derived::default(), 0)
                 }
             };
             if (series_dropped > 0) != was_limited {
@@ -177,7 +183,7 @@ impl ClusterLoop {
                         .collect();
                     tracing::warn!(cluster = %self.cluster, "cycle partly failed; affected series are absent: {}", summary.join("; "));
                 }
-            } else {
+            } else if !panicked {
                 let reason = derived
                     .failures
                     .first()
@@ -213,5 +219,195 @@ impl ClusterLoop {
             }
         }
         tracing::debug!(cluster = %self.cluster, "sampling stopped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Granularity;
+    use crate::kafka::{BrokerLag, CommittedOffset, Isolation, RawGroup, RawPartition};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Returns what `script` gives for the cycle's number (from 0); a panic in it is a
+    /// panic of the cycle.
+    struct Scripted(AtomicUsize, fn(usize) -> RawSample);
+
+    impl Sampler for Scripted {
+        fn sample(&self, _deadline: Instant) -> futures_util::future::BoxFuture<'_, RawSample> {
+            let cycle = self.0.fetch_add(1, Ordering::SeqCst);
+            let script = self.1;
+            Box::pin(async move { script(cycle) })
+        }
+    }
+
+    /// One cycle's sample: the sampler lists the partitions of selected topics only
+    /// (`orders`); the brokers report groups' offsets and lags on every topic.
+    fn orders_and_groups() -> RawSample {
+        let committed = |topic: &str| CommittedOffset {
+            topic: topic.into(),
+            partition: 0,
+            offset: 880,
+        };
+        let group = |name: &str, group_type: &str| RawGroup {
+            name: name.into(),
+            group_type: group_type.into(),
+            protocol: "consumer".into(),
+            state: "Stable".into(),
+            members: Some(1),
+            isolation: (group_type == "share").then_some(Isolation::ReadCommitted),
+            broker_lags: ["orders", "excluded-topic", "__consumer_offsets"]
+                .into_iter()
+                .filter(|_| group_type == "share")
+                .map(|topic| BrokerLag {
+                    topic: topic.into(),
+                    partition: 0,
+                    lag: 20,
+                })
+                .collect(),
+            committed: Some(vec![
+                committed("orders"),
+                committed("excluded-topic"),
+                committed("__consumer_offsets"),
+            ]),
+        };
+        RawSample {
+            reached: true,
+            partitions: vec![RawPartition {
+                topic: Arc::from("orders"),
+                partition: 0,
+                log_start_offset: Some(0),
+                last_stable_offset: Some(880),
+                high_watermark: Some(900),
+                open_transactions: None,
+                log: None,
+                replication: None,
+            }],
+            groups: vec![group("billing", "classic"), group("queue", "share")],
+            ..RawSample::default()
+        }
+    }
+
+    fn looping(
+        script: fn(usize) -> RawSample,
+        max_series: Option<(usize, NameFilter)>,
+    ) -> (
+        ClusterLoop,
+        watch::Receiver<Option<Arc<ClusterSnapshot>>>,
+        Arc<Metrics>,
+    ) {
+        let (snapshots, published) = watch::channel(None);
+        let metrics = Arc::new(Metrics::new(vec![published.clone()]));
+        let cluster_loop = ClusterLoop {
+            cluster: "prod".into(),
+            sampler: Arc::new(Scripted(AtomicUsize::new(0), script)),
+            interval: Duration::from_millis(20),
+            timeout: Duration::from_secs(1),
+            snapshots,
+            metrics: metrics.clone(),
+            max_series,
+            hanging_margin: Duration::ZERO,
+            exposition: Exposition {
+                granularity: Granularity::Partition,
+                kafka_exporter: true,
+            },
+            group_granularity: GroupGranularity::default(),
+        };
+        (cluster_loop, published, metrics)
+    }
+
+    /// Runs `cluster_loop` until a snapshot satisfies `done`; returns it.
+    async fn run_until(
+        cluster_loop: ClusterLoop,
+        published: &mut watch::Receiver<Option<Arc<ClusterSnapshot>>>,
+        done: impl Fn(&ClusterSnapshot) -> bool,
+    ) -> Arc<ClusterSnapshot> {
+        let (stop, stopped) = watch::channel(false);
+        let running = tokio::spawn(cluster_loop.run(stopped));
+        let wanted = published.wait_for(|s| s.as_deref().is_some_and(&done));
+        let snapshot = tokio::time::timeout(Duration::from_secs(5), wanted)
+            .await
+            .expect("no such snapshot within 5 s")
+            .unwrap()
+            .clone()
+            .unwrap();
+        stop.send_replace(true);
+        running.await.unwrap();
+        snapshot
+    }
+
+    #[tokio::test]
+    async fn a_panicking_cycle_marks_the_cluster_down_and_drops_its_values() {
+        fn script(cycle: usize) -> RawSample {
+            assert!(cycle == 0, "the sampler broke");
+            orders_and_groups()
+        }
+        let (cluster_loop, mut published, metrics) = looping(script, None);
+        let (stop, stopped) = watch::channel(false);
+        let running = tokio::spawn(cluster_loop.run(stopped));
+        let first = published
+            .wait_for(|s| s.is_some())
+            .await
+            .unwrap()
+            .clone()
+            .unwrap();
+        assert!(first.up && first.partitions.len() == 1, "{first:?}");
+        // The next cycle panics: published as unreachable, nothing of the first served.
+        let down = published.wait_for(|s| s.as_ref().is_some_and(|s| !s.up));
+        let after = tokio::time::timeout(Duration::from_secs(5), down)
+            .await
+            .expect("no snapshot marks the cluster down after the panic")
+            .unwrap()
+            .clone()
+            .unwrap();
+        stop.send_replace(true);
+        running.await.unwrap();
+        assert!(
+            after.partitions.is_empty() && after.groups.is_empty(),
+            "{after:?}"
+        );
+        assert_eq!(after.last_success, first.last_success);
+        let text = metrics.encode_openmetrics();
+        assert!(
+            text.contains("kafka_lso_exporter_up{kafka_cluster=\"prod\"} 0"),
+            "{text}"
+        );
+        assert!(!text.contains("kafka_partition_high_watermark{"), "{text}");
+        assert!(!text.contains("group=\"billing\""), "{text}");
+    }
+
+    #[tokio::test]
+    async fn no_group_series_on_topics_the_filter_leaves_out_or_past_max_series() {
+        fn script(_: usize) -> RawSample {
+            orders_and_groups()
+        }
+        // Every per-partition family of groups (own, per topic, share, kafka_exporter's).
+        let (cluster_loop, mut published, metrics) = looping(script, None);
+        run_until(cluster_loop, &mut published, |s| s.up).await;
+        let text = metrics.encode_openmetrics();
+        assert!(
+            text.contains("kafka_consumergroup_committed_offset{kafka_cluster=\"prod\",group=\"billing\",topic=\"orders\""),
+            "{text}"
+        );
+        assert!(text.contains("kafka_sharegroup_broker_lag{"), "{text}");
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            assert!(
+                !line.contains("excluded-topic") && !line.contains("__consumer_offsets"),
+                "a series of a topic the filter leaves out: {line}"
+            );
+        }
+
+        // Over max_series, the groups outside priority_groups lose every offset series.
+        let nobody = NameFilter::new(&[], &[]).unwrap();
+        let (cluster_loop, mut published, metrics) = looping(script, Some((1, nobody)));
+        run_until(cluster_loop, &mut published, |s| s.up).await;
+        let text = metrics.encode_openmetrics();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            assert!(
+                !(line.contains("topic=\"orders\"") && line.contains("group=\"")),
+                "a group's offset series past max_series: {line}"
+            );
+        }
+        assert!(text.contains("kafka_consumergroup_members{"), "{text}");
     }
 }

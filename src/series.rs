@@ -225,7 +225,10 @@ fn partition_series(partitions: &[PartitionState], exposition: Exposition) -> us
                     + usize::from(p.last_stable_offset.is_some())
                     + 2 * usize::from(p.visibility.is_some())
                     + usize::from(p.withheld_age_seconds.is_some())
-                    + p.transactions.as_ref().map_or(0, |t| 3 + 2 * t.len())
+                    + usize::from(p.oldest_transaction_age().is_some())
+                    + p.transactions.as_ref().map_or(0, |t| {
+                        2 + t.len() + t.iter().filter(|t| t.age_seconds.is_some()).count()
+                    })
             } else {
                 0
             };
@@ -468,7 +471,13 @@ mod tests {
 
         // Open and hanging transactions count per partition.
         let raw = raw_transaction("Ongoing", 4001, 3, true);
-        partitions[0].transactions = Some(vec![OpenTransaction::derive(&raw, 2_000_000_000, 0, 0)]);
+        partitions[0].transactions = Some(vec![OpenTransaction::derive(
+            &raw,
+            2_000_000_000,
+            0,
+            0,
+            Default::default(),
+        )]);
         partitions[1].transactions = Some(Vec::new());
         let orders = &topic_aggregates(&partitions)[0];
         assert_eq!(orders.open_transactions, Some(1));

@@ -49,6 +49,18 @@ pub struct PartitionState {
     pub replication: Option<crate::kafka::Replication>,
 }
 
+impl PartitionState {
+    /// Age of the oldest open transaction whose age is known; 0 when none is open,
+    /// `None` when none was listed or no open one can be dated.
+    pub fn oldest_transaction_age(&self) -> Option<f64> {
+        let open = self.transactions.as_ref()?;
+        if open.is_empty() {
+            return Some(0.0);
+        }
+        open.iter().filter_map(|t| t.age_seconds).reduce(f64::max)
+    }
+}
+
 /// An open transaction holding a partition's LSO, as leader and coordinator report it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenTransaction {
@@ -62,9 +74,13 @@ pub struct OpenTransaction {
     /// The coordinator's state of the transactional id (Ongoing, PrepareCommit, ...), or
     /// `None` when it could not be asked or does not know the producer id.
     pub state: Option<String>,
-    /// Since the coordinator's start time of the transaction; when the coordinator
-    /// cannot say, since the producer's last write to the partition (a lower bound).
-    pub age_seconds: f64,
+    /// How long the transaction has been open, by a broker's clock or the exporter's
+    /// own ([`AgeClock`]); `None` when none of them dates it. Never from a timestamp the
+    /// producer wrote (DescribeProducers' last timestamp, a record's CreateTime): for
+    /// Kafka Streams, Connect or Flink that is event time, often hours old.
+    pub age_seconds: Option<f64>,
+    /// Which clock [`OpenTransaction::age_seconds`] comes from.
+    pub age_clock: Option<AgeClock>,
     pub timeout_ms: Option<i32>,
     pub coordinator: CoordinatorStatus,
     /// The broker that coordinates the transaction, when one answered for it (or is
@@ -73,6 +89,41 @@ pub struct OpenTransaction {
     /// KIP-664: open longer than transaction.max.timeout.ms + margin (see
     /// [`OpenTransaction::derive`]).
     pub hanging: bool,
+}
+
+/// The clock a transaction's age is read from; none of them is the producer's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgeClock {
+    /// The coordinator's start time of the transaction (DescribeTransactions), which it
+    /// reports as open in this partition.
+    Coordinator,
+    /// The LogAppendTime of the transaction's first record in the partition: the
+    /// leader's clock, on topics with `message.timestamp.type=LogAppendTime`.
+    LogAppendTime,
+    /// Since an earlier cycle of this exporter first saw it open: a lower bound that
+    /// starts over when the exporter restarts.
+    FirstSight,
+}
+
+impl AgeClock {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgeClock::Coordinator => "coordinator",
+            AgeClock::LogAppendTime => "log_append_time",
+            AgeClock::FirstSight => "first_sight",
+        }
+    }
+}
+
+/// What dates an open transaction besides its coordinator: the broker's clock in the log,
+/// and the exporter's own observation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Witness {
+    /// LogAppendTime (ms since the epoch) of the transaction's first record in the
+    /// partition, when the exporter read it and the topic uses LogAppendTime.
+    pub append_time_ms: Option<i64>,
+    /// How long the exporter has seen the transaction open; `None` at first sight.
+    pub watched_for: Option<Duration>,
 }
 
 impl OpenTransaction {
@@ -97,8 +148,9 @@ impl OpenTransaction {
     /// Ages and classifies one raw transaction at wall-clock time `now_ms`.
     ///
     /// The age counts from the coordinator's start time when the coordinator reports the
-    /// transaction as open here, otherwise from the producer's last write to the
-    /// partition. As Kafka's own `kafka-transactions.sh find-hanging` does, a transaction
+    /// transaction as open here; otherwise from the older of the LogAppendTime of its
+    /// first record and the exporter's first sight of it (`witness`); otherwise it is
+    /// unknown, and an unknown age never makes a transaction hanging. As Kafka's own `kafka-transactions.sh find-hanging` does, a transaction
     /// is hanging only once it is older than the longest transaction the broker allows
     /// (`max_timeout_ms`, or the transaction's own longer timeout) plus `margin_ms`:
     /// a young transaction the coordinator does not confirm is far more often a race with
@@ -109,6 +161,7 @@ impl OpenTransaction {
         now_ms: i64,
         max_timeout_ms: i64,
         margin_ms: i64,
+        witness: Witness,
     ) -> OpenTransaction {
         let agrees =
             Self::coordinator_agrees(&raw.coordinator, raw.producer_id, raw.producer_epoch);
@@ -116,12 +169,30 @@ impl OpenTransaction {
             CoordinatorView::Found(t) if t.producer_id == raw.producer_id => Some(t),
             _ => None,
         };
-        let started_ms = match found {
-            Some(t) if agrees && t.start_time_ms >= 0 => t.start_time_ms,
-            _ => raw.last_timestamp_ms,
-        };
         // Times come from brokers: saturating, so that no value a broker sends overflows.
-        let age_ms = now_ms.saturating_sub(started_ms).max(0);
+        let since = |started_ms: i64| now_ms.saturating_sub(started_ms).max(0);
+        let (age_ms, age_clock) = match found {
+            Some(t) if agrees && t.start_time_ms >= 0 => {
+                (Some(since(t.start_time_ms)), Some(AgeClock::Coordinator))
+            }
+            _ => {
+                let appended = witness
+                    .append_time_ms
+                    .map(|at| (since(at), AgeClock::LogAppendTime));
+                let watched = witness.watched_for.map(|d| {
+                    let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+                    (ms, AgeClock::FirstSight)
+                });
+                match appended
+                    .into_iter()
+                    .chain(watched)
+                    .max_by_key(|(ms, _)| *ms)
+                {
+                    Some((ms, clock)) => (Some(ms), Some(clock)),
+                    None => (None, None),
+                }
+            }
+        };
         let limit_ms = max_timeout_ms
             .max(found.map_or(0, |t| i64::from(t.timeout_ms)))
             .saturating_add(margin_ms);
@@ -146,13 +217,14 @@ impl OpenTransaction {
                 .map(|t| t.transactional_id.clone())
                 .unwrap_or_default(),
             state: found.map(|t| t.state.clone()),
-            age_seconds: age_ms as f64 / 1000.0,
+            age_seconds: age_ms.map(|ms| ms as f64 / 1000.0),
+            age_clock,
             timeout_ms: found.map(|t| t.timeout_ms),
             coordinator,
             coordinator_broker,
-            // A coordinator that could not say (lookup failed, loading, unavailable) never
-            // makes a transaction hanging.
-            hanging: coordinator.answered() && age_ms > limit_ms,
+            // A coordinator that could not say (lookup failed, loading, unavailable), or an
+            // age no clock can tell, never makes a transaction hanging.
+            hanging: coordinator.answered() && age_ms.is_some_and(|age| age > limit_ms),
         }
     }
 }
@@ -384,13 +456,21 @@ pub fn withheld_age(
 /// Per partition, when the LSO was first seen standing at its current value behind the
 /// HW. The clock starts at the first cycle that sees HW > LSO for an LSO value, resets
 /// when the LSO moves, and stops (reads 0) when HW == LSO. It lives in the exporter's
-/// memory: a restart restarts every clock.
+/// memory: a restart restarts every clock. It also remembers when the exporter first saw
+/// each open transaction ([`StuckClock::watch`]), the last resort for dating one.
 #[derive(Debug, Default)]
 pub struct StuckClock {
     pinned: HashMap<(Arc<str>, i32), Pinned>,
     /// Partitions observed in an earlier cycle.
     known: HashSet<(Arc<str>, i32)>,
+    /// Per partition, the open transactions of the last cycle that could list them
+    /// (producer id, epoch, start offset) and when each was first seen.
+    watched: HashMap<(Arc<str>, i32), Vec<FirstSight>>,
 }
+
+/// An open transaction of a partition (producer id, epoch, start offset) and when the
+/// exporter first saw it.
+type FirstSight = ((i64, i32, i64), Instant);
 
 #[derive(Debug, Clone, Copy)]
 struct Pinned {
@@ -453,6 +533,36 @@ impl StuckClock {
         stuck
     }
 
+    /// Records the open transactions of a partition as listed in this cycle, and returns
+    /// for each how long the exporter has seen it open: `None` at first sight. A
+    /// transaction no longer listed is forgotten.
+    pub fn watch(
+        &mut self,
+        topic: &Arc<str>,
+        partition: i32,
+        open: &[RawTransaction],
+        now: Instant,
+    ) -> Vec<Option<Duration>> {
+        let earlier = self
+            .watched
+            .remove(&(topic.clone(), partition))
+            .unwrap_or_default();
+        let mut current = Vec::with_capacity(open.len());
+        let watched_for = open
+            .iter()
+            .map(|t| {
+                let key = (t.producer_id, t.producer_epoch, t.start_offset);
+                let first_seen = earlier.iter().find(|(k, _)| *k == key).map(|(_, at)| *at);
+                current.push((key, first_seen.unwrap_or(now)));
+                first_seen.map(|at| now.saturating_duration_since(at))
+            })
+            .collect();
+        if !current.is_empty() {
+            self.watched.insert((topic.clone(), partition), current);
+        }
+        watched_for
+    }
+
     /// A transaction pins the partition's LSO: at the last observation the LSO was behind
     /// the HW and had stood still since the observation before (or had at its previous
     /// value, right before it moved on to another open transaction). A busy exactly-once
@@ -469,6 +579,8 @@ impl StuckClock {
             .retain(|(topic, partition), _| exists(topic, *partition));
         self.known
             .retain(|(topic, partition)| exists(topic, *partition));
+        self.watched
+            .retain(|(topic, partition), _| exists(topic, *partition));
     }
 
     pub fn len(&self) -> usize {
@@ -555,7 +667,7 @@ impl GroupState {
 }
 
 /// The result of deriving one cycle.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Derived {
     pub partitions: Vec<PartitionState>,
     pub groups: Vec<GroupState>,
@@ -592,10 +704,24 @@ pub fn derive(
         .into_iter()
         .zip(&logs)
         .map(|(p, log)| {
+            // The broker's LogAppendTime of the record at `offset`, when it was read.
+            let append_time_at = |offset: i64| {
+                log.as_ref()
+                    .and_then(|l| l.extent_at(offset))
+                    .and_then(|e| e.append_time_at(offset))
+            };
             let transactions: Option<Vec<OpenTransaction>> =
                 p.open_transactions.as_ref().map(|open| {
+                    let watched = clock.watch(&p.topic, p.partition, open, now);
                     open.iter()
-                        .map(|t| OpenTransaction::derive(t, now_ms, max_timeout_ms, margin_ms))
+                        .zip(watched)
+                        .map(|(t, watched_for)| {
+                            let witness = Witness {
+                                append_time_ms: append_time_at(t.start_offset),
+                                watched_for,
+                            };
+                            OpenTransaction::derive(t, now_ms, max_timeout_ms, margin_ms, witness)
+                        })
                         .collect()
                 });
             let mut withheld_age_seconds = None;
@@ -604,15 +730,23 @@ pub fn derive(
                     let (gap, anomaly) = hw_minus_lso(hw, lso);
                     anomalies.extend(anomaly);
                     withheld_age_seconds = withheld_age(hw, lso, log.as_ref(), now_ms);
-                    // How long the LSO can have stood at most: the coordinator's age of
-                    // the transaction the LSO stands at, or else the age of the record
-                    // at the LSO (it cannot have arrived there before that was written).
-                    let open_for = transactions.iter().flatten().find(|t| {
-                        t.start_offset == lso && t.state.as_deref() == Some("Ongoing") && !t.hanging
+                    // How long the LSO can have stood at most, by a broker's clock: the
+                    // coordinator's age of the transaction the LSO stands at, or else
+                    // the LogAppendTime of the record at the LSO (it cannot have arrived
+                    // there before that was written). Never the record's CreateTime:
+                    // the producer's (event) time would restart the clock hours back.
+                    let coordinator_age = transactions.iter().flatten().find_map(|t| {
+                        (t.start_offset == lso
+                            && t.state.as_deref() == Some("Ongoing")
+                            && t.age_clock == Some(AgeClock::Coordinator))
+                        .then_some(t.age_seconds)
+                        .flatten()
                     });
-                    let open_for = open_for
-                        .map(|t| t.age_seconds)
-                        .or(withheld_age_seconds.filter(|_| gap > 0))
+                    let appended_age = append_time_at(lso)
+                        .filter(|_| gap > 0)
+                        .map(|at| age_seconds(now_ms, at));
+                    let open_for = coordinator_age
+                        .or(appended_age)
                         .map(Duration::from_secs_f64);
                     let stuck = clock.observe(&p.topic, p.partition, hw, lso, now, open_for);
                     Some(Visibility {
@@ -898,7 +1032,8 @@ pub(crate) mod tests {
     fn open_transaction_age_and_hanging_rule() {
         use CoordinatorStatus::*;
         // The coordinator started the transaction at 990 s, the producer last wrote at
-        // 1,000 s; the broker allows 900 s, the margin is 60 s.
+        // 1,000 s (by its own clock, which dates nothing); the broker allows 900 s, the
+        // margin is 60 s.
         let (max_ms, margin_ms) = (900_000, 60_000);
         let young = 1_010_000;
         // (raw, transactional id, state, coordinator status, age at `young`)
@@ -908,7 +1043,7 @@ pub(crate) mod tests {
                 "etl",
                 Some("Ongoing"),
                 Open,
-                20.0,
+                Some(20.0),
             ),
             // The coordinator's epoch moved on (fenced): not this partition's transaction.
             (
@@ -916,7 +1051,7 @@ pub(crate) mod tests {
                 "etl",
                 Some("Ongoing"),
                 Disagrees,
-                10.0,
+                None,
             ),
             // The coordinator's transaction does not include this partition.
             (
@@ -924,7 +1059,7 @@ pub(crate) mod tests {
                 "etl",
                 Some("Ongoing"),
                 Disagrees,
-                10.0,
+                None,
             ),
             // Markers being written: open, whatever the epoch (KIP-890 bumps it).
             (
@@ -932,14 +1067,14 @@ pub(crate) mod tests {
                 "etl",
                 Some("PrepareCommit"),
                 Open,
-                20.0,
+                Some(20.0),
             ),
             (
                 raw_transaction("CompleteAbort", 4001, 4, false),
                 "etl",
                 Some("CompleteAbort"),
                 Open,
-                20.0,
+                Some(20.0),
             ),
             // The coordinator holds nothing open for this producer.
             (
@@ -947,7 +1082,7 @@ pub(crate) mod tests {
                 "etl",
                 Some("Empty"),
                 Disagrees,
-                10.0,
+                None,
             ),
             // The transactional id now belongs to another producer id.
             (
@@ -955,11 +1090,15 @@ pub(crate) mod tests {
                 "",
                 None,
                 Disagrees,
-                10.0,
+                None,
             ),
         ];
+        let none = Witness::default();
+        let derive = |raw: &RawTransaction, now_ms: i64, witness: Witness| {
+            OpenTransaction::derive(raw, now_ms, max_ms, margin_ms, witness)
+        };
         for (raw, id, state, status, age) in cases {
-            let t = OpenTransaction::derive(&raw, young, max_ms, margin_ms);
+            let t = derive(&raw, young, none);
             assert_eq!(
                 (
                     t.transactional_id.as_str(),
@@ -971,23 +1110,49 @@ pub(crate) mod tests {
                 (id, state, status, age, false),
                 "young is never hanging: {raw:?}"
             );
+            let Some(age) = age else {
+                // Not confirmed by its coordinator: the producer's last write an hour back
+                // dates nothing, the age is unknown and the transaction is not hanging.
+                let t = derive(&raw, 1_000_000 + 3_600_000, none);
+                assert_eq!((t.age_seconds, t.hanging), (None, false), "{raw:?}");
+                // Watched by the exporter for longer than the limit, it is.
+                let watched = |ms: i64| Witness {
+                    watched_for: Some(Duration::from_millis(ms as u64)),
+                    append_time_ms: None,
+                };
+                let t = derive(&raw, young, watched(max_ms + margin_ms));
+                assert_eq!(
+                    (t.age_clock, t.hanging),
+                    (Some(AgeClock::FirstSight), false)
+                );
+                let t = derive(&raw, young, watched(max_ms + margin_ms + 1));
+                assert_eq!((t.age_clock, t.hanging), (Some(AgeClock::FirstSight), true));
+                continue;
+            };
             // Hanging once older than the limit, by the same clock as the age.
             let started_ms = young - (age * 1000.0) as i64;
             let at_limit = started_ms + max_ms + margin_ms;
-            assert!(
-                !OpenTransaction::derive(&raw, at_limit, max_ms, margin_ms).hanging,
-                "{raw:?}"
+            assert!(!derive(&raw, at_limit, none).hanging, "{raw:?}");
+            assert!(derive(&raw, at_limit + 1, none).hanging, "{raw:?}");
+            // The coordinator's clock wins over the exporter's and the log's.
+            let t = derive(
+                &raw,
+                young,
+                Witness {
+                    append_time_ms: Some(0),
+                    watched_for: Some(Duration::from_secs(5_000)),
+                },
             );
-            assert!(
-                OpenTransaction::derive(&raw, at_limit + 1, max_ms, margin_ms).hanging,
-                "{raw:?}"
+            assert_eq!(
+                (t.age_clock, t.age_seconds),
+                (Some(AgeClock::Coordinator), Some(age))
             );
         }
 
         // A failed lookup is never evidence, however old the last write.
         let mut unknown = raw_transaction("Ongoing", 4001, 3, true);
         unknown.coordinator = CoordinatorView::Unknown;
-        let t = OpenTransaction::derive(&unknown, 10_000_000, max_ms, margin_ms);
+        let t = derive(&unknown, 10_000_000, none);
         assert_eq!(
             (t.coordinator, t.hanging, t.transactional_id.as_str()),
             (Unknown, false, "")
@@ -995,35 +1160,43 @@ pub(crate) mod tests {
         // A coordinator that moved and is loading the transaction log, or one that is
         // down, never makes an old transaction hanging; the loading broker is named.
         unknown.coordinator = CoordinatorView::Loading { broker: 3 };
-        let t = OpenTransaction::derive(&unknown, 10_000_000, max_ms, margin_ms);
+        let t = derive(&unknown, 10_000_000, none);
         assert_eq!(
             (t.coordinator, t.coordinator_broker, t.hanging),
             (Loading, Some(3), false)
         );
         unknown.coordinator = CoordinatorView::Unavailable;
-        let t = OpenTransaction::derive(&unknown, 10_000_000, max_ms, margin_ms);
+        let t = derive(&unknown, 10_000_000, none);
         assert_eq!(
             (t.coordinator, t.coordinator_broker, t.hanging),
             (Unavailable, None, false)
         );
-        // Not listed by any coordinator: hanging only when old.
+        // Not listed by any coordinator: hanging only when old by a broker's clock (the
+        // LogAppendTime of its first record) or the exporter's.
         unknown.coordinator = CoordinatorView::NotFound;
-        assert!(!OpenTransaction::derive(&unknown, young, max_ms, margin_ms).hanging);
-        let t = OpenTransaction::derive(
-            &unknown,
-            1_000_000 + max_ms + margin_ms + 1,
-            max_ms,
-            margin_ms,
+        let t = derive(&unknown, 10_000_000, none);
+        assert_eq!(
+            (t.coordinator, t.age_seconds, t.hanging),
+            (NotFound, None, false)
         );
-        assert_eq!((t.coordinator, t.hanging), (NotFound, true));
+        let appended = Witness {
+            append_time_ms: Some(1_000_000),
+            watched_for: Some(Duration::from_secs(30)),
+        };
+        assert!(!derive(&unknown, young, appended).hanging);
+        let t = derive(&unknown, 1_000_000 + max_ms + margin_ms + 1, appended);
+        assert_eq!(
+            (t.coordinator, t.age_clock, t.hanging),
+            (NotFound, Some(AgeClock::LogAppendTime), true)
+        );
         // A transaction allowed a longer timeout than the broker's cap reported (an
         // unreadable cap falls back to 15 min) is measured against its own.
         let mut long = raw_transaction("Ongoing", 4001, 3, true);
         if let CoordinatorView::Found(t) = &mut long.coordinator {
             t.timeout_ms = 3_600_000;
         }
-        assert!(!OpenTransaction::derive(&long, 990_000 + 3_600_000, max_ms, margin_ms).hanging);
-        assert!(OpenTransaction::derive(&long, 990_000 + 3_660_001, max_ms, margin_ms).hanging);
+        assert!(!derive(&long, 990_000 + 3_600_000, none).hanging);
+        assert!(derive(&long, 990_000 + 3_660_001, none).hanging);
     }
 
     #[test]
@@ -1293,5 +1466,178 @@ pub(crate) mod tests {
             clock.observe(&topic, 0, 11, 5, t0 + Duration::from_secs(2), None),
             Duration::from_secs(2)
         );
+    }
+
+    /// A partition held at LSO 880 (HW 900) by producer 4001's open transaction, whose
+    /// first record, like DescribeProducers' last timestamp, carries `record_ms`; with
+    /// `log_append_time` the broker wrote that time, otherwise the producer did.
+    fn held_an_hour(
+        record_ms: i64,
+        log_append_time: bool,
+        coordinator: CoordinatorView,
+    ) -> RawSample {
+        use crate::kafka::records::tests::{data, txn};
+        use crate::kafka::records::{Batch, LogExtent};
+        let mut window = LogExtent::new(870);
+        let first = Batch {
+            log_append_time,
+            max_timestamp: record_ms,
+            ..txn(880, 1, record_ms, 4001)
+        };
+        window.append(&[data(870, 10, record_ms - 1_000), first], 881, None);
+        let mut held = partition("orders", 0, Some(900), Some(880));
+        held.log = Some(PartitionLog {
+            window: Some(Arc::new(window)),
+            positions: Vec::new(),
+        });
+        let mut transaction = raw_transaction("Ongoing", 4001, 3, true);
+        transaction.last_timestamp_ms = record_ms;
+        transaction.coordinator = coordinator;
+        held.open_transactions = Some(vec![transaction]);
+        RawSample {
+            reached: true,
+            partitions: vec![held],
+            groups: vec![RawGroup {
+                name: "billing".into(),
+                state: "Stable".into(),
+                members: Some(1),
+                group_type: "classic".into(),
+                protocol: "consumer".into(),
+                isolation: None,
+                broker_lags: Vec::new(),
+                committed: Some(vec![committed("orders", 0, 875)]),
+            }],
+            transaction_max_timeout_ms: Some(900_000),
+            ..RawSample::default()
+        }
+    }
+
+    /// (stuck seconds, the transaction's age, its clock, hanging) after one cycle.
+    fn held_state(derived: &Derived) -> (f64, Option<f64>, Option<AgeClock>, bool) {
+        let p = &derived.partitions[0];
+        let t = &p.transactions.as_ref().unwrap()[0];
+        (
+            p.visibility.unwrap().lso_stuck_seconds,
+            t.age_seconds,
+            t.age_clock,
+            t.hanging,
+        )
+    }
+
+    #[test]
+    fn producer_timestamps_an_hour_old_neither_hang_nor_move_the_stuck_clock() {
+        let t0 = Instant::now();
+        let wall0 = SystemTime::UNIX_EPOCH + Duration::from_secs(100_000);
+        let hour_ago_ms = 100_000_000 - 3_600_000;
+        let cycle = |clock: &mut StuckClock, s: u64, coordinator: CoordinatorView| {
+            derive(
+                held_an_hour(hour_ago_ms, false, coordinator),
+                clock,
+                t0 + Duration::from_secs(s),
+                wall0 + Duration::from_secs(s),
+                Duration::from_secs(60),
+            )
+        };
+        // Event time an hour old (Streams, Connect, Flink), and no coordinator confirms
+        // the transaction: not listed, one that now disagrees, or a failed lookup.
+        for coordinator in [
+            CoordinatorView::NotFound,
+            raw_transaction("Empty", 4001, 3, false).coordinator,
+            CoordinatorView::Unknown,
+        ] {
+            let mut clock = StuckClock::default();
+            let first = cycle(&mut clock, 0, coordinator.clone());
+            assert_eq!(
+                held_state(&first),
+                (0.0, None, None, false),
+                "{coordinator:?}"
+            );
+            let second = cycle(&mut clock, 15, coordinator.clone());
+            // Seen by an earlier cycle: dated by the exporter's own clock.
+            assert_eq!(
+                held_state(&second),
+                (15.0, Some(15.0), Some(AgeClock::FirstSight), false),
+                "{coordinator:?}"
+            );
+            // Time lag and the withheld age keep the record timestamps: that is what
+            // users mean by them.
+            assert_eq!(second.partitions[0].withheld_age_seconds, Some(3615.0));
+            let billing = &second.groups[0].offsets.as_ref().unwrap()[0];
+            assert!(billing.hw_lag_seconds.unwrap() > 3600.0, "{billing:?}");
+            // The exporter restarts: the first cycle after it knows no age either.
+            let mut restarted = StuckClock::default();
+            let after = cycle(&mut restarted, 600, coordinator.clone());
+            assert_eq!(
+                held_state(&after),
+                (0.0, None, None, false),
+                "{coordinator:?}"
+            );
+            // Watched for longer than transaction.max.timeout.ms + margin: hanging,
+            // unless the coordinator lookup failed.
+            let late = cycle(&mut restarted, 600 + 961, coordinator.clone());
+            assert_eq!(
+                held_state(&late).3,
+                coordinator != CoordinatorView::Unknown,
+                "{coordinator:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn broker_clocks_an_hour_old_count_from_the_first_cycle() {
+        let t0 = Instant::now();
+        let wall0 = SystemTime::UNIX_EPOCH + Duration::from_secs(100_000);
+        let hour_ago_ms = 100_000_000 - 3_600_000;
+        // The coordinator started the transaction an hour ago: real, right after a restart.
+        let mut confirmed = raw_transaction("Ongoing", 4001, 3, true).coordinator;
+        if let CoordinatorView::Found(t) = &mut confirmed {
+            t.start_time_ms = hour_ago_ms;
+        }
+        let mut clock = StuckClock::default();
+        let derived = derive(
+            held_an_hour(100_000_000 - 5_000, false, confirmed),
+            &mut clock,
+            t0,
+            wall0,
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            held_state(&derived),
+            (3600.0, Some(3600.0), Some(AgeClock::Coordinator), true)
+        );
+        // A LogAppendTime topic: the leader wrote the time of the record at the LSO.
+        let mut clock = StuckClock::default();
+        let derived = derive(
+            held_an_hour(hour_ago_ms, true, CoordinatorView::NotFound),
+            &mut clock,
+            t0,
+            wall0,
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            held_state(&derived),
+            (3600.0, Some(3600.0), Some(AgeClock::LogAppendTime), true)
+        );
+    }
+
+    #[test]
+    fn the_exporter_forgets_transactions_that_ended() {
+        let topic: Arc<str> = Arc::from("orders");
+        let t0 = Instant::now();
+        let mut clock = StuckClock::default();
+        let open = [raw_transaction("Ongoing", 4001, 3, true)];
+        assert_eq!(clock.watch(&topic, 0, &open, t0), vec![None]);
+        let later = t0 + Duration::from_secs(15);
+        assert_eq!(
+            clock.watch(&topic, 0, &open, later),
+            vec![Some(Duration::from_secs(15))]
+        );
+        // It ended; a new one of the same producer opens at another offset.
+        clock.watch(&topic, 0, &[], later);
+        let mut next = open[0].clone();
+        next.start_offset = 990;
+        assert_eq!(clock.watch(&topic, 0, &[next], later), vec![None]);
+        clock.retain(|_, _| false);
+        assert_eq!(clock.watch(&topic, 0, &open, later), vec![None]);
     }
 }

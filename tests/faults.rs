@@ -644,8 +644,9 @@ async fn broker_without_group_types_keeps_the_classic_group_apis() {
 }
 
 /// A hanging transaction end to end (the proxy rewrites the real broker's answers as a
-/// broker holding one would give them: the producer last wrote 20 minutes ago and no
-/// coordinator lists its transaction): the exporter counts it as hanging, says on
+/// broker holding one would give them: no coordinator lists its transaction, and the
+/// broker appended its first record 20 minutes ago, by LogAppendTime): the exporter counts
+/// it as hanging, says on
 /// `/api/v1/stuck` that no coordinator lists it, names the blocked group and the abort
 /// command; once the transaction is aborted, nothing is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -687,7 +688,7 @@ async fn hanging_transaction_is_reported() {
     assert_eq!(labels["start_offset"], "3");
     assert!(
         *age >= 20.0 * 60.0,
-        "age from the producer's last write: {age}"
+        "age from the LogAppendTime of its first record: {age}"
     );
 
     let (status, body) = exporter.get("/api/v1/stuck").await.unwrap();

@@ -12,7 +12,7 @@ use kafka_lso_exporter::kafka::{Replication, Stage};
 use kafka_lso_exporter::metrics::{to_prometheus_text, Metrics};
 use kafka_lso_exporter::series::{series_count, Exposition, Granularity};
 use kafka_lso_exporter::snapshot::{
-    Anomaly, ClusterSnapshot, CoordinatorStatus, GroupPartitionState, GroupState, Lag,
+    AgeClock, Anomaly, ClusterSnapshot, CoordinatorStatus, GroupPartitionState, GroupState, Lag,
     OpenTransaction, PartitionState, Visibility,
 };
 use tokio::sync::watch;
@@ -53,7 +53,8 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     start_offset: 880,
                     transactional_id: "etl-orders \"7\"".into(),
                     state: Some("Ongoing".into()),
-                    age_seconds: 190.25,
+                    age_seconds: Some(190.25),
+                    age_clock: Some(AgeClock::Coordinator),
                     timeout_ms: Some(60_000),
                     coordinator: CoordinatorStatus::Open,
                     coordinator_broker: Some(1),
@@ -140,7 +141,8 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     start_offset: 15,
                     transactional_id: "payments-eos-0".into(),
                     state: Some("Ongoing".into()),
-                    age_seconds: 0.25,
+                    age_seconds: Some(0.25),
+                    age_clock: Some(AgeClock::Coordinator),
                     timeout_ms: Some(60_000),
                     coordinator: CoordinatorStatus::Open,
                     coordinator_broker: Some(2),

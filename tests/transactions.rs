@@ -348,3 +348,66 @@ async fn fenced_producer_releases_the_partition_and_nothing_hangs() {
     drop(first);
     exporter.stop().await;
 }
+
+/// Event time an hour old (the CreateTime Kafka Streams, Connect or Flink write, which
+/// DescribeProducers also reports as the producer's last timestamp) never dates the
+/// transaction: with forensics (the coordinator's clock) and without (the exporter's own),
+/// in an exporter started fresh and again after a restart, the transaction is not hanging
+/// and the LSO not stuck for an hour. The withheld age, read from the record, is an hour:
+/// record timestamps keep meaning event time there, as in time lag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn event_time_an_hour_old_neither_hangs_nor_moves_the_stuck_clock() {
+    require_kafka();
+    let topic = unique("fx-event-time");
+    let transactional_id = unique("fx-streams");
+    create_topic(&topic, 1).await;
+    let held = transactional_producer(&transactional_id);
+    held.begin_transaction().unwrap();
+    let opened_ms = now_ms();
+    send_with_timestamp(&held, &topic, 0, 3, Some(opened_ms - 3_600_000));
+    wait_high_watermark(&topic, 0, 3);
+    let p0 = partition_labels(&topic, "0");
+
+    // Fresh, then restarted, with forensics on and off.
+    for forensics in ["true", "true", "false", "false"] {
+        let exporter = Exporter::start(
+            &anchored(&topic),
+            "^$",
+            &[("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTIONS", forensics)],
+        )
+        .await;
+        for cycle in 0..3 {
+            let (stuck, withheld) = exporter
+                .wait_for("the held partition sampled", Duration::from_secs(30), |s| {
+                    let stuck = s.value("kafka_partition_lso_stuck_seconds", &p0)?;
+                    let withheld = s.value("kafka_partition_withheld_age_seconds", &p0)?;
+                    Some((stuck, withheld))
+                })
+                .await;
+            let open_for = (now_ms() - opened_ms) as f64 / 1000.0;
+            assert!(
+                stuck <= open_for + 1.0,
+                "forensics {forensics}, cycle {cycle}: stuck {stuck}s, open {open_for}s"
+            );
+            assert!(
+                withheld >= 3_600.0,
+                "the record's own (event) time: {withheld}s"
+            );
+            let scrape = exporter.scrape().await;
+            if forensics == "true" {
+                assert_eq!(
+                    scrape.value("kafka_partition_hanging_transactions", &p0),
+                    Some(0.0)
+                );
+                let ages = open_info(&scrape, &topic, "0");
+                assert!(
+                    ages.iter().all(|(_, age)| *age <= open_for + 1.0),
+                    "transaction ages {ages:?}, open {open_for}s"
+                );
+            }
+            tokio::time::sleep(CYCLE).await;
+        }
+        exporter.stop().await;
+    }
+    held.abort_transaction(Duration::from_secs(30)).unwrap();
+}

@@ -148,7 +148,9 @@ pub struct RawTransaction {
     pub producer_epoch: i32,
     /// The offset of the transaction's first record in this partition.
     pub start_offset: i64,
-    /// Broker time of the producer's last write to this partition.
+    /// DescribeProducers' `lastTimestamp`: the largest timestamp of the producer's last
+    /// batch to this partition, as the producer wrote it (CreateTime; event time for
+    /// Streams, Connect or Flink). Never used to date the transaction.
     pub last_timestamp_ms: i64,
     pub coordinator: CoordinatorView,
 }

@@ -418,6 +418,17 @@ impl LogExtent {
         (count, exact)
     }
 
+    /// When the broker appended the record at `offset` (LogAppendTime), by the broker's
+    /// clock; `None` when this extent does not hold it or its batch carries the
+    /// producer's CreateTime, which may be event time hours old (Streams, Connect, Flink).
+    pub fn append_time_at(&self, offset: i64) -> Option<i64> {
+        let at = self.entries.partition_point(|e| e.last_offset < offset);
+        self.entries
+            .get(at)
+            .filter(|e| e.base_offset <= offset && e.log_append_time)
+            .map(|e| e.max_timestamp)
+    }
+
     /// When the first record a consumer at `from` would receive below `bound` was
     /// written (see [`LogExtent::receivable`] for `committed_only`).
     pub fn first_receivable(&self, from: i64, bound: i64, committed_only: bool) -> FirstRecord {
@@ -733,7 +744,7 @@ pub(crate) mod tests {
 /// them and using what was parsed returns errors or numbers, never a panic.
 #[cfg(test)]
 mod hostile {
-    use super::tests::encode_batch;
+    use super::tests::{encode_batch, txn};
     use super::*;
     use proptest::prelude::*;
 
@@ -834,6 +845,32 @@ mod hostile {
         ] {
             assert_eq!(extent.receivable(from, bound, false), (i64::MAX, false));
         }
+    }
+
+    #[test]
+    fn append_time_only_from_log_append_time_batches() {
+        let mut extent = LogExtent::new(0);
+        extent.append(
+            &[
+                // CreateTime: what the producer wrote, maybe event time.
+                txn(0, 3, 1_000, 7),
+                Batch {
+                    log_append_time: true,
+                    max_timestamp: 9_000,
+                    ..txn(3, 2, 5_000, 8)
+                },
+            ],
+            5,
+            None,
+        );
+        assert_eq!(
+            extent.append_time_at(1),
+            None,
+            "CreateTime is no broker clock"
+        );
+        assert_eq!(extent.append_time_at(3), Some(9_000));
+        assert_eq!(extent.append_time_at(4), Some(9_000));
+        assert_eq!(extent.append_time_at(5), None, "past the extent");
     }
 
     /// Found by `batches_with_any_header_values`: a largest timestamp far below the

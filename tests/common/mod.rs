@@ -200,11 +200,26 @@ pub fn transactional_producer(transactional_id: &str) -> Producer_ {
 
 /// Sends `count` records to one partition and waits until all are acknowledged.
 pub fn send(producer: &Producer_, topic: &str, partition: i32, count: usize) {
+    send_with_timestamp(producer, topic, partition, count, None)
+}
+
+/// As [`send`], with the records' timestamp (CreateTime) set to `timestamp_ms` when given,
+/// as Kafka Streams, Connect or Flink set event time.
+pub fn send_with_timestamp(
+    producer: &Producer_,
+    topic: &str,
+    partition: i32,
+    count: usize,
+    timestamp_ms: Option<i64>,
+) {
     for i in 0..count {
         let payload = format!("record-{i}");
         let mut record = BaseRecord::<(), _>::to(topic)
             .partition(partition)
             .payload(&payload);
+        if let Some(timestamp_ms) = timestamp_ms {
+            record = record.timestamp(timestamp_ms);
+        }
         loop {
             match producer.send(record) {
                 Ok(()) => break,

@@ -16,8 +16,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
 use kafka_protocol::messages::{
-    ApiVersionsResponse, DescribeProducersResponse, ListTransactionsResponse, OffsetFetchRequest,
-    OffsetFetchResponse, RequestHeader, ResponseHeader,
+    ApiVersionsResponse, DescribeProducersResponse, FetchResponse, ListTransactionsResponse,
+    OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,6 +25,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+const FETCH: i16 = 1;
 const OFFSET_FETCH: i16 = 9;
 const API_VERSIONS: i16 = 18;
 const DESCRIBE_PRODUCERS: i16 = 61;
@@ -145,8 +146,11 @@ impl Proxy {
     }
 
     /// A hanging transaction, as a broker would show it: every producer last wrote `by`
-    /// ago (DescribeProducers), and no coordinator lists any transaction
-    /// (ListTransactions). The real broker cannot be made to hang one on demand.
+    /// ago (DescribeProducers), no coordinator lists any transaction (ListTransactions),
+    /// and the broker appended every transactional record `by` ago (Fetch: its batches
+    /// carry LogAppendTime, as on a `LogAppendTime` topic; the exporter dates a
+    /// transaction no coordinator confirms by that broker clock, never by the producer's
+    /// timestamps). The real broker cannot be made to hang one on demand.
     pub fn fake_hanging(&self, by: Duration) {
         let mut state = self.state.lock().unwrap();
         state.producers_aged_by = Some(by);
@@ -271,6 +275,7 @@ async fn serve(
                         (None, Some((LIST_TRANSACTIONS, version))) => {
                             forget_transactions(&state, &frame, version)
                         }
+                        (None, Some((FETCH, version))) => age_appends(&state, &frame, version),
                         _ => None,
                     };
                     replaced.unwrap_or(frame)
@@ -322,6 +327,44 @@ fn age_producers(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Opt
                 for producer in &mut partition.active_producers {
                     producer.last_timestamp -= by.as_millis() as i64;
                 }
+            }
+        }
+    })
+}
+
+/// Fetch answers whose transactional record batches say the broker appended them `by`
+/// ago (LogAppendTime). Only the batch headers change; the exporter reads nothing else
+/// (and checks no CRC, as librdkafka by default does not).
+fn age_appends(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Option<Bytes> {
+    let by = state.lock().unwrap().producers_aged_by?;
+    let appended = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .saturating_sub(by)
+        .as_millis() as i64;
+    rewrite::<FetchResponse>(answer, version, |response| {
+        for topic in &mut response.responses {
+            for partition in &mut topic.partitions {
+                let Some(records) = partition.records.take() else {
+                    continue;
+                };
+                let mut bytes = records.to_vec();
+                let mut at = 0;
+                // v2 batches: base offset (8), length (4), then the header from byte 12.
+                while bytes.len() >= at + 61 {
+                    let length = i32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap());
+                    let attributes = i16::from_be_bytes([bytes[at + 21], bytes[at + 22]]);
+                    let transactional_data =
+                        attributes & (1 << 4) != 0 && attributes & (1 << 5) == 0;
+                    if bytes[at + 16] == 2 && transactional_data {
+                        let attributes = attributes | (1 << 3);
+                        bytes[at + 21..at + 23].copy_from_slice(&attributes.to_be_bytes());
+                        bytes[at + 27..at + 35].copy_from_slice(&appended.to_be_bytes());
+                        bytes[at + 35..at + 43].copy_from_slice(&appended.to_be_bytes());
+                    }
+                    at += 12 + length.max(0) as usize;
+                }
+                partition.records = Some(Bytes::from(bytes));
             }
         }
     })

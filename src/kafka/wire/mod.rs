@@ -88,6 +88,33 @@ impl WireError {
     }
 }
 
+/// Classifies an error of the TLS handshake. What TLS itself refused (a certificate, a
+/// protocol alert, bytes that are no TLS: rustls errors, which tokio-rustls wraps in
+/// `InvalidData`) is [`WireError::Tls`], permanent. The connection failing under the
+/// handshake (reset, closed, timed out: a broker shutting down or restarting) is
+/// [`WireError::Io`], retried next cycle; a plaintext listener that closes on the
+/// ClientHello looks the same, so the message says that too.
+fn handshake_error(addr: &str, error: io::Error) -> WireError {
+    let from_tls = error.kind() == io::ErrorKind::InvalidData
+        || error
+            .get_ref()
+            .is_some_and(|inner| inner.is::<rustls::Error>());
+    if from_tls {
+        WireError::Tls {
+            addr: addr.to_string(),
+            reason: error.to_string(),
+        }
+    } else {
+        WireError::Io {
+            addr: addr.to_string(),
+            reason: format!(
+                "connection failed during the TLS handshake (a broker restarting, or a listener \
+                 that does not speak TLS): {error}"
+            ),
+        }
+    }
+}
+
 trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
 
@@ -130,10 +157,7 @@ impl Connection {
                 let stream = tokio_rustls::TlsConnector::from(tls.clone())
                     .connect(name, tcp)
                     .await
-                    .map_err(|e| WireError::Tls {
-                        addr: addr.to_string(),
-                        reason: e.to_string(),
-                    })?;
+                    .map_err(|e| handshake_error(addr, e))?;
                 Box::pin(stream)
             }
         };
@@ -597,6 +621,68 @@ mod tests {
     use super::scram::Mechanism;
     use super::*;
     use std::collections::BTreeMap;
+
+    /// Opens a TLS connection to a local server that answers each connection with
+    /// `serve`, and returns the error.
+    async fn tls_handshake_against(
+        serve: fn(TcpStream) -> futures_util::future::BoxFuture<'static, ()>,
+    ) -> WireError {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let server = tokio::spawn(async move {
+            let (socket, _) = listener.accept().await.unwrap();
+            serve(socket).await;
+        });
+        let properties: BTreeMap<String, String> =
+            [("security.protocol".to_string(), "SSL".to_string())].into();
+        let security = Security::from_properties(&properties).unwrap();
+        let error = match Connection::open(&addr, &security).await {
+            Ok(_) => panic!("a TLS handshake with {addr} succeeded"),
+            Err(error) => error,
+        };
+        server.await.unwrap();
+        error
+    }
+
+    #[tokio::test]
+    async fn a_connection_lost_in_the_tls_handshake_is_io_not_tls() {
+        // Closed right after accepting (a broker shutting down).
+        let closed = tls_handshake_against(|socket| Box::pin(async move { drop(socket) })).await;
+        // Reset: closed with unread data and a zero linger (RST).
+        let reset = tls_handshake_against(|mut socket| {
+            Box::pin(async move {
+                let mut hello = [0u8; 5];
+                let _ = socket.read_exact(&mut hello).await;
+                let _ = socket.set_zero_linger();
+                drop(socket);
+            })
+        })
+        .await;
+        for error in [closed, reset] {
+            assert!(matches!(error, WireError::Io { .. }), "{error:?}");
+            assert!(!error.is_permanent(), "{error:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn what_tls_refuses_in_the_handshake_stays_tls() {
+        // A server that answers the ClientHello with bytes that are no TLS record.
+        let garbage = tls_handshake_against(|mut socket| {
+            Box::pin(async move {
+                let mut hello = [0u8; 5];
+                let _ = socket.read_exact(&mut hello).await;
+                let _ = socket
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                    .await;
+                // Keep the connection open until the client gives up on it.
+                let mut rest = Vec::new();
+                let _ = socket.read_to_end(&mut rest).await;
+            })
+        })
+        .await;
+        assert!(matches!(garbage, WireError::Tls { .. }), "{garbage:?}");
+        assert!(garbage.is_permanent());
+    }
 
     #[test]
     fn broker_addresses_parse_back() {
