@@ -12,14 +12,22 @@ local text = import 'lib/text.libsonnet';
     local c = $._config,
     local cl = c.clusterLabel,
     local sel(matchers) = promql.selector(c, matchers),
-    // A paging alert's series, bridging gaps shorter than pagingGapWindow. When an exporter
-    // restarts, Prometheus marks its series stale for a scrape or two; a plain selector
-    // then returns nothing and the alert's `for` starts over. last_over_time skips the
-    // stale markers and keeps the last value across the gap, while a real change (the
-    // value falling below the threshold) still ends the alert at once: neither
-    // min_over_time (which would fire a window late) nor max_over_time (which would hold
-    // a value that ended, and let a shorter episode satisfy the `for`) keeps both.
-    local bridged(metric) = 'last_over_time(%s%s[%s])' % [metric, sel([]), c.pagingGapWindow],
+    // A paging alert's condition, bridging gaps shorter than pagingGapWindow. When an
+    // exporter restarts, Prometheus marks its series stale for a scrape or two; a plain
+    // selector then returns nothing and the alert's `for` starts over. While the exporter
+    // reports no successful cycle for the cluster (kafka_lso_exporter_up absent or 0), the
+    // last value within the window stands in (last_over_time skips stale markers); once it
+    // does, only the current series counts, so an episode that ended (the series gone, as
+    // per-partition series go in topic granularity) resolves at once. `+ 0` drops the
+    // metric name, so both sides carry the same labels.
+    local bridged(metric, condition) =
+      '(%(m)s%(s)s + 0 %(c)s) or (last_over_time(%(m)s%(s)s[%(w)s]) %(c)s unless on(%(cl)s) kafka_lso_exporter_up%(s)s == 1)' % {
+        m: metric,
+        s: sel([]),
+        c: condition,
+        w: c.pagingGapWindow,
+        cl: cl,
+      },
     local runbook(alert) = c.runbookURLBase + alert + '.md',
 
     // Appended to descriptions: the open transaction whose start offset is the partition's
@@ -91,7 +99,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaLsoStuck',
-            expr: '%s > %s' % [bridged('kafka_partition_lso_stuck_seconds'), text.number(c.stuckCriticalSeconds)],
+            expr: bridged('kafka_partition_lso_stuck_seconds', '> ' + text.number(c.stuckCriticalSeconds)),
             'for': c.stuckCriticalFor,
             labels: { severity: 'critical' },
             annotations: {
@@ -151,7 +159,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaTransactionHanging',
-            expr: '%s > 0' % bridged('kafka_partition_hanging_transactions'),
+            expr: bridged('kafka_partition_hanging_transactions', '> 0'),
             'for': c.hangingFor,
             labels: { severity: 'critical' },
             annotations: {
