@@ -559,7 +559,13 @@ impl KafkaSampler {
             None => None,
         };
         let metadata = match metadata {
-            Some(metadata) => metadata,
+            Some(Ok(metadata)) => Ok(metadata),
+            // No broker answered the own client: librdkafka tries with the time left
+            // (it may reach what the own client cannot).
+            Some(Err(error)) => match self.librdkafka_metadata(deadline).await {
+                Ok(metadata) => Ok(metadata),
+                Err(other) => Err(format!("{error}; through librdkafka: {other}")),
+            },
             None => self.librdkafka_metadata(deadline).await,
         };
         let (mut plan, brokers) = match metadata {
@@ -613,6 +619,9 @@ impl KafkaSampler {
             groups.sort_by(|a, b| a.name.cmp(&b.name));
             groups.dedup_by(|a, b| a.name == b.name);
             if !offsets_done {
+                let names: std::collections::HashSet<&str> =
+                    groups.iter().map(|g| g.name.as_str()).collect();
+                self.coordinators.retain(|name| names.contains(name));
                 // A share group has no committed offsets: its members acknowledge records
                 // one by one, and its start offsets came with the group list.
                 let names: Vec<String> = groups

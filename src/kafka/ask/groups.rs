@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::future::join_all;
+use futures_util::future::{join_all, try_join_all};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, DescribeConfigsRequest, DescribeGroupsRequest, GroupId,
@@ -93,12 +93,14 @@ pub async fn list(
     deadline: Instant,
 ) -> Result<Listed, String> {
     let servers: Vec<String> = brokers.values().cloned().collect();
-    let answers = join_all(
+    // The first broker that does not name group types ends every pipeline at once: the
+    // caller's classic path gets the time left.
+    let answers = try_join_all(
         brokers
             .values()
             .map(|addr| at_broker(wire, shares, addr, &servers, &accepts, offsets, deadline)),
     )
-    .await;
+    .await?;
     let mut listed = Listed {
         groups: Vec::new(),
         list_failures: Vec::new(),
@@ -107,9 +109,8 @@ pub async fn list(
         offset_failures: Vec::new(),
         offsets_unusable: None,
     };
-    let mut seen = std::collections::BTreeSet::new();
-    for answer in answers {
-        let at = answer?;
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for at in answers {
         listed.list_failures.extend(at.list_failure);
         listed.describe_failures.extend(at.describe_failures);
         listed.share_failures.extend(at.share_failures);
@@ -117,10 +118,17 @@ pub async fn list(
         if listed.offsets_unusable.is_none() {
             listed.offsets_unusable = at.offsets_unusable;
         }
-        // A group moving between coordinators may be listed twice: keep one.
+        // A group moving between coordinators may be listed twice: keep one, the one
+        // with committed offsets and a member count if only one has them.
         for group in at.groups {
-            if seen.insert(group.name.clone()) {
-                listed.groups.push(group);
+            let worth = |g: &RawGroup| (g.committed.is_some(), g.members.is_some());
+            match seen.get(&group.name) {
+                Some(&kept) if worth(&listed.groups[kept]) >= worth(&group) => {}
+                Some(&kept) => listed.groups[kept] = group,
+                None => {
+                    seen.insert(group.name.clone(), listed.groups.len());
+                    listed.groups.push(group);
+                }
             }
         }
     }
@@ -311,10 +319,11 @@ async fn list_at(
 /// request fails at once and is retried about 2 s later whenever two of them meet, or on
 /// the first after a restart (its send thread expires a request it did not send at once,
 /// comparing two different clocks). One answer can thus take 2–5 s. So each group is asked
-/// alone, one after the other as Kafka's own tools do (that makes the stall rare), on a
-/// connection of its own, with [`SHARE_BUDGET`] of its own: a cycle waits for it until the
-/// group stage's deadline and otherwise takes the last progress read, if younger than
-/// [`SHARE_MAX_AGE`]; the next read starts once the one under way is done.
+/// alone, one after the other as Kafka's own tools do (that makes the stall rare), the
+/// groups read longest ago first, on a connection of its own, with [`SHARE_BUDGET`] of its
+/// own: a cycle waits for it until the group stage's deadline (only [`SHARE_GRACE`] when
+/// it has a recent read of every group) and otherwise takes the last progress read, if
+/// younger than [`SHARE_MAX_AGE`]; the next read starts once the one under way is done.
 #[derive(Default)]
 pub struct ShareReader {
     brokers: std::sync::Mutex<HashMap<String, Arc<BrokerShares>>>,
@@ -323,7 +332,19 @@ pub struct ShareReader {
 /// How long one broker's share progress may take to read, whatever the cycle's deadline.
 const SHARE_BUDGET: Duration = Duration::from_secs(15);
 /// Progress older than this is not shown.
-const SHARE_MAX_AGE: Duration = Duration::from_secs(60);
+const SHARE_MAX_AGE: Duration = Duration::from_secs(30);
+/// How long a cycle waits for a fresher read when it has a recent one.
+const SHARE_GRACE: Duration = Duration::from_millis(300);
+
+/// Marks a broker's read as done when dropped, also when the read panicked.
+struct Finished(Arc<BrokerShares>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        self.0.in_flight.store(false, Ordering::SeqCst);
+        self.0.done.notify_waiters();
+    }
+}
 
 #[derive(Default)]
 struct BrokerShares {
@@ -354,14 +375,31 @@ impl ShareReader {
         let done = broker.done.notified();
         tokio::pin!(done);
         done.as_mut().enable();
+        // Every group known, and recent enough: a short wait for a fresher read will do,
+        // so that a stalling share coordinator does not use up the stage every cycle.
+        let known = {
+            let last = broker.last.lock().unwrap_or_else(|p| p.into_inner());
+            names.iter().all(|n| {
+                last.get(n)
+                    .is_some_and(|(at, _)| at.elapsed() < SHARE_MAX_AGE / 2)
+            })
+        };
         if !broker.in_flight.swap(true, Ordering::SeqCst) {
-            let (wire, addr, broker, names) = (
+            let (wire, addr, broker, mut names) = (
                 wire.clone(),
                 addr.to_string(),
                 broker.clone(),
                 names.clone(),
             );
+            // The groups read longest ago first: a coordinator that stalls within the
+            // budget still gets round to every group.
+            {
+                let last = broker.last.lock().unwrap_or_else(|p| p.into_inner());
+                names.sort_by_key(|n| last.get(n).map(|(at, _)| *at));
+            }
             tokio::spawn(async move {
+                // Whatever happens to this task, the next cycle may start another.
+                let _done = Finished(broker.clone());
                 let until = Instant::now() + SHARE_BUDGET;
                 let (groups, failures) = share_progress(&wire.pool, &addr, &names, until).await;
                 {
@@ -373,11 +411,14 @@ impl ShareReader {
                     }
                 }
                 *broker.failures.lock().unwrap_or_else(|p| p.into_inner()) = failures;
-                broker.in_flight.store(false, Ordering::SeqCst);
-                broker.done.notify_waiters();
             });
         }
-        let _ = tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), done).await;
+        let wait = if known {
+            deadline.min(Instant::now() + SHARE_GRACE)
+        } else {
+            deadline
+        };
+        let _ = tokio::time::timeout_at(tokio::time::Instant::from_std(wait), done).await;
         let last = broker.last.lock().unwrap_or_else(|p| p.into_inner());
         let mut found = Vec::new();
         let mut missing = Vec::new();
@@ -389,11 +430,9 @@ impl ShareReader {
                 _ => missing.push(name),
             }
         }
-        let mut failures = broker
-            .failures
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        // A read's failures are reported once.
+        let mut failures =
+            std::mem::take(&mut *broker.failures.lock().unwrap_or_else(|p| p.into_inner()));
         if !missing.is_empty() && failures.is_empty() {
             failures.push(format!(
                 "{addr}: progress of share group {:?} not read yet",
@@ -458,7 +497,13 @@ async fn share_progress(
     };
     let (offsets, configs) = tokio::join!(
         offsets,
-        pool.send(addr, &configs_request, "DescribeConfigs", deadline),
+        pool.send_via(
+            Lane::Share,
+            addr,
+            &configs_request,
+            "DescribeConfigs",
+            deadline
+        ),
     );
     let mut failures = Vec::new();
     let mut isolation: BTreeMap<String, crate::kafka::Isolation> = BTreeMap::new();

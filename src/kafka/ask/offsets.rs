@@ -214,10 +214,7 @@ pub async fn fetch(
                 if e.is_permanent() {
                     unusable.get_or_insert_with(|| e.to_string());
                 }
-                (
-                    matches!(e, WireError::Deadline),
-                    format!("OffsetFetch: {e}"),
-                )
+                format!("OffsetFetch: {e}")
             })
         })
         .collect();
@@ -242,15 +239,12 @@ pub async fn fetch(
                         }
                     }
                 }
-                Err((timed_out, message)) => {
+                Err(message) => {
+                    // The coordinator did not answer: it may have moved. (A broker that
+                    // lists the group names it again next cycle.)
                     for &i in indices.iter() {
                         results[i] = Err(message.clone());
-                        // A coordinator that did not answer in time is still the one that
-                        // listed the group: it is kept, and asked again next cycle. One
-                        // that refused the connection may have moved.
-                        if !timed_out {
-                            rediscover.push(i);
-                        }
+                        rediscover.push(i);
                     }
                 }
             }

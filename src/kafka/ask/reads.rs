@@ -188,6 +188,7 @@ impl Reads {
             .map(|p| (p.topic.clone(), p.partition))
             .collect();
         state.producers.retain(|key, _| present.contains(key));
+        let mut failures: BTreeMap<usize, String> = BTreeMap::new();
         // Batch sizes are learned afresh now and then: producers change their settings.
         if state.cycle % 100 == 0 {
             state.batch_bytes.clear();
@@ -222,13 +223,18 @@ impl Reads {
             // others' reads time of their own.
             let classify_deadline =
                 Instant::now() + deadline.saturating_duration_since(Instant::now()) / 3;
-            let found = self
+            let (found, unreachable) = self
                 .describe_producers(sample, &unclassified, &leaders, brokers, classify_deadline)
                 .await;
+            failures.extend(unreachable);
             for index in unclassified {
                 let p = &sample.partitions[index];
-                // Not told: assume markers, as before anything was known.
-                let transactional = found.get(&index).copied().unwrap_or(true);
+                let key = (p.topic.clone(), p.partition);
+                // Not told: assume markers, as before anything was known. Once seen
+                // transactional, a partition stays so: a producer's state expires on the
+                // broker (producer.id.expiration.ms) while its markers stay in the log.
+                let was = state.producers.get(&key).is_some_and(|k| k.transactional);
+                let transactional = was || found.get(&index).copied().unwrap_or(true);
                 state.producers.insert(
                     (p.topic.clone(), p.partition),
                     Producers {
@@ -274,7 +280,6 @@ impl Reads {
         let wanted: HashSet<&PositionKey> = needs.iter().flat_map(|n| n.positions.iter()).collect();
         state.positions.retain(|key, _| wanted.contains(key));
 
-        let mut failures: BTreeMap<usize, String> = BTreeMap::new();
         let mut partition_spent: HashMap<usize, i64> = HashMap::new();
         let mut leader_spent: HashMap<i32, i64> = HashMap::new();
         for round in 0..ROUNDS {
@@ -511,7 +516,7 @@ impl Reads {
         leaders: &HashMap<usize, i32>,
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
-    ) -> HashMap<usize, bool> {
+    ) -> (HashMap<usize, bool>, Vec<(usize, String)>) {
         let mut by_leader: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
         for &index in indices {
             if let Some(&leader) = leaders.get(&index) {
@@ -519,7 +524,9 @@ impl Reads {
             }
         }
         let requests = by_leader.into_iter().map(|(leader, indices)| async move {
-            let addr = brokers.get(&leader)?;
+            let Some(addr) = brokers.get(&leader) else {
+                return Ok((indices, None));
+            };
             let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
             for &i in &indices {
                 let p = &sample.partitions[i];
@@ -541,15 +548,28 @@ impl Reads {
                 .send(addr, &request, "DescribeProducers", deadline)
                 .await
             {
-                Ok(answer) => Some((indices, answer)),
+                Ok(answer) => Ok((indices, Some(answer))),
                 Err(error) => {
                     tracing::debug!(cluster = %self.cluster, broker = %addr, %error, "DescribeProducers failed: record reads assume markers");
-                    None
+                    Err((indices, error))
                 }
             }
         });
         let mut found = HashMap::new();
-        for (indices, answer) in join_all(requests).await.into_iter().flatten() {
+        let mut unreachable = Vec::new();
+        for answer in join_all(requests).await {
+            let (indices, answer) = match answer {
+                Ok((indices, Some(answer))) => (indices, answer),
+                Ok((_, None)) => continue,
+                Err((indices, error)) => {
+                    // A leader that did not answer in time is not asked again this cycle.
+                    if matches!(error, crate::kafka::wire::WireError::Deadline) {
+                        let message = format!("DescribeProducers: {error}");
+                        unreachable.extend(indices.into_iter().map(|i| (i, message.clone())));
+                    }
+                    continue;
+                }
+            };
             let by_name: HashMap<(&str, i32), usize> = indices
                 .iter()
                 .map(|&i| {
@@ -575,7 +595,7 @@ impl Reads {
                 }
             }
         }
-        found
+        (found, unreachable)
     }
 
     /// One Fetch to one leader for `items`: the answer for each item, in order.
