@@ -19,9 +19,10 @@ local text = import 'lib/text.libsonnet';
     // last value within the window stands in (last_over_time skips stale markers); once it
     // does, only the current series counts, so an episode that ended (the series gone, as
     // per-partition series go in topic granularity) resolves at once. `+ 0` drops the
-    // metric name, so both sides carry the same labels.
+    // metric name, so both sides carry the same labels and `or` keeps the current value.
+    // The threshold comes last, once: the Helm chart's override replaces it there.
     local bridged(metric, condition) =
-      '(%(m)s%(s)s + 0 %(c)s) or (last_over_time(%(m)s%(s)s[%(w)s]) %(c)s unless on(%(cl)s) kafka_lso_exporter_up%(s)s == 1)' % {
+      '(%(m)s%(s)s + 0 or (last_over_time(%(m)s%(s)s[%(w)s]) unless on(%(cl)s) kafka_lso_exporter_up%(s)s == 1)) %(c)s' % {
         m: metric,
         s: sel([]),
         c: condition,
