@@ -19,10 +19,9 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use futures_util::FutureExt as _;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::{
-    DescribeConfigsRequest, DescribeProducersRequest, DescribeTransactionsRequest,
-    ListTransactionsRequest, ProducerId, TopicName, TransactionalId,
+    DescribeConfigsRequest, DescribeTransactionsRequest, ListTransactionsRequest, ProducerId,
+    TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
@@ -143,21 +142,7 @@ impl Forensics {
                 let Some(addr) = brokers.get(leader) else {
                     return Err(format!("leader {leader} is not in the metadata"));
                 };
-                let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-                for &i in indices {
-                    let p = &partitions[i];
-                    topics.entry(&p.topic).or_default().push(p.partition);
-                }
-                let mut request = DescribeProducersRequest::default();
-                request.topics = topics
-                    .into_iter()
-                    .map(|(topic, partitions)| {
-                        let mut t = TopicRequest::default();
-                        t.name = TopicName(StrBytes::from_string(topic.to_string()));
-                        t.partition_indexes = partitions;
-                        t
-                    })
-                    .collect();
+                let request = super::describe_producers_request(partitions, indices);
                 self.wire
                     .pool
                     .send(addr, &request, "DescribeProducers", producers_deadline)

@@ -40,9 +40,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{DescribeProducersRequest, FetchRequest, TopicName};
+use kafka_protocol::messages::{FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
@@ -527,21 +526,7 @@ impl Reads {
             let Some(addr) = brokers.get(&leader) else {
                 return Ok((indices, None));
             };
-            let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-            for &i in &indices {
-                let p = &sample.partitions[i];
-                topics.entry(&p.topic).or_default().push(p.partition);
-            }
-            let mut request = DescribeProducersRequest::default();
-            request.topics = topics
-                .into_iter()
-                .map(|(topic, partitions)| {
-                    let mut t = TopicRequest::default();
-                    t.name = TopicName(StrBytes::from_string(topic.to_string()));
-                    t.partition_indexes = partitions;
-                    t
-                })
-                .collect();
+            let request = super::describe_producers_request(&sample.partitions, &indices);
             match self
                 .wire
                 .pool
