@@ -98,12 +98,7 @@ pub async fn fetch(
         tokio::select! {
             answer = asking.next() => match answer {
                 Some((addr, Ok(answer))) => {
-                    let brokers = answer
-                        .brokers
-                        .iter()
-                        .map(|b| crate::kafka::wire::broker_address(&b.host, b.port))
-                        .collect();
-                    candidates.answered(&addr, brokers);
+                    candidates.answered(&addr, brokers(&answer).into_values().collect());
                     return Ok(answer);
                 }
                 Some((_, Err(error))) => {
