@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::kafka::wire::oauth::{self, TokenSource};
 use figment::providers::{Format, Toml};
 use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Profile, Provider};
@@ -1195,6 +1196,16 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
                 invalid(figment, &k, format!("cannot read {}: {e}", path.display()))
             })?;
             client.insert(property, value.trim_end_matches(['\n', '\r']).to_string());
+        }
+        let mechanism = client
+            .get("sasl.mechanism")
+            .or(client.get("sasl.mechanisms"))
+            .map(|m| m.trim());
+        if mechanism.is_some_and(|m| m.eq_ignore_ascii_case(oauth::MECHANISM)) {
+            if let Err((property, reason)) = TokenSource::from_properties(&client) {
+                let k = ["clusters", &idx, "client", &property];
+                return Err(invalid(figment, &k, reason));
+            }
         }
         clusters.push(ClusterConfig {
             name: cluster.name,

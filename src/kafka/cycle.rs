@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use kafka_protocol::messages::MetadataResponse;
-use rdkafka::client::ClientContext;
+use rdkafka::client::{ClientContext, OAuthToken};
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
@@ -49,6 +49,7 @@ use super::ask::metadata::{self, Candidates};
 use super::ask::offsets::{self, Coordinators};
 use super::ask::reads::Reads;
 use super::native::{list_consumer_group_offsets, queued_events};
+use super::wire::oauth::{self, TokenSource};
 use super::wire::{Security, WireClient};
 use super::{
     CommittedOffset, Planned, RawGroup, RawPartition, RawSample, Replication, Sampler, Stage,
@@ -83,6 +84,8 @@ pub struct KafkaSampler {
     forensics: Option<Forensics>,
     /// Record-batch headers for exact and time lag; `None` when off for this cluster.
     reads: Option<Reads>,
+    /// OAUTHBEARER tokens, shared by both clients.
+    tokens: Option<Arc<TokenSource>>,
 }
 
 /// Routes librdkafka's own log lines and errors into `tracing`, tagged with the cluster.
@@ -91,12 +94,41 @@ pub struct KafkaSampler {
 /// scheduler logs one line per failed cycle instead.
 pub struct ClusterContext {
     cluster: String,
+    /// The cluster's OAUTHBEARER tokens, shared with the own client.
+    tokens: Option<Arc<TokenSource>>,
     /// The latest error librdkafka reported on its own (authentication, TLS, DNS), which
     /// says more than the request's timeout; added to the cycle's failure message.
     last_error: std::sync::Mutex<Option<(Instant, String)>>,
 }
 
 impl ClientContext for ClusterContext {
+    /// librdkafka takes its OAUTHBEARER token from the cluster's [`TokenSource`], so
+    /// both clients present the same one. Called while the cycle serves librdkafka's
+    /// events, after the cycle made sure of a fresh token: it only reads the cache.
+    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
+
+    fn generate_oauth_token(
+        &self,
+        _oauthbearer_config: Option<&str>,
+    ) -> Result<OAuthToken, Box<dyn std::error::Error>> {
+        let tokens = self
+            .tokens
+            .as_ref()
+            .ok_or("no OAUTHBEARER token source is configured")?;
+        let token = tokens
+            .current()
+            .ok_or("no valid OAUTHBEARER token yet (asked again shortly)")?;
+        let expires = token
+            .expires
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Ok(OAuthToken {
+            token: token.value,
+            principal_name: token.principal,
+            lifetime_ms: expires.as_millis() as i64,
+        })
+    }
+
     fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
         match level {
             RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical => {
@@ -123,6 +155,8 @@ impl ConsumerContext for ClusterContext {}
 impl KafkaSampler {
     /// Creates the clients; no connection is made until the first cycle.
     pub fn new(config: &ClusterConfig) -> Result<Self, KafkaError> {
+        let security = Security::from_properties(&config.client);
+        let tokens = security.as_ref().ok().and_then(Security::tokens);
         let consumer = |isolation_level: &str| -> Result<BaseConsumer<ClusterContext>, KafkaError> {
             let mut client = ClientConfig::new();
             client.set("client.id", "kafka-lso-exporter");
@@ -130,6 +164,15 @@ impl KafkaSampler {
             // default 10 s backoff; the exporter makes few connections, so this is cheap.
             client.set("reconnect.backoff.max.ms", "1000");
             for (property, value) in &config.client {
+                // The token source is the exporter's (see `generate_oauth_token`):
+                // librdkafka is given none of its settings.
+                let token_setting = property.starts_with("sasl.oauthbearer.")
+                    || property == "enable.sasl.oauthbearer.unsecure.jwt";
+                if (tokens.is_some() && token_setting)
+                    || oauth::OWN_PROPERTIES.contains(&property.as_str())
+                {
+                    continue;
+                }
                 client.set(property, value);
             }
             client
@@ -146,10 +189,11 @@ impl KafkaSampler {
                 });
             client.create_with_context(ClusterContext {
                 cluster: config.name.clone(),
+                tokens: tokens.clone(),
                 last_error: Default::default(),
             })
         };
-        let wire = match Security::from_properties(&config.client) {
+        let wire = match security {
             Ok(security) => Some(Arc::new(WireClient::new(security))),
             Err(reason) => {
                 tracing::warn!(
@@ -175,6 +219,7 @@ impl KafkaSampler {
             shares: ShareReader::default(),
             wire,
             cluster: config.name.clone(),
+            tokens,
         })
     }
 
@@ -536,6 +581,12 @@ impl KafkaSampler {
 impl KafkaSampler {
     /// One sampling cycle, in the order of the module docs.
     async fn cycle(&self, deadline: Instant) -> RawSample {
+        if let Some(tokens) = &self.tokens {
+            // A fresh token before librdkafka's events are served, since its refresh
+            // callback only reads the cache. Failures show where the token is used.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let _ = tokio::time::timeout(left / 4, tokens.token()).await;
+        }
         self.drain_events();
         let mut sample = RawSample::default();
 

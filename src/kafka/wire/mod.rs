@@ -30,6 +30,8 @@ use tokio::net::TcpStream;
 use self::scram::ScramClient;
 
 mod compact;
+pub mod msk_iam;
+pub mod oauth;
 pub mod scram;
 mod security;
 pub mod share_offsets;
@@ -56,6 +58,10 @@ pub enum WireError {
     Tls { addr: String, reason: String },
     #[error("{addr}: SASL authentication failed: {reason}")]
     Authentication { addr: String, reason: String },
+    /// No credentials to present: the token endpoint, token file or credential chain
+    /// failed. Nothing was sent to the broker, and the next attempt may succeed.
+    #[error("{addr}: no credentials to authenticate with: {reason}")]
+    Credentials { addr: String, reason: String },
     #[error("{addr}: {reason}")]
     Io { addr: String, reason: String },
     #[error("{addr}: broker does not support {api} (needs API key {key})")]
@@ -76,15 +82,13 @@ impl WireError {
         matches!(self, WireError::Unsupported { .. })
     }
 
-    /// Retrying cannot help: the broker lacks an API, or refuses this client's TLS or
-    /// credentials.
+    /// Retrying cannot help: the broker lacks an API, or refuses this client's TLS.
+    ///
+    /// Refused credentials are not permanent: librdkafka presents the same ones, so it
+    /// cannot do better, and once they are fixed (a password reset, a token renewed) the
+    /// next cycle succeeds.
     pub fn is_permanent(&self) -> bool {
-        matches!(
-            self,
-            WireError::Unsupported { .. }
-                | WireError::Tls { .. }
-                | WireError::Authentication { .. }
-        )
+        matches!(self, WireError::Unsupported { .. } | WireError::Tls { .. })
     }
 }
 
@@ -291,6 +295,7 @@ impl Connection {
         let mechanism = match sasl {
             Sasl::Plain { .. } => "PLAIN",
             Sasl::Scram { mechanism, .. } => mechanism.name(),
+            Sasl::OAuthBearer(_) => oauth::MECHANISM,
         };
         let mut handshake = SaslHandshakeRequest::default();
         handshake.mechanism = StrBytes::from_static_str(mechanism);
@@ -325,6 +330,28 @@ impl Connection {
                 scram
                     .verify_server_final(&server_final)
                     .map_err(|e| self.auth_error(e.to_string()))?;
+            }
+            Sasl::OAuthBearer(tokens) => {
+                let token = tokens
+                    .token()
+                    .await
+                    .map_err(|reason| WireError::Credentials {
+                        addr: self.addr.clone(),
+                        reason: format!("OAUTHBEARER: {reason}"),
+                    })?;
+                let challenge = self.sasl_round(tokens.initial_response(&token)).await?;
+                if !challenge.is_empty() {
+                    // RFC 7628 §3.2.3: the client answers an error with a lone 0x01, then
+                    // the broker fails the authentication.
+                    let refused = oauth::server_error(&challenge);
+                    let reason = match self.sasl_round(vec![0x01]).await {
+                        Err(WireError::Authentication { reason, .. }) => {
+                            format!("OAUTHBEARER: {refused} ({reason})")
+                        }
+                        _ => format!("OAUTHBEARER: {refused}"),
+                    };
+                    return Err(self.auth_error(reason));
+                }
             }
         }
         Ok(())
@@ -757,6 +784,20 @@ mod tests {
         ]))
         .unwrap();
         assert!(ssl.tls.is_some() && matches!(ssl.sasl, Some(Sasl::Plain { .. })));
+        let oidc = Security::from_properties(&properties(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "OAUTHBEARER"),
+            ("sasl.oauthbearer.method", "oidc"),
+            (
+                "sasl.oauthbearer.token.endpoint.url",
+                "https://idp.example/token",
+            ),
+            ("sasl.oauthbearer.client.id", "exporter"),
+            ("sasl.oauthbearer.client.secret", "secret-value"),
+        ]))
+        .unwrap();
+        assert!(oidc.tokens().is_some());
+        assert!(!format!("{oidc:?}").contains("secret-value"));
 
         // What this client cannot do is a sentence for the startup log.
         for (pairs, expected) in [
@@ -769,7 +810,7 @@ mod tests {
                     ("security.protocol", "SASL_PLAINTEXT"),
                     ("sasl.mechanisms", "OAUTHBEARER"),
                 ],
-                "SASL mechanism OAUTHBEARER is not supported",
+                "sasl.oauthbearer.method: OAUTHBEARER needs a token source",
             ),
             (
                 vec![("security.protocol", "carrier-pigeon")],

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
+use super::oauth::{self, TokenSource};
 use super::scram::Mechanism;
 
 /// How connections are secured, from librdkafka-style `client` properties.
@@ -28,6 +29,7 @@ pub(super) enum Sasl {
         username: String,
         password: String,
     },
+    OAuthBearer(Arc<TokenSource>),
 }
 
 impl fmt::Debug for Security {
@@ -36,6 +38,7 @@ impl fmt::Debug for Security {
             None => "none",
             Some(Sasl::Plain { .. }) => "PLAIN",
             Some(Sasl::Scram { mechanism, .. }) => mechanism.name(),
+            Some(Sasl::OAuthBearer(_)) => oauth::MECHANISM,
         };
         f.debug_struct("Security")
             .field("tls", &self.tls.is_some())
@@ -45,6 +48,14 @@ impl fmt::Debug for Security {
 }
 
 impl Security {
+    /// The cluster's OAUTHBEARER token source, which librdkafka is to share.
+    pub fn tokens(&self) -> Option<Arc<TokenSource>> {
+        match &self.sasl {
+            Some(Sasl::OAuthBearer(tokens)) => Some(tokens.clone()),
+            _ => None,
+        }
+    }
+
     /// Reads `security.protocol`, `sasl.*` and `ssl.*` the way librdkafka does. An
     /// `Err` says, in a sentence for the startup log, what this client cannot do (e.g.
     /// GSSAPI); the caller turns the capability off for that cluster.
@@ -68,6 +79,10 @@ impl Security {
             let password = properties.get("sasl.password").cloned().unwrap_or_default();
             Some(if mechanism.eq_ignore_ascii_case("PLAIN") {
                 Sasl::Plain { username, password }
+            } else if mechanism.eq_ignore_ascii_case(oauth::MECHANISM) {
+                let tokens = TokenSource::from_properties(properties)
+                    .map_err(|(key, reason)| format!("{key}: {reason}"))?;
+                Sasl::OAuthBearer(Arc::new(tokens))
             } else if let Some(mechanism) = Mechanism::from_name(mechanism) {
                 Sasl::Scram {
                     mechanism,
@@ -76,7 +91,7 @@ impl Security {
                 }
             } else {
                 return Err(format!(
-                    "SASL mechanism {mechanism} is not supported (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)"
+                    "SASL mechanism {mechanism} is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are)"
                 ));
             })
         } else {
@@ -112,20 +127,8 @@ fn tls_config(properties: &BTreeMap<String, String>) -> Result<rustls::ClientCon
         }
         Ok(properties.get(inline).map(|pem| pem.as_bytes().to_vec()))
     };
-    let mut roots = rustls::RootCertStore::empty();
-    match read("ssl.ca.location", "ssl.ca.pem")? {
-        Some(pem) => {
-            let certs: Vec<_> = CertificateDer::pem_slice_iter(&pem).flatten().collect();
-            let (added, _) = roots.add_parsable_certificates(certs);
-            if added == 0 {
-                return Err("ssl.ca.location holds no PEM certificate".into());
-            }
-        }
-        None => {
-            let native = rustls_native_certs::load_native_certs();
-            roots.add_parsable_certificates(native.certs);
-        }
-    }
+    let roots = roots(properties, &[("ssl.ca.location", "ssl.ca.pem")])
+        .map_err(|(key, reason)| format!("{key}: {reason}"))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -164,6 +167,49 @@ fn tls_config(properties: &BTreeMap<String, String>) -> Result<rustls::ClientCon
         (None, None) => Ok(builder.with_no_client_auth()),
         _ => Err("ssl.certificate.location and ssl.key.location must be set together".into()),
     }
+}
+
+/// The certificates of the first of `sources` (a file property and its inline PEM
+/// property) that is set, or the system's roots if none is. An error names the key.
+fn roots(
+    properties: &BTreeMap<String, String>,
+    sources: &[(&str, &str)],
+) -> Result<rustls::RootCertStore, (String, String)> {
+    let mut roots = rustls::RootCertStore::empty();
+    for &(file, inline) in sources {
+        let (key, pem) = match (properties.get(file), properties.get(inline)) {
+            (Some(path), _) => (
+                file,
+                std::fs::read(path)
+                    .map_err(|e| (file.to_string(), format!("cannot read {path}: {e}")))?,
+            ),
+            (None, Some(pem)) => (inline, pem.as_bytes().to_vec()),
+            (None, None) => continue,
+        };
+        let certs: Vec<_> = CertificateDer::pem_slice_iter(&pem).flatten().collect();
+        let (added, _) = roots.add_parsable_certificates(certs);
+        if added == 0 {
+            return Err((key.to_string(), "holds no PEM certificate".to_string()));
+        }
+        return Ok(roots);
+    }
+    let native = rustls_native_certs::load_native_certs();
+    roots.add_parsable_certificates(native.certs);
+    Ok(roots)
+}
+
+/// A rustls configuration that checks servers against the roots of [`roots`] and
+/// presents no certificate: for the OAuth token endpoint.
+pub(super) fn roots_config(
+    properties: &BTreeMap<String, String>,
+    sources: &[(&str, &str)],
+) -> Result<rustls::ClientConfig, (String, String)> {
+    let roots = roots(properties, sources)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map(|builder| builder.with_root_certificates(roots).with_no_client_auth())
+        .map_err(|e| (sources[0].0.to_string(), format!("TLS setup: {e}")))
 }
 
 /// librdkafka's two switches over the usual WebPKI checks:
