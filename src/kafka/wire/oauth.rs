@@ -940,7 +940,7 @@ mod tests {
         let second = write("second", 900);
         let token = source.token().await.unwrap();
         assert_eq!(token.value, second.value);
-        assert_eq!(format!("{token:?}").contains(&second.value), false);
+        assert!(!format!("{token:?}").contains(&second.value));
         // An expired token is an error naming the file, never the token.
         std::fs::write(
             &path,
