@@ -1,0 +1,708 @@
+//! The exporter against the OAUTHBEARER listeners of the local broker
+//! (`scripts/kafka-local`): unsecured JWTs on port+6 and RS256 JWTs of a loopback OIDC
+//! token endpoint, checked by the broker against its JWKS, on port+7. Both end SASL
+//! sessions after 10 s (KIP-368).
+//!
+//! Every metric family, forensics, exact lag and time lag among them, equals what the
+//! PLAINTEXT listener shows on the same broker, at rest and with a transaction held open.
+//! Bad credentials (a wrong client secret, the token endpoint down, a malformed or
+//! expired token file) make the cluster `up 0` with a log line naming OAUTHBEARER and the
+//! cause, never the secret or the token, and the exporter recovers by itself once the
+//! cause is fixed.
+//!
+//! A broker without these listeners fails these tests (restart it with
+//! `scripts/kafka-local stop && scripts/kafka-local start`); they never skip.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::binary::Binary;
+use common::*;
+use rdkafka::producer::Producer;
+
+const FIRST_SAMPLE: Duration = Duration::from_secs(30);
+
+/// The port of the token/JWKS endpoint `scripts/kafka-local` runs (KAFKA_LOCAL_PORT + 98).
+fn oidc_port() -> u16 {
+    listener(98).rsplit_once(':').unwrap().1.parse().unwrap()
+}
+
+fn kafka_local_home() -> PathBuf {
+    std::env::var_os("KAFKA_LOCAL_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".cache/kafka"))
+}
+
+fn props(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn unsecured_client() -> Vec<(String, String)> {
+    props(&[
+        ("security.protocol", "SASL_PLAINTEXT"),
+        ("sasl.mechanism", "OAUTHBEARER"),
+        ("enable.sasl.oauthbearer.unsecure.jwt", "true"),
+        ("sasl.oauthbearer.config", "principal=exporter"),
+    ])
+}
+
+fn oidc_client(url: &str, id: &str, secret: &str) -> Vec<(String, String)> {
+    props(&[
+        ("security.protocol", "SASL_PLAINTEXT"),
+        ("sasl.mechanism", "OAUTHBEARER"),
+        ("sasl.oauthbearer.method", "oidc"),
+        ("sasl.oauthbearer.token.endpoint.url", url),
+        ("sasl.oauthbearer.client.id", id),
+        ("sasl.oauthbearer.client.secret", secret),
+    ])
+}
+
+fn file_client(path: &Path) -> Vec<(String, String)> {
+    props(&[
+        ("security.protocol", "SASL_PLAINTEXT"),
+        ("sasl.mechanism", "OAUTHBEARER"),
+        ("sasl.oauthbearer.method", "file"),
+        ("sasl.oauthbearer.token.file", path.to_str().unwrap()),
+    ])
+}
+
+/// The token endpoint of `scripts/kafka-local`, answering: fails the test otherwise.
+fn require_oidc_listeners() {
+    require_kafka();
+    let url = format!("http://127.0.0.1:{}/health", oidc_port());
+    let ok = std::net::TcpStream::connect(("127.0.0.1", oidc_port())).is_ok();
+    assert!(
+        ok,
+        "no OIDC token endpoint at {url}: restart the broker with \
+         `scripts/kafka-local stop && scripts/kafka-local start` to get the OAUTHBEARER listeners"
+    );
+    for offset in [6, 7] {
+        assert!(
+            std::net::TcpStream::connect(listener(offset)).is_ok(),
+            "nothing listens on {} (the OAUTHBEARER listeners): restart the broker with \
+             `scripts/kafka-local stop && scripts/kafka-local start`",
+            listener(offset)
+        );
+    }
+}
+
+/// A token endpoint of the test's own (same signing key as the brokers trust, own
+/// clients), on `port`; stopped when dropped.
+struct Endpoint {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Endpoint {
+    fn start(port: u16, clients: &str) -> Endpoint {
+        let dir = std::env::temp_dir().join(unique("oidc-endpoint"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(kafka_local_home().join("oidc/key.pem"), dir.join("key.pem"))
+            .expect("the key of scripts/kafka-local's OIDC endpoint");
+        std::fs::write(dir.join("clients"), clients).unwrap();
+        Self::spawn(dir, port)
+    }
+
+    fn spawn(dir: PathBuf, port: u16) -> Endpoint {
+        let child = Command::new("python3")
+            .arg(repo_root().join("scripts/oidc-endpoint"))
+            .args(["--dir", dir.to_str().unwrap(), "--port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 scripts/oidc-endpoint");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the test's OIDC endpoint did not start"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Endpoint { child, dir, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/token", self.port)
+    }
+
+    fn set_clients(&self, clients: &str) {
+        std::fs::write(self.dir.join("clients"), clients).unwrap();
+    }
+
+    /// A token for `sub` signed with the brokers' key, valid for `lifetime` seconds
+    /// (negative: expired that long ago).
+    async fn mint(&self, sub: &str, lifetime: i64) -> String {
+        let url = format!(
+            "http://127.0.0.1:{}/mint?sub={sub}&lifetime={lifetime}",
+            self.port
+        );
+        let answer: serde_json::Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+        answer["access_token"].as_str().unwrap().to_string()
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn cluster_env(
+    index: usize,
+    name: &str,
+    bootstrap: &str,
+    topics: &str,
+    groups: &str,
+    client: &[(String, String)],
+) -> Vec<(String, String)> {
+    let prefix = format!("KAFKA_LSO_EXPORTER_CLUSTERS__{index}__");
+    let mut env = vec![
+        (format!("{prefix}NAME"), name.to_string()),
+        (format!("{prefix}BOOTSTRAP_SERVERS"), bootstrap.to_string()),
+        (format!("{prefix}TOPICS__INCLUDE"), format!("[{topics:?}]")),
+        (format!("{prefix}GROUPS__INCLUDE"), format!("[{groups:?}]")),
+    ];
+    for (property, value) in client {
+        env.push((format!("{prefix}CLIENT__{property}"), value.clone()));
+    }
+    env
+}
+
+/// Series of `cluster`, keyed by name and labels without `kafka_cluster`; the exporter's
+/// own series (cycle times, request counts) are left out.
+fn of_cluster(scrape: &Scrape, cluster: &str) -> BTreeMap<String, f64> {
+    scrape
+        .samples
+        .iter()
+        .filter(|(name, labels, _)| {
+            !name.starts_with("kafka_lso_exporter_")
+                && labels.get("kafka_cluster").map(String::as_str) == Some(cluster)
+        })
+        .map(|(name, labels, value)| {
+            let labels: Vec<String> = labels
+                .iter()
+                .filter(|(k, _)| *k != "kafka_cluster")
+                .map(|(k, v)| format!("{k}={v:?}"))
+                .collect();
+            (format!("{name}{{{}}}", labels.join(",")), *value)
+        })
+        .collect()
+}
+
+/// Time-valued series (ages, time lags) move between the clusters' cycles; everything
+/// else must be equal.
+fn time_valued(key: &str) -> bool {
+    let name = key.split('{').next().unwrap();
+    name.ends_with("_seconds") || name.contains("timestamp")
+}
+
+/// The differences between `other`'s series and `plain`'s, in words; empty if equal.
+fn differences(plain: &BTreeMap<String, f64>, other: &BTreeMap<String, f64>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (key, value) in plain {
+        match other.get(key) {
+            None => out.push(format!("missing: {key} {value}")),
+            Some(v) if time_valued(key) => {
+                if (v - value).abs() > 3.0 {
+                    out.push(format!("{key}: {v} where PLAINTEXT shows {value}"));
+                }
+            }
+            Some(v) if v != value => out.push(format!("{key}: {v} where PLAINTEXT shows {value}")),
+            Some(_) => {}
+        }
+    }
+    for key in other.keys().filter(|k| !plain.contains_key(*k)) {
+        out.push(format!("extra: {key}"));
+    }
+    out
+}
+
+/// Waits until the three clusters agree (two scrapes in a row, so a cycle that just
+/// ended in one cluster does not decide), then returns the PLAINTEXT cluster's series.
+async fn wait_equal(
+    exporter: &Exporter,
+    what: &str,
+    ready: impl Fn(&Scrape) -> bool,
+) -> BTreeMap<String, f64> {
+    let deadline = Instant::now() + Duration::from_secs(45);
+    let mut agreed = 0;
+    loop {
+        let scrape = exporter.scrape().await;
+        let plain = of_cluster(&scrape, "plain");
+        let mut problems = Vec::new();
+        for cluster in ["oidc", "unsecured"] {
+            for d in differences(&plain, &of_cluster(&scrape, cluster)) {
+                problems.push(format!("{cluster}: {d}"));
+            }
+        }
+        if ready(&scrape) && problems.is_empty() {
+            agreed += 1;
+            if agreed == 2 {
+                return plain;
+            }
+        } else {
+            agreed = 0;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "{what}: the OAUTHBEARER clusters never showed what PLAINTEXT shows:\n{}\n\nlast scrape:\n{}",
+                problems.join("\n"),
+                scrape.text
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+}
+
+/// PLAINTEXT, OIDC-validated OAUTHBEARER and unsecured OAUTHBEARER on one broker, in one
+/// exporter: the same series with the same values, at rest and with a transaction open
+/// (forensics naming it, exact lag against the LSO, time lag, withheld records).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauthbearer_listeners_show_what_plaintext_shows() {
+    require_oidc_listeners();
+    let topic = unique("oauth-eq");
+    create_topic(&topic, 2).await;
+    let producer = plain_producer();
+    send(&producer, &topic, 0, 6);
+    send(&producer, &topic, 1, 4);
+    let committed = unique("oauth-eq-rc");
+    let uncommitted = unique("oauth-eq-ru");
+    consume_all_and_commit(&committed, &topic, 2, "read_committed");
+    // Two records behind on partition 1.
+    send(&producer, &topic, 1, 2);
+    consume_all_and_commit(&uncommitted, &topic, 1, "read_uncommitted");
+
+    let groups = format!("^({committed}|{uncommitted})$");
+    let topics = format!("^{topic}$");
+    let endpoint = format!("http://127.0.0.1:{}/token", oidc_port());
+    let mut env = cluster_env(0, "plain", &bootstrap(), &topics, &groups, &[]);
+    env.extend(cluster_env(
+        1,
+        "oidc",
+        &listener(7),
+        &topics,
+        &groups,
+        &oidc_client(&endpoint, "exporter", "exporter-secret"),
+    ));
+    env.extend(cluster_env(
+        2,
+        "unsecured",
+        &listener(6),
+        &topics,
+        &groups,
+        &unsecured_client(),
+    ));
+    env.push(("KAFKA_LSO_EXPORTER_INTERVAL".into(), "1s".into()));
+    let exporter = Exporter::start_with(config_from_env(env)).await;
+
+    let lag = |s: &Scrape, cluster: &str, group: &str, partition: &str| {
+        s.value(
+            "kafka_consumergroup_lso_lag",
+            &[
+                ("kafka_cluster", cluster),
+                ("group", group),
+                ("topic", topic.as_str()),
+                ("partition", partition),
+            ],
+        )
+    };
+    let at_rest = wait_equal(&exporter, "at rest", |s| {
+        ["plain", "oidc", "unsecured"].iter().all(|c| {
+            s.value("kafka_lso_exporter_up", &[("kafka_cluster", c)]) == Some(1.0)
+                && lag(s, c, &committed, "1") == Some(2.0)
+                && lag(s, c, &uncommitted, "0") == Some(0.0)
+        })
+    })
+    .await;
+    assert!(at_rest.len() > 10, "too few series to compare: {at_rest:?}");
+
+    // A transaction held open on partition 0: 3 records withheld from read_committed.
+    let transactional_id = unique("oauth-eq-t");
+    let held = transactional_producer(&transactional_id);
+    held.begin_transaction().unwrap();
+    send(&held, &topic, 0, 3);
+    let open = wait_equal(&exporter, "with a transaction open", |s| {
+        ["plain", "oidc", "unsecured"].iter().all(|c| {
+            s.series(
+                "kafka_transaction_open_info",
+                &[("kafka_cluster", c), ("topic", topic.as_str())],
+            )
+            .any(|(labels, _)| labels["transactional_id"] == transactional_id)
+        })
+    })
+    .await;
+    let withheld = open
+        .iter()
+        .find(|(k, _)| {
+            k.starts_with("kafka_partition_hw_minus_lso{") && k.contains("partition=\"0\"")
+        })
+        .map(|(_, v)| *v);
+    assert_eq!(withheld, Some(3.0), "{open:#?}");
+    for family in [
+        "kafka_consumergroup_lso_lag_seconds{",
+        "kafka_partition_withheld_age_seconds{",
+        "kafka_transaction_open_age_seconds{",
+    ] {
+        assert!(
+            open.iter().any(|(k, v)| k.starts_with(family) && *v > 0.0),
+            "no {family} to compare: {open:#?}"
+        );
+    }
+    held.abort_transaction(Duration::from_secs(30)).unwrap();
+    exporter.stop().await;
+}
+
+// ---- bad credentials, through the binary and its log --------------------------------
+
+fn start_binary(env: &[(String, String)]) -> Binary {
+    let config = repo_root().join("tests/empty.toml");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Binary::start(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--interval",
+            "1s",
+            "--log.level",
+            "debug",
+            "--log.format",
+            "logfmt",
+        ],
+        &env,
+    )
+}
+
+async fn wait_up(binary: &Binary, cluster: &str, up: f64, what: &str) {
+    binary
+        .wait_for(what, FIRST_SAMPLE, |s| {
+            (s.value("kafka_lso_exporter_up", &[("kafka_cluster", cluster)]) == Some(up))
+                .then_some(())
+        })
+        .await;
+}
+
+/// Waits for a failed-cycle line that names OAUTHBEARER and contains `cause`.
+async fn wait_logged(binary: &Binary, cause: &str) {
+    let deadline = Instant::now() + FIRST_SAMPLE;
+    loop {
+        let log = binary.log();
+        if log.lines().any(|l| {
+            l.contains("cannot reach the cluster") && l.contains("OAUTHBEARER") && l.contains(cause)
+        }) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no failed-cycle line naming OAUTHBEARER and {cause:?}:\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Nothing the binary serves or logs contains any of `secrets`.
+async fn shows_none(binary: &Binary, secrets: &[&str]) {
+    for path in ["/metrics", "/", "/readyz"] {
+        let (_, body) = binary.get(path).await.unwrap();
+        for secret in secrets {
+            assert!(!body.contains(secret), "GET {path} shows a secret:\n{body}");
+        }
+    }
+    let log = binary.log();
+    for secret in secrets {
+        assert!(!log.contains(secret), "the log shows a secret:\n{log}");
+    }
+}
+
+/// A wrong client secret: `up 0`, the endpoint's `invalid_client` in the log, the secret
+/// nowhere; once the identity provider knows that secret, sampling resumes by itself.
+/// Then the endpoint goes down: the cached token carries on while it is valid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_client_secret_then_the_endpoint_down() {
+    require_oidc_listeners();
+    let topic = unique("oauth-bad");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 2);
+    let client = unique("client");
+    let secret = unique("secret-s3cr3t");
+    let endpoint = Endpoint::start(free_port(), "other other-secret 3600\n");
+    let binary = start_binary(&cluster_env(
+        0,
+        "oidc",
+        &listener(7),
+        &format!("^{topic}$"),
+        "^$",
+        &oidc_client(&endpoint.url(), &client, &secret),
+    ));
+    wait_up(&binary, "oidc", 0.0, "up 0 with a wrong secret").await;
+    wait_logged(&binary, "invalid_client").await;
+    shows_none(&binary, &[&secret]).await;
+
+    endpoint.set_clients(&format!("{client} {secret} 3600\n"));
+    wait_up(&binary, "oidc", 1.0, "up 1 once the secret is right").await;
+    // The endpoint goes away: the token in hand is used while valid.
+    drop(endpoint);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    wait_up(&binary, "oidc", 1.0, "still up 1 with the endpoint gone").await;
+    shows_none(&binary, &[&secret]).await;
+    let log = binary.kill();
+    assert!(!log.contains(&secret), "{log}");
+}
+
+/// The token endpoint is not running when the exporter starts: `up 0` with the
+/// connection error in the log; sampling starts once the endpoint does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_endpoint_down_then_up() {
+    require_oidc_listeners();
+    let topic = unique("oauth-down");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 2);
+    let port = free_port();
+    let secret = unique("secret-d0wn");
+    let binary = start_binary(&cluster_env(
+        0,
+        "oidc",
+        &listener(7),
+        &format!("^{topic}$"),
+        "^$",
+        &oidc_client(
+            &format!("http://127.0.0.1:{port}/token"),
+            "exporter",
+            &secret,
+        ),
+    ));
+    wait_up(&binary, "oidc", 0.0, "up 0 with no token endpoint").await;
+    wait_logged(&binary, &format!("127.0.0.1:{port}")).await;
+    let endpoint = Endpoint::start(port, &format!("exporter {secret} 3600\n"));
+    wait_up(&binary, "oidc", 1.0, "up 1 once the endpoint runs").await;
+    shows_none(&binary, &[&secret]).await;
+    drop(endpoint);
+    binary.kill();
+}
+
+/// A token file holding garbage, then an expired token, then a token signed by a key
+/// the broker does not trust, then a good one: `up 0` with the cause logged each time
+/// (the last one the broker's own `invalid_token`), no token in any output, and sampling
+/// resumes by itself once the file holds a valid token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_file_malformed_expired_untrusted_then_valid() {
+    require_oidc_listeners();
+    let topic = unique("oauth-file");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 2);
+    let endpoint = Endpoint::start(free_port(), "");
+    let dir = std::env::temp_dir().join(unique("oauth-token-file"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("token");
+    std::fs::write(&path, "not-a-token\n").unwrap();
+    let binary = start_binary(&cluster_env(
+        0,
+        "file",
+        &listener(7),
+        &format!("^{topic}$"),
+        "^$",
+        &file_client(&path),
+    ));
+    wait_up(&binary, "file", 0.0, "up 0 with garbage in the token file").await;
+    wait_logged(&binary, "not a JWT").await;
+
+    let expired = endpoint.mint("exporter", -120).await;
+    std::fs::write(&path, &expired).unwrap();
+    wait_logged(&binary, "expired").await;
+
+    // Signed by a key of its own: well-formed and unexpired, but the broker refuses it.
+    let stranger = Endpoint::spawn(
+        std::env::temp_dir().join(unique("oidc-stranger")),
+        free_port(),
+    );
+    let untrusted = stranger.mint("exporter", 3600).await;
+    std::fs::write(&path, &untrusted).unwrap();
+    wait_logged(&binary, "invalid_token").await;
+    wait_up(&binary, "file", 0.0, "up 0 with an untrusted token").await;
+
+    let valid = endpoint.mint("exporter", 3600).await;
+    std::fs::write(&path, &valid).unwrap();
+    wait_up(
+        &binary,
+        "file",
+        1.0,
+        "up 1 once the file holds a valid token",
+    )
+    .await;
+    shows_none(&binary, &[&expired, &untrusted, &valid]).await;
+    binary.kill();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A token source that cannot work is a configuration error: exit 2 naming the key.
+#[test]
+fn a_bad_token_source_setting_exits_2_naming_the_key() {
+    let cases = [
+        (
+            ("sasl.oauthbearer.method", "magic"),
+            "clusters[0].client.sasl.oauthbearer.method",
+        ),
+        (
+            ("sasl.oauthbearer.method", "oidc"),
+            "clusters[0].client.sasl.oauthbearer.token.endpoint.url",
+        ),
+    ];
+    for ((key, value), named) in cases {
+        let output = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"))
+            .args([
+                "--config",
+                repo_root().join("tests/empty.toml").to_str().unwrap(),
+                "--check-config",
+            ])
+            .env("KAFKA_LSO_EXPORTER_CLUSTERS__0__NAME", "c")
+            .env(
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS",
+                "127.0.0.1:1",
+            )
+            .env(
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__security.protocol",
+                "SASL_SSL",
+            )
+            .env(
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__sasl.mechanism",
+                "OAUTHBEARER",
+            )
+            .env(
+                format!("KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__{key}"),
+                value,
+            )
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{key}={value}: {stderr}");
+        assert!(
+            stderr.contains(named),
+            "{key}={value} does not name {named}: {stderr}"
+        );
+    }
+}
+
+/// Two minutes on the OIDC listener with 40-second tokens and 10-second SASL sessions:
+/// at least ten re-authentications and one token refresh, and not one failed cycle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_minutes_of_reauthentication_and_token_refresh_without_a_failed_cycle() {
+    require_oidc_listeners();
+    let topic = unique("oauth-reauth");
+    create_topic(&topic, 1).await;
+    let producer = plain_producer();
+    send(&producer, &topic, 0, 2);
+    let group = unique("oauth-reauth-g");
+    consume_all_and_commit(&group, &topic, 1, "read_committed");
+    let endpoint = format!("http://127.0.0.1:{}/token", oidc_port());
+    let binary = start_binary(&cluster_env(
+        0,
+        "oidc",
+        &listener(7),
+        &format!("^{topic}$"),
+        &format!("^{group}$"),
+        &oidc_client(&endpoint, "exporter-short", "exporter-short-secret"),
+    ));
+    wait_up(&binary, "oidc", 1.0, "up 1").await;
+    let errors = |s: &Scrape| -> f64 {
+        s.series(
+            "kafka_lso_exporter_errors_total",
+            &[("kafka_cluster", "oidc")],
+        )
+        .map(|(_, v)| v)
+        .sum()
+    };
+    let start = Instant::now();
+    let first = binary.scrape().await;
+    let mut hw = 2;
+    while start.elapsed() < Duration::from_secs(120) {
+        // Data keeps arriving, so every cycle has something new to show.
+        send(&producer, &topic, 0, 1);
+        hw += 1;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let scrape = binary.scrape().await;
+        assert_eq!(
+            scrape.value("kafka_lso_exporter_up", &[("kafka_cluster", "oidc")]),
+            Some(1.0),
+            "a failed cycle after {:?}:\n{}\n{}",
+            start.elapsed(),
+            scrape.text,
+            binary.log()
+        );
+        assert_eq!(
+            errors(&scrape),
+            errors(&first),
+            "errors counted:\n{}",
+            scrape.text
+        );
+    }
+    let p = [
+        ("kafka_cluster", "oidc"),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    binary
+        .wait_for("the latest high watermark", Duration::from_secs(10), |s| {
+            (s.value("kafka_partition_high_watermark", &p) == Some(hw as f64)).then_some(())
+        })
+        .await;
+    let log = binary.kill();
+    let authentications = log
+        .lines()
+        .filter(|l| l.contains("Sent SaslAuthenticateRequest"))
+        .count();
+    let tokens = log
+        .lines()
+        .filter(|l| l.contains("new OAUTHBEARER token"))
+        .count();
+    assert!(
+        authentications >= 11,
+        "{authentications} authentications in 2 min:\n{log}"
+    );
+    assert!(tokens >= 2, "{tokens} tokens in 2 min (40 s each):\n{log}");
+    assert!(
+        !log.contains("level=warn"),
+        "warnings during the run:\n{log}"
+    );
+}
+
+/// librdkafka and the own client present the same token: the token endpoint is asked
+/// once per token lifetime, not once per client or connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_token_serves_both_clients() {
+    require_oidc_listeners();
+    let topic = unique("oauth-one");
+    create_topic(&topic, 1).await;
+    let endpoint = Endpoint::start(free_port(), "exporter exporter-secret 3600\n");
+    let binary = start_binary(&cluster_env(
+        0,
+        "oidc",
+        &listener(7),
+        &format!("^{topic}$"),
+        "^$",
+        &oidc_client(&endpoint.url(), "exporter", "exporter-secret"),
+    ));
+    wait_up(&binary, "oidc", 1.0, "up 1").await;
+    // Sessions end every 10 s: connections authenticate again with the same token.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    wait_up(&binary, "oidc", 1.0, "still up 1").await;
+    let log = binary.kill();
+    let fetched = log
+        .lines()
+        .filter(|l| l.contains("new OAUTHBEARER token"))
+        .count();
+    assert_eq!(fetched, 1, "{log}");
+    assert!(
+        log.contains("successfully set refreshed OAuth token"),
+        "librdkafka got no token:\n{log}"
+    );
+}
