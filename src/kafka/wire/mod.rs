@@ -30,6 +30,7 @@ use tokio::net::TcpStream;
 use self::scram::ScramClient;
 
 mod compact;
+pub mod msk_iam;
 pub mod scram;
 mod security;
 pub mod share_offsets;
