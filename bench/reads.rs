@@ -93,7 +93,7 @@ fn produce(topic: &str, rate: u64, transactional: Option<String>, stop: &AtomicB
             }
         }
         sent += 1;
-        if sent % 256 == 0 {
+        if sent.is_multiple_of(256) {
             producer.poll(Duration::ZERO);
         }
         if transactional.is_some() && last_commit.elapsed() >= COMMIT_EVERY {

@@ -173,7 +173,7 @@ async fn main() {
                             .payload("t");
                         producer.send(record).map_err(|(e, _)| e)?;
                     }
-                    if n % 2 == 0 {
+                    if n.is_multiple_of(2) {
                         producer.commit_transaction(Duration::from_secs(30))?;
                         Ok::<_, rdkafka::error::KafkaError>("committed")
                     } else {
@@ -212,7 +212,7 @@ async fn main() {
         let minute = started.elapsed().as_secs_f64() / 60.0;
         rss.push((minute, rss_kib(pid).0 as f64 / 1024.0));
 
-        if tick % 2 == 0 {
+        if tick.is_multiple_of(2) {
             // A new topic and group; the ones from KEEP rounds ago go.
             let topic = format!("{run_tag}-t{created_topics:05}");
             created_topics += 1;

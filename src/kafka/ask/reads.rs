@@ -189,7 +189,7 @@ impl Reads {
         state.producers.retain(|key, _| present.contains(key));
         let mut failures: BTreeMap<usize, String> = BTreeMap::new();
         // Batch sizes are learned afresh now and then: producers change their settings.
-        if state.cycle % 100 == 0 {
+        if state.cycle.is_multiple_of(100) {
             state.batch_bytes.clear();
         }
         for p in &sample.partitions {
@@ -214,7 +214,7 @@ impl Reads {
                 state
                     .producers
                     .get(&(p.topic.clone(), p.partition))
-                    .map_or(true, |k| now.duration_since(k.checked) >= RECLASSIFY)
+                    .is_none_or(|k| now.duration_since(k.checked) >= RECLASSIFY)
             })
             .collect();
         if !unclassified.is_empty() {
@@ -250,7 +250,7 @@ impl Reads {
                 state
                     .producers
                     .get(&(p.topic.clone(), p.partition))
-                    .map_or(true, |k| k.transactional)
+                    .is_none_or(|k| k.transactional)
             })
             .collect();
         let needs = plan(sample, self.window, &may_hold_markers);
@@ -774,7 +774,7 @@ fn plan(sample: &RawSample, window: i64, may_hold_markers: &[bool]) -> Vec<Need>
                 .into_iter()
                 // Nothing left to read there, no longer in the log (the group's consumers
                 // will reset), or in the window: no position read says more.
-                .filter(|&o| o < hw && o >= log_start && window_from.map_or(true, |f| o < f))
+                .filter(|&o| o < hw && o >= log_start && window_from.is_none_or(|f| o < f))
                 .map(|offset| PositionKey {
                     topic: p.topic.clone(),
                     partition: p.partition,

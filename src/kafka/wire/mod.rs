@@ -185,7 +185,7 @@ impl Connection {
     fn reusable(&self) -> bool {
         let now = Instant::now();
         now.saturating_duration_since(self.last_used) < MAX_IDLE
-            && !self.expires.is_some_and(|at| now >= at)
+            && self.expires.is_none_or(|at| now < at)
     }
 
     /// The version this connection uses for `R`, if the broker speaks any we do.

@@ -133,9 +133,9 @@ fn tls_config(properties: &BTreeMap<String, String>) -> Result<rustls::ClientCon
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS setup: {e}"))?;
-    let verify_certificate = !properties
+    let verify_certificate = properties
         .get("enable.ssl.certificate.verification")
-        .is_some_and(|v| v.trim() == "false");
+        .is_none_or(|v| v.trim() != "false");
     let verify_hostname = !properties
         .get("ssl.endpoint.identification.algorithm")
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("none"));
