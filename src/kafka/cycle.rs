@@ -157,6 +157,11 @@ impl KafkaSampler {
     pub fn new(config: &ClusterConfig) -> Result<Self, KafkaError> {
         let security = Security::from_properties(&config.client);
         let tokens = security.as_ref().ok().and_then(Security::tokens);
+        let oauthbearer = config
+            .client
+            .get("sasl.mechanism")
+            .or(config.client.get("sasl.mechanisms"))
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case(oauth::MECHANISM));
         let consumer = |isolation_level: &str| -> Result<BaseConsumer<ClusterContext>, KafkaError> {
             let mut client = ClientConfig::new();
             client.set("client.id", "kafka-lso-exporter");
@@ -165,10 +170,11 @@ impl KafkaSampler {
             client.set("reconnect.backoff.max.ms", "1000");
             for (property, value) in &config.client {
                 // The token source is the exporter's (see `generate_oauth_token`):
-                // librdkafka is given none of its settings.
+                // librdkafka is given none of its settings (some of which it does not
+                // know, such as `sasl.oauthbearer.method=file`).
                 let token_setting = property.starts_with("sasl.oauthbearer.")
                     || property == "enable.sasl.oauthbearer.unsecure.jwt";
-                if (tokens.is_some() && token_setting)
+                if (oauthbearer && token_setting)
                     || oauth::OWN_PROPERTIES.contains(&property.as_str())
                 {
                     continue;
