@@ -58,6 +58,106 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
+The ServiceAccount the pod runs as: serviceAccount.name, else serviceAccountName (the
+chart's earlier key, still honoured), else the release's full name when
+serviceAccount.create, else none (the namespace's default).
+*/}}
+{{- define "kafka-lso-exporter.serviceAccountName" -}}
+{{- $sa := .Values.serviceAccount | default dict }}
+{{- if $sa.name }}
+{{- $sa.name }}
+{{- else if .Values.serviceAccountName }}
+{{- .Values.serviceAccountName }}
+{{- else if $sa.create }}
+{{- include "kafka-lso-exporter.fullname" . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The files of cluster <index> that come from Secrets (secretFiles) and from a projected
+service-account token (serviceAccountToken), as YAML:
+
+  volumes:    [{name, mountPath, secret: {secretName, items}} | {name, mountPath, projected}]
+  client:     {property: path}  properties whose value is a file's path
+  clientFiles: {property: path} properties the exporter reads from a file (client_files)
+
+A property whose value librdkafka or the exporter reads as a path (sasl.kerberos.keytab,
+sasl.oauthbearer.token.file, any *.location) is set to the mounted file; any other one goes
+to client_files, whose file the exporter reads at startup. A property set in two places
+(client, secretClient, existingSecret, tls, secretFiles, serviceAccountToken) fails the
+render. Call with (list $cluster $index).
+*/}}
+{{- define "kafka-lso-exporter.clusterFiles" -}}
+{{- $c := index . 0 }}
+{{- $i := int (index . 1) }}
+{{- $where := printf "clusters[%d] (%s)" $i $c.name }}
+{{- /* where each property is already set, to refuse a second source */}}
+{{- $taken := dict }}
+{{- range $key, $_ := $c.client | default dict }}
+{{- $_ := set $taken $key "client" }}
+{{- end }}
+{{- range $key, $_ := $c.secretClient | default dict }}
+{{- $_ := set $taken $key "secretClient" }}
+{{- end }}
+{{- if and $c.existingSecret $c.existingSecret.name }}
+{{- $_ := set $taken "sasl.password" "existingSecret" }}
+{{- end }}
+{{- if and $c.tls $c.tls.secretName }}
+{{- range $field, $property := dict "ca" "ssl.ca.location" "cert" "ssl.certificate.location" "key" "ssl.key.location" }}
+{{- if and (get $c.tls $field) (not (hasKey $taken $property)) }}
+{{- $_ := set $taken $property "tls" }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $client := dict }}
+{{- $clientFiles := dict }}
+{{- $keysBySecret := dict }}
+{{- range $j, $f := $c.secretFiles | default list }}
+{{- if not (and $f.secretName $f.key $f.property) }}
+{{- fail (printf "%s: secretFiles[%d] needs secretName, key and property" $where $j) }}
+{{- end }}
+{{- if hasKey $taken $f.property }}
+{{- fail (printf "%s: secretFiles[%d]: %s is already set by %s" $where $j $f.property (get $taken $f.property)) }}
+{{- end }}
+{{- $_ := set $taken $f.property "secretFiles" }}
+{{- $keys := get $keysBySecret $f.secretName | default list }}
+{{- $_ := set $keysBySecret $f.secretName (append $keys $f.key | uniq) }}
+{{- $path := printf "/etc/kafka-lso-exporter/secrets/%d/%s/%s" $i $f.secretName $f.key }}
+{{- if or (has $f.property (list "sasl.kerberos.keytab" "sasl.oauthbearer.token.file")) (hasSuffix ".location" $f.property) }}
+{{- $_ := set $client $f.property $path }}
+{{- else }}
+{{- $_ := set $clientFiles $f.property $path }}
+{{- end }}
+{{- end }}
+{{- $volumes := list }}
+{{- range $n, $secretName := keys $keysBySecret | sortAlpha }}
+{{- $items := list }}
+{{- range $key := get $keysBySecret $secretName }}
+{{- $items = append $items (dict "key" $key "path" $key) }}
+{{- end }}
+{{- $volumes = append $volumes (dict "name" (printf "secret-%d-%d" $i $n) "mountPath" (printf "/etc/kafka-lso-exporter/secrets/%d/%s" $i $secretName) "secret" (dict "secretName" $secretName "items" $items)) }}
+{{- end }}
+{{- with $c.serviceAccountToken }}
+{{- $property := "sasl.oauthbearer.token.file" }}
+{{- if hasKey $taken $property }}
+{{- fail (printf "%s: serviceAccountToken: %s is already set by %s" $where $property (get $taken $property)) }}
+{{- end }}
+{{- $mechanism := get ($c.client | default dict) "sasl.mechanism" | default (get ($c.client | default dict) "sasl.mechanisms") | default "" | toString | upper }}
+{{- if ne $mechanism "OAUTHBEARER" }}
+{{- fail (printf "%s: serviceAccountToken needs client sasl.mechanism OAUTHBEARER (the token is an OAUTHBEARER token file)" $where) }}
+{{- end }}
+{{- $token := dict "path" "token" "expirationSeconds" (int (.expirationSeconds | default 3600)) }}
+{{- with .audience }}
+{{- $_ := set $token "audience" . }}
+{{- end }}
+{{- $mountPath := printf "/var/run/secrets/kafka-lso-exporter/%d" $i }}
+{{- $volumes = append $volumes (dict "name" (printf "token-%d" $i) "mountPath" $mountPath "projected" (dict "sources" (list (dict "serviceAccountToken" $token)))) }}
+{{- $_ := set $client $property (printf "%s/token" $mountPath) }}
+{{- end }}
+{{- dict "volumes" $volumes "client" $client "clientFiles" $clientFiles | toYaml }}
+{{- end }}
+
+{{/*
 A duration of the exporter's config ("15s", "500ms", "1m30s", "1h") in seconds, as a
 number: an integer when whole. Call with the duration string.
 */}}
