@@ -1201,7 +1201,9 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             .get("sasl.mechanism")
             .or(client.get("sasl.mechanisms"))
             .map(|m| m.trim());
-        if mechanism.is_some_and(|m| m.eq_ignore_ascii_case(oauth::MECHANISM)) {
+        if mechanism.is_some_and(|m| m.eq_ignore_ascii_case(oauth::MECHANISM))
+            && oauth::uses_sasl(&client)
+        {
             if let Err((property, reason)) = TokenSource::from_properties(&client) {
                 let k = ["clusters", &idx, "client", &property];
                 return Err(invalid(figment, &k, reason));

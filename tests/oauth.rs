@@ -99,6 +99,9 @@ struct Endpoint {
     child: Child,
     dir: PathBuf,
     port: u16,
+    /// Its request log (one line per request).
+    log: PathBuf,
+    scheme: &'static str,
 }
 
 impl Endpoint {
@@ -112,11 +115,41 @@ impl Endpoint {
     }
 
     fn spawn(dir: PathBuf, port: u16) -> Endpoint {
-        let child = Command::new("python3")
+        Self::spawn_with(dir, port, None)
+    }
+
+    /// Serving HTTPS with the certificate of the brokers' SSL listener (CN=localhost).
+    fn start_tls(port: u16, clients: &str) -> Endpoint {
+        let mut endpoint = Self::start(free_port(), clients);
+        let pem = endpoint.dir.join("tls.pem");
+        let converted = Command::new("openssl")
+            .args(["pkcs12", "-nodes", "-passin", "pass:kafka-local", "-in"])
+            .arg(kafka_local_home().join("tls/broker.p12"))
+            .arg("-out")
+            .arg(&pem)
+            .status()
+            .expect("openssl");
+        assert!(
+            converted.success(),
+            "openssl could not read the broker's key store"
+        );
+        let dir = std::mem::replace(&mut endpoint.dir, std::env::temp_dir().join(unique("gone")));
+        drop(endpoint);
+        Self::spawn_with(dir, port, Some(&pem))
+    }
+
+    fn spawn_with(dir: PathBuf, port: u16, tls: Option<&Path>) -> Endpoint {
+        let log = std::env::temp_dir().join(unique("oidc-endpoint-log"));
+        let mut command = Command::new("python3");
+        command
             .arg(repo_root().join("scripts/oidc-endpoint"))
-            .args(["--dir", dir.to_str().unwrap(), "--port", &port.to_string()])
+            .args(["--dir", dir.to_str().unwrap(), "--port", &port.to_string()]);
+        if let Some(pem) = tls {
+            command.arg("--tls-pem").arg(pem);
+        }
+        let child = command
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("python3 scripts/oidc-endpoint");
         let deadline = Instant::now() + Duration::from_secs(15);
@@ -127,11 +160,30 @@ impl Endpoint {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        Endpoint { child, dir, port }
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        Endpoint {
+            child,
+            dir,
+            port,
+            log,
+            scheme,
+        }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/token", self.port)
+        match self.scheme {
+            "https" => format!("https://localhost:{}/token", self.port),
+            _ => format!("http://127.0.0.1:{}/token", self.port),
+        }
+    }
+
+    /// How many tokens it was asked for.
+    fn token_requests(&self) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("POST /token"))
+            .count()
     }
 
     fn set_clients(&self, clients: &str) {
@@ -155,6 +207,7 @@ impl Drop for Endpoint {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_file(&self.log);
     }
 }
 
@@ -434,7 +487,8 @@ async fn a_wrong_client_secret_then_the_endpoint_down() {
     create_topic(&topic, 1).await;
     send(&plain_producer(), &topic, 0, 2);
     let client = unique("client");
-    let secret = unique("secret-s3cr3t");
+    // Characters that form-encoding would change: sent as they are, as librdkafka does.
+    let secret = format!("{}+/=~%", unique("secret-s3cr3t"));
     let endpoint = Endpoint::start(free_port(), "other other-secret 3600\n");
     let binary = start_binary(&cluster_env(
         0,
@@ -448,12 +502,29 @@ async fn a_wrong_client_secret_then_the_endpoint_down() {
     wait_logged(&binary, "invalid_client").await;
     shows_none(&binary, &[&secret]).await;
 
-    endpoint.set_clients(&format!("{client} {secret} 3600\n"));
+    // Tokens valid for 30 s: refreshed after 22-26 s.
+    endpoint.set_clients(&format!("{client} {secret} 30\n"));
     wait_up(&binary, "oidc", 1.0, "up 1 once the secret is right").await;
-    // The endpoint goes away: the token in hand is used while valid.
+    // The endpoint goes away: the refresh fails, and the token in hand is used while it
+    // is valid.
     drop(endpoint);
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    wait_up(&binary, "oidc", 1.0, "still up 1 with the endpoint gone").await;
+    let deadline = Instant::now() + Duration::from_secs(29);
+    while !binary.log().contains("OAUTHBEARER token refresh failed") {
+        assert!(
+            Instant::now() < deadline,
+            "no failed refresh logged:\n{}",
+            binary.log()
+        );
+        let scrape = binary.scrape().await;
+        assert_eq!(
+            scrape.value("kafka_lso_exporter_up", &[("kafka_cluster", "oidc")]),
+            Some(1.0),
+            "down while the token was valid:\n{}",
+            binary.log()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    wait_up(&binary, "oidc", 1.0, "still up 1 after the failed refresh").await;
     shows_none(&binary, &[&secret]).await;
     let log = binary.kill();
     assert!(!log.contains(&secret), "{log}");
@@ -682,7 +753,48 @@ async fn one_token_serves_both_clients() {
     require_oidc_listeners();
     let topic = unique("oauth-one");
     create_topic(&topic, 1).await;
-    let endpoint = Endpoint::start(free_port(), "exporter exporter-secret 3600\n");
+    // Over HTTPS, checked against https.ca.location, with a SASL extension (which
+    // librdkafka gets pushed with the token).
+    let endpoint = Endpoint::start_tls(free_port(), "exporter exporter-secret 3600\n");
+    let mut client = oidc_client(&endpoint.url(), "exporter", "exporter-secret");
+    client.extend(props(&[
+        (
+            "https.ca.location",
+            kafka_local_home().join("tls/ca.pem").to_str().unwrap(),
+        ),
+        ("sasl.oauthbearer.extensions", "traceId=one-token"),
+        ("debug", "security"),
+    ]));
+    let binary = start_binary(&cluster_env(
+        0,
+        "oidc",
+        &listener(7),
+        &format!("^{topic}$"),
+        "^$",
+        &client,
+    ));
+    wait_up(&binary, "oidc", 1.0, "up 1").await;
+    // Sessions end every 10 s: connections authenticate again with the same token.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    wait_up(&binary, "oidc", 1.0, "still up 1").await;
+    let log = binary.kill();
+    assert_eq!(endpoint.token_requests(), 1, "{log}");
+    // librdkafka, too, authenticated with it.
+    assert!(
+        log.contains("SASL OAUTHBEARER authentication successful"),
+        "librdkafka never authenticated:\n{log}"
+    );
+    assert!(!log.contains("level=warn"), "{log}");
+}
+
+/// An HTTPS token endpoint whose certificate no configured CA vouches for: `up 0`, the
+/// certificate error in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_token_endpoint_of_an_unknown_ca_is_refused() {
+    require_oidc_listeners();
+    let topic = unique("oauth-ca");
+    create_topic(&topic, 1).await;
+    let endpoint = Endpoint::start_tls(free_port(), "exporter exporter-secret 3600\n");
     let binary = start_binary(&cluster_env(
         0,
         "oidc",
@@ -691,18 +803,8 @@ async fn one_token_serves_both_clients() {
         "^$",
         &oidc_client(&endpoint.url(), "exporter", "exporter-secret"),
     ));
-    wait_up(&binary, "oidc", 1.0, "up 1").await;
-    // Sessions end every 10 s: connections authenticate again with the same token.
-    tokio::time::sleep(Duration::from_secs(12)).await;
-    wait_up(&binary, "oidc", 1.0, "still up 1").await;
-    let log = binary.kill();
-    let fetched = log
-        .lines()
-        .filter(|l| l.contains("new OAUTHBEARER token"))
-        .count();
-    assert_eq!(fetched, 1, "{log}");
-    assert!(
-        log.contains("successfully set refreshed OAuth token"),
-        "librdkafka got no token:\n{log}"
-    );
+    wait_up(&binary, "oidc", 0.0, "up 0 with an unknown CA").await;
+    wait_logged(&binary, "certificate").await;
+    assert_eq!(endpoint.token_requests(), 0);
+    binary.kill();
 }

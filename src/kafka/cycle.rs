@@ -48,7 +48,7 @@ use super::ask::log_offsets::{self, Kind};
 use super::ask::metadata::{self, Candidates};
 use super::ask::offsets::{self, Coordinators};
 use super::ask::reads::Reads;
-use super::native::{list_consumer_group_offsets, queued_events};
+use super::native::{list_consumer_group_offsets, queued_events, set_oauth_token};
 use super::wire::oauth::{self, TokenSource};
 use super::wire::{Security, WireClient};
 use super::{
@@ -155,13 +155,27 @@ impl ConsumerContext for ClusterContext {}
 impl KafkaSampler {
     /// Creates the clients; no connection is made until the first cycle.
     pub fn new(config: &ClusterConfig) -> Result<Self, KafkaError> {
-        let security = Security::from_properties(&config.client);
-        let tokens = security.as_ref().ok().and_then(Security::tokens);
         let oauthbearer = config
             .client
             .get("sasl.mechanism")
             .or(config.client.get("sasl.mechanisms"))
             .is_some_and(|m| m.trim().eq_ignore_ascii_case(oauth::MECHANISM));
+        // One token source for both clients, whether or not the own client can serve
+        // this cluster (its TLS settings may be ones only librdkafka reads).
+        let tokens = (oauthbearer && oauth::uses_sasl(&config.client))
+            .then(|| TokenSource::from_properties(&config.client).ok())
+            .flatten()
+            .map(Arc::new);
+        if let Some(url) = tokens.as_ref().and_then(|t| t.cleartext_endpoint()) {
+            tracing::warn!(
+                cluster = %config.name,
+                "the OAuth token endpoint {url} is plain HTTP: the client secret crosses the network unencrypted"
+            );
+        }
+        let security = Security::from_properties(&config.client).map(|security| match &tokens {
+            Some(tokens) => security.with_tokens(tokens.clone()),
+            None => security,
+        });
         let consumer = |isolation_level: &str| -> Result<BaseConsumer<ClusterContext>, KafkaError> {
             let mut client = ClientConfig::new();
             client.set("client.id", "kafka-lso-exporter");
@@ -243,6 +257,25 @@ impl KafkaSampler {
                     .clone()?;
                 (at.elapsed() < Duration::from_secs(30)).then_some(reason)
             })
+    }
+
+    /// librdkafka's refresh callback (through rdkafka) cannot carry SASL extensions
+    /// (KIP-342; Confluent Cloud needs `logicalCluster` and `identityPoolId`): where
+    /// there are any, the current token is set again with them, once per cycle, after
+    /// the callback ran.
+    fn push_token_extensions(&self) {
+        let Some(tokens) = &self.tokens else { return };
+        if tokens.extensions().is_empty() {
+            return;
+        }
+        let Some(token) = tokens.current() else {
+            return;
+        };
+        for consumer in [&self.read_uncommitted, &self.read_committed] {
+            if let Err(error) = set_oauth_token(consumer.client(), &token, tokens.extensions()) {
+                tracing::debug!(cluster = %self.cluster, "librdkafka refused the token: {error}");
+            }
+        }
     }
 
     /// Serves librdkafka's event queues (log lines, errors) so that nothing piles up
@@ -594,6 +627,7 @@ impl KafkaSampler {
             let _ = tokio::time::timeout(left / 4, tokens.token()).await;
         }
         self.drain_events();
+        self.push_token_extensions();
         let mut sample = RawSample::default();
 
         // 1. Metadata: through the own client (a hedged request, so that a broker that

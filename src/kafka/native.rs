@@ -250,6 +250,53 @@ pub fn queued_events<C: ClientContext>(client: &Client<C>) -> usize {
     }
 }
 
+/// Sets librdkafka's OAUTHBEARER token with SASL extensions (`key`, `value` pairs), which
+/// rdkafka's own refresh hook cannot pass.
+pub fn set_oauth_token<C: ClientContext>(
+    client: &Client<C>,
+    token: &crate::kafka::wire::oauth::Token,
+    extensions: &[(String, String)],
+) -> Result<(), String> {
+    let expires_ms = token
+        .expires
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as i64;
+    let value = CString::new(token.value.as_str()).map_err(|_| "a NUL byte in the token")?;
+    let principal =
+        CString::new(token.principal.as_str()).map_err(|_| "a NUL byte in the principal")?;
+    let strings: Vec<CString> = extensions
+        .iter()
+        .flat_map(|(k, v)| [k.as_str(), v.as_str()])
+        .map(CString::new)
+        .collect::<Result<_, _>>()
+        .map_err(|_| "a NUL byte in an extension")?;
+    let mut pointers: Vec<*const c_char> = strings.iter().map(|s| s.as_ptr()).collect();
+    let mut error = vec![0 as c_char; 512];
+    // SAFETY: every pointer refers to a NUL-terminated string alive until the call
+    // returns (librdkafka copies them); the error buffer has the length given.
+    let code = unsafe {
+        rdsys::rd_kafka_oauthbearer_set_token(
+            client.native_ptr(),
+            value.as_ptr(),
+            expires_ms,
+            principal.as_ptr(),
+            pointers.as_mut_ptr(),
+            pointers.len(),
+            error.as_mut_ptr(),
+            error.len(),
+        )
+    };
+    if code == RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR {
+        Ok(())
+    } else {
+        // SAFETY: librdkafka writes a NUL-terminated message into the buffer.
+        Err(unsafe { CStr::from_ptr(error.as_ptr()) }
+            .to_string_lossy()
+            .into_owned())
+    }
+}
+
 /// A private result queue, destroyed on drop.
 struct ResultQueue(*mut rdsys::rd_kafka_queue_t);
 

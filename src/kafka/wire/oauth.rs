@@ -31,9 +31,20 @@ use base64::Engine as _;
 /// What the exporter sends as `sasl.mechanism` for these token sources.
 pub const MECHANISM: &str = "OAUTHBEARER";
 
-/// A failed refresh is tried again after this long at the soonest, while the current
-/// token is still valid.
-const RETRY: Duration = Duration::from_secs(10);
+/// A fetch of a token (HTTP, file, AWS credential chain) that takes longer has failed.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long to wait after `failures` failed refreshes in a row before asking again:
+/// 10 s while a valid token is in hand; without one 2 s, doubling up to 30 s.
+fn backoff(failures: u32, have_valid: bool) -> Duration {
+    if have_valid {
+        return Duration::from_secs(10);
+    }
+    Duration::from_secs((2u64 << failures.saturating_sub(1).min(4)).min(30))
+}
+
+/// Largest token endpoint answer read.
+const MAX_ANSWER: usize = 1024 * 1024;
 
 /// How long the token endpoint may take.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -44,7 +55,22 @@ const UNSECURED_LIFE: Duration = Duration::from_secs(3600);
 
 /// Exporter properties that librdkafka does not know: they are removed from what
 /// librdkafka is given.
-pub const OWN_PROPERTIES: &[&str] = &["sasl.oauthbearer.token.file", "sasl.oauthbearer.aws.region"];
+pub const OWN_PROPERTIES: &[&str] = &[
+    "sasl.oauthbearer.token.file",
+    "sasl.oauthbearer.aws.region",
+    // librdkafka knows these only when built with libcurl, which this build is not: the
+    // exporter's own token endpoint client reads them.
+    "https.ca.location",
+    "https.ca.pem",
+];
+
+/// True when `security.protocol` is SASL_PLAINTEXT or SASL_SSL: only then does the
+/// mechanism matter (librdkafka ignores a leftover `sasl.mechanism` otherwise).
+pub fn uses_sasl(properties: &BTreeMap<String, String>) -> bool {
+    properties
+        .get("security.protocol")
+        .is_some_and(|p| p.trim().to_ascii_lowercase().starts_with("sasl_"))
+}
 
 /// A bearer token, when it stops being valid, and the principal it names.
 #[derive(Clone)]
@@ -110,14 +136,25 @@ struct Cached {
 
 /// One cluster's OAUTHBEARER tokens: fetched when first needed, cached and shared by
 /// every connection of both clients, refreshed ahead of expiry.
+///
+/// A refresh runs in a task of its own, one at a time: a caller holding a valid token
+/// never waits for the token endpoint, and a caller cut short by its deadline does not
+/// cut the refresh short. After a failure the source waits before asking again (2 s,
+/// doubling to 30 s without a valid token; 10 s while one is valid).
 pub struct TokenSource {
     method: Method,
     extensions: Vec<(String, String)>,
-    cached: Mutex<Option<Cached>>,
-    /// After a failed refresh: not before this time again, unless no token is valid.
-    retry_after: Mutex<Option<SystemTime>>,
-    /// One refresh at a time.
-    refreshing: tokio::sync::Mutex<()>,
+    state: Mutex<State>,
+    /// Woken when a refresh ends.
+    refreshed: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct State {
+    cached: Option<Cached>,
+    refreshing: bool,
+    /// The last failed refresh: when it ended, why, and how many failed in a row.
+    failed: Option<(SystemTime, String, u32)>,
 }
 
 impl fmt::Debug for TokenSource {
@@ -162,7 +199,9 @@ impl TokenSource {
         };
         let method = match method.as_str() {
             "default" => {
-                if get("enable.sasl.oauthbearer.unsecure.jwt") != Some("true") {
+                let unsecured = get("enable.sasl.oauthbearer.unsecure.jwt")
+                    .is_some_and(|v| ["true", "t", "1"].iter().any(|t| v.eq_ignore_ascii_case(t)));
+                if !unsecured {
                     return Err(property_error(
                         "sasl.oauthbearer.method",
                         "OAUTHBEARER needs a token source: oidc (with sasl.oauthbearer.token.endpoint.url), \
@@ -235,10 +274,22 @@ impl TokenSource {
         Ok(TokenSource {
             method,
             extensions,
-            cached: Mutex::new(None),
-            retry_after: Mutex::new(None),
-            refreshing: tokio::sync::Mutex::new(()),
+            state: Mutex::new(State::default()),
+            refreshed: tokio::sync::Notify::new(),
         })
+    }
+
+    /// The token endpoint's URL when it is plain HTTP to another host than this one.
+    pub fn cleartext_endpoint(&self) -> Option<&str> {
+        match &self.method {
+            Method::Oidc { url, .. } => {
+                let rest = url.strip_prefix("http://")?;
+                let host = rest.split(['/', '?']).next().unwrap_or_default();
+                let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+                (!["127.0.0.1", "localhost", "[::1]"].contains(&host)).then_some(url.as_str())
+            }
+            _ => None,
+        }
     }
 
     /// The method, for messages: "OIDC token endpoint", "token file", ...
@@ -246,112 +297,134 @@ impl TokenSource {
         self.method.name()
     }
 
-    /// A valid token: the cached one until it is due for refresh, else a new one. A
-    /// refresh that fails while the cached token is still valid returns the cached one
-    /// (and logs why); without a valid token the error says what the source answered.
-    pub async fn token(&self) -> Result<Token, String> {
-        if let Some(token) = self.fresh() {
-            return Ok(token);
-        }
-        let _one = self.refreshing.lock().await;
-        if let Some(token) = self.fresh() {
-            return Ok(token);
-        }
-        let now = SystemTime::now();
-        let valid = self
-            .cached()
-            .filter(|t| t.expires > now + Duration::from_secs(1));
-        let waiting = self
-            .retry_after
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some_and(|at| now < at);
-        if let (Some(token), true) = (&valid, waiting) {
-            return Ok(token.clone());
-        }
-        match self.fetch().await {
-            Ok((token, stamp)) => {
-                if token.expires <= SystemTime::now() {
-                    return Err(format!(
-                        "{}: the token expired {} ago",
-                        self.describe(),
-                        humantime::format_duration(Duration::from_secs(
-                            SystemTime::now()
-                                .duration_since(token.expires)
-                                .unwrap_or_default()
-                                .as_secs()
-                        ))
-                    ));
+    /// A valid token: the cached one until it is due for refresh, else a new one. Past
+    /// the refresh time a cached token that is still valid is returned at once while a
+    /// refresh runs in the background; without a valid token the caller waits for the
+    /// refresh, and the error says what the source answered.
+    pub async fn token(self: &Arc<Self>) -> Result<Token, String> {
+        loop {
+            let refreshed = self.refreshed.notified();
+            {
+                let mut state = self.lock();
+                let now = SystemTime::now();
+                // A token file that changed is read before anything is returned.
+                let changed = match (&self.method, &state.cached) {
+                    (Method::File { path }, Some(cached)) => file_stamp(path) != cached.stamp,
+                    _ => false,
+                };
+                if let Some(cached) = &state.cached {
+                    if now < cached.refresh_at && !changed {
+                        return Ok(cached.token.clone());
+                    }
                 }
-                let refresh_at = refresh_time(SystemTime::now(), token.expires);
-                *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = Some(Cached {
-                    token: token.clone(),
-                    refresh_at,
-                    stamp,
+                let valid = state
+                    .cached
+                    .as_ref()
+                    .map(|c| c.token.clone())
+                    .filter(|t| t.expires > now + Duration::from_secs(1));
+                let waiting = state.failed.as_ref().is_some_and(|(at, _, failures)| {
+                    now < *at + backoff(*failures, valid.is_some())
                 });
-                *self.retry_after.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                tracing::debug!(
-                    source = self.describe(),
-                    principal = %token.principal,
-                    "new OAUTHBEARER token, valid for {} s",
-                    token
-                        .expires
-                        .duration_since(SystemTime::now())
-                        .unwrap_or_default()
-                        .as_secs()
-                );
-                Ok(token)
+                if !state.refreshing && !waiting {
+                    state.refreshing = true;
+                    let source = self.clone();
+                    tokio::spawn(async move { source.refresh().await });
+                }
+                if let Some(token) = valid {
+                    if !(changed && state.refreshing) {
+                        return Ok(token);
+                    }
+                } else if !state.refreshing {
+                    let (_, error, _) = state.failed.as_ref().expect("a failure to wait out");
+                    return Err(error.clone());
+                }
             }
-            Err(error) => {
-                *self.retry_after.lock().unwrap_or_else(|p| p.into_inner()) = Some(now + RETRY);
-                match valid {
-                    Some(token) => {
+            refreshed.await;
+        }
+    }
+
+    /// Fetches a new token and records the outcome; wakes whoever waits.
+    async fn refresh(&self) {
+        let fetched = match tokio::time::timeout(FETCH_TIMEOUT, self.fetch()).await {
+            Ok(fetched) => fetched,
+            Err(_) => Err(format!(
+                "{}: no answer in {} s",
+                self.describe(),
+                FETCH_TIMEOUT.as_secs()
+            )),
+        };
+        let now = SystemTime::now();
+        let fetched = fetched.and_then(|(token, stamp)| {
+            if token.expires <= now + Duration::from_secs(1) {
+                let ago = now.duration_since(token.expires).unwrap_or_default();
+                let origin = match &self.method {
+                    Method::File { path } => format!("{} {}", self.describe(), path.display()),
+                    Method::Oidc { url, .. } => format!("{} {url}", self.describe()),
+                    _ => self.describe().to_string(),
+                };
+                Err(format!(
+                    "{origin}: the token expired {} s ago",
+                    ago.as_secs()
+                ))
+            } else {
+                Ok((token, stamp))
+            }
+        });
+        {
+            let mut state = self.lock();
+            state.refreshing = false;
+            match fetched {
+                Ok((token, stamp)) => {
+                    tracing::debug!(
+                        source = self.describe(),
+                        principal = %token.principal,
+                        "new OAUTHBEARER token, valid for {} s",
+                        token.expires.duration_since(now).unwrap_or_default().as_secs()
+                    );
+                    state.cached = Some(Cached {
+                        refresh_at: refresh_time(now, token.expires),
+                        token,
+                        stamp,
+                    });
+                    state.failed = None;
+                }
+                Err(error) => {
+                    let failures = state.failed.as_ref().map_or(0, |f| f.2) + 1;
+                    if let Some(valid) = state
+                        .cached
+                        .as_ref()
+                        .filter(|c| c.token.expires > now + Duration::from_secs(1))
+                    {
                         tracing::warn!(
                             "OAUTHBEARER token refresh failed ({error}); the current token is used \
                              while it is valid ({} s left)",
-                            token
-                                .expires
-                                .duration_since(now)
-                                .unwrap_or_default()
-                                .as_secs()
+                            valid.token.expires.duration_since(now).unwrap_or_default().as_secs()
                         );
-                        Ok(token)
                     }
-                    None => Err(error),
+                    state.failed = Some((now, error, failures));
                 }
             }
         }
+        self.refreshed.notify_waiters();
     }
 
-    /// The cached token while it is valid, for librdkafka's refresh callback (which
-    /// must not wait); `None` before the first fetch or after it expired.
+    /// The cached token while it is valid, for librdkafka (which must not wait); `None`
+    /// before the first fetch or after it expired.
     pub fn current(&self) -> Option<Token> {
-        self.cached()
+        self.lock()
+            .cached
+            .as_ref()
+            .map(|c| c.token.clone())
             .filter(|t| t.expires > SystemTime::now() + Duration::from_secs(1))
     }
 
-    fn cached(&self) -> Option<Token> {
-        self.cached
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(|c| c.token.clone())
+    /// The SASL extensions sent with the token (KIP-342).
+    pub fn extensions(&self) -> &[(String, String)] {
+        &self.extensions
     }
 
-    /// The cached token if it is not due for refresh (and, for a file, the file did not
-    /// change).
-    fn fresh(&self) -> Option<Token> {
-        let cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
-        let cached = cached.as_ref()?;
-        if SystemTime::now() >= cached.refresh_at {
-            return None;
-        }
-        if let Method::File { path } = &self.method {
-            if file_stamp(path) != cached.stamp {
-                return None;
-            }
-        }
-        Some(cached.token.clone())
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     async fn fetch(&self) -> Result<(Token, Option<(SystemTime, u64)>), String> {
@@ -469,6 +542,12 @@ pub fn server_error(challenge: &[u8]) -> String {
 
 /// librdkafka checks extension names and values the same way (RFC 7628 §3.1).
 fn check_extension(key: &str, name: &str, value: &str) -> Result<(String, String), PropertyError> {
+    if value.is_empty() {
+        return Err(property_error(
+            key,
+            format!("extension {name} has no value (brokers refuse empty ones)"),
+        ));
+    }
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphabetic()) || name == "auth" {
         return Err(property_error(
             key,
@@ -601,7 +680,8 @@ fn jwt_claims(token: &str) -> Result<Claims, String> {
     let expires = claims
         .get("exp")
         .and_then(serde_json::Value::as_f64)
-        .filter(|s| s.is_finite() && *s >= 0.0)
+        // Up to the year 5138: a larger value is no time a token expires.
+        .filter(|s| s.is_finite() && (0.0..1e11).contains(s))
         .map(|s| UNIX_EPOCH + Duration::from_secs_f64(s));
     let subject = claims
         .get("sub")
@@ -628,18 +708,13 @@ fn file_stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
     Some((meta.modified().ok()?, meta.len()))
 }
 
-/// The HTTP client for the token endpoint: TLS checked against `https.ca.location` (or
-/// `https.ca.pem`), else the cluster's `ssl.ca.location` (or `ssl.ca.pem`), else the
-/// system's roots.
+/// The HTTP client for the token endpoint: TLS checked against `https.ca.location` (a
+/// PEM file or a directory of them; `probe`: the system's) or `https.ca.pem`, else the
+/// system's roots, as librdkafka does. The brokers' `ssl.ca.*` is not used: a private
+/// Kafka CA and a publicly signed identity provider are common together.
 fn http_client(properties: &BTreeMap<String, String>) -> Result<reqwest::Client, PropertyError> {
-    let tls = super::security::roots_config(
-        properties,
-        &[
-            ("https.ca.location", "https.ca.pem"),
-            ("ssl.ca.location", "ssl.ca.pem"),
-        ],
-    )
-    .map_err(|(key, reason)| property_error(&key, reason))?;
+    let tls = super::security::roots_config(properties, &[("https.ca.location", "https.ca.pem")])
+        .map_err(|(key, reason)| property_error(&key, reason))?;
     reqwest::Client::builder()
         .use_preconfigured_tls(tls)
         .timeout(HTTP_TIMEOUT)
@@ -650,7 +725,9 @@ fn http_client(properties: &BTreeMap<String, String>) -> Result<reqwest::Client,
 }
 
 /// The client-credentials grant (RFC 6749 §4.4): the client authenticates with HTTP
-/// Basic (id and secret form-encoded first, §2.3.1).
+/// Basic, id and secret as they are (as librdkafka and Kafka's Java client send them by
+/// default; RFC 6749 §2.3.1 would form-encode them first, which identity providers that
+/// do not decode refuse for secrets with `+`, `/`, `=` or `%`).
 async fn oidc_token(
     http: &reqwest::Client,
     url: &str,
@@ -658,11 +735,10 @@ async fn oidc_token(
     client_secret: &str,
     scope: Option<&str>,
 ) -> Result<Token, String> {
-    let encode = |s: &str| form_urlencoded(s);
-    let basic = STANDARD.encode(format!("{}:{}", encode(client_id), encode(client_secret)));
+    let basic = STANDARD.encode(format!("{client_id}:{client_secret}"));
     let mut body = "grant_type=client_credentials".to_string();
     if let Some(scope) = scope {
-        body.push_str(&format!("&scope={}", encode(scope)));
+        body.push_str(&format!("&scope={}", form_urlencoded(scope)));
     }
     let answer = http
         .post(url)
@@ -683,10 +759,21 @@ async fn oidc_token(
             reason
         })?;
     let status = answer.status();
-    let bytes = answer
-        .bytes()
+    let mut answer = answer;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = answer
+        .chunk()
         .await
-        .map_err(|e| format!("reading the answer: {}", e.without_url()))?;
+        .map_err(|e| format!("reading the answer: {}", e.without_url()))?
+    {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > MAX_ANSWER {
+            return Err(format!(
+                "the answer is larger than {} KiB",
+                MAX_ANSWER / 1024
+            ));
+        }
+    }
     let json: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
     if !status.is_success() {
         let detail = json
@@ -715,7 +802,8 @@ async fn oidc_token(
         .and_then(|c| c.expires)
         .or_else(|| {
             json.get("expires_in")
-                .and_then(serde_json::Value::as_u64)
+                .and_then(|v| v.as_u64().or_else(|| v.as_str()?.trim().parse().ok()))
+                .filter(|&s| s < 1_000_000_000)
                 .map(|s| SystemTime::now() + Duration::from_secs(s))
         })
         .ok_or("the token has no exp claim and the answer no expires_in")?;
@@ -928,11 +1016,13 @@ mod tests {
             t
         };
         let first = write("one", 600);
-        let source = TokenSource::from_properties(&props(&[(
-            "sasl.oauthbearer.token.file",
-            path.to_str().unwrap(),
-        )]))
-        .unwrap();
+        let source = Arc::new(
+            TokenSource::from_properties(&props(&[(
+                "sasl.oauthbearer.token.file",
+                path.to_str().unwrap(),
+            )]))
+            .unwrap(),
+        );
         let token = source.token().await.unwrap();
         assert_eq!(token.value, first.value);
         assert_eq!(token.principal, "one");
@@ -941,7 +1031,19 @@ mod tests {
         let token = source.token().await.unwrap();
         assert_eq!(token.value, second.value);
         assert!(!format!("{token:?}").contains(&second.value));
-        // An expired token is an error naming the file, never the token.
+        // An expired token in the file: the valid one in hand stays in use.
+        let expired = unsecured_token(
+            "x",
+            "sub",
+            "scope",
+            &[],
+            Duration::ZERO,
+            now - Duration::from_secs(120),
+        );
+        std::fs::write(&path, &expired.value).unwrap();
+        assert_eq!(source.token().await.unwrap().value, second.value);
+        assert_eq!(source.token().await.unwrap().value, second.value);
+        // Without one, an expired token is an error naming the file, never the token.
         std::fs::write(
             &path,
             unsecured_token(
@@ -955,14 +1057,79 @@ mod tests {
             .value,
         )
         .unwrap();
-        let source = TokenSource::from_properties(&props(&[(
-            "sasl.oauthbearer.token.file",
-            path.to_str().unwrap(),
-        )]))
-        .unwrap();
+        let source = Arc::new(
+            TokenSource::from_properties(&props(&[(
+                "sasl.oauthbearer.token.file",
+                path.to_str().unwrap(),
+            )]))
+            .unwrap(),
+        );
         let error = source.token().await.unwrap_err();
         assert!(error.contains("expired"), "{error}");
+        assert!(error.contains(path.to_str().unwrap()), "{error}");
+        assert!(!error.contains(&expired.value[..20]), "{error}");
+        // Asked again at once: the failure is waited out, not repeated.
+        let again = source.token().await.unwrap_err();
+        assert_eq!(again, error);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn backoff_doubles_to_30_s_without_a_token_and_is_10_s_with_one() {
+        let waits: Vec<u64> = (1..=7).map(|n| backoff(n, false).as_secs()).collect();
+        assert_eq!(waits, [2, 4, 8, 16, 30, 30, 30]);
+        assert_eq!(backoff(3, true), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn librdkafka_truth_values_and_empty_extensions() {
+        for truth in ["true", "True", "t", "1"] {
+            assert!(TokenSource::from_properties(&props(&[
+                ("enable.sasl.oauthbearer.unsecure.jwt", truth),
+                ("sasl.oauthbearer.config", "principal=p"),
+            ]))
+            .is_ok());
+        }
+        let error = TokenSource::from_properties(&props(&[
+            ("sasl.oauthbearer.token.file", "/t"),
+            ("sasl.oauthbearer.extensions", "traceId="),
+        ]))
+        .unwrap_err();
+        assert_eq!(error.0, "sasl.oauthbearer.extensions");
+    }
+
+    #[test]
+    fn a_huge_exp_is_no_expiry() {
+        let payload = URL_SAFE_NO_PAD.encode(r#"{"exp":1e300,"sub":"s"}"#);
+        assert!(jwt_claims(&format!("a.{payload}.c"))
+            .unwrap()
+            .expires
+            .is_none());
+    }
+
+    #[test]
+    fn cleartext_endpoints_other_than_loopback_are_named() {
+        let source = |url: &str| {
+            TokenSource::from_properties(&props(&[
+                ("sasl.oauthbearer.method", "oidc"),
+                ("sasl.oauthbearer.token.endpoint.url", url),
+                ("sasl.oauthbearer.client.id", "i"),
+                ("sasl.oauthbearer.client.secret", "s"),
+            ]))
+            .unwrap()
+        };
+        assert_eq!(
+            source("http://idp.example:8080/token").cleartext_endpoint(),
+            Some("http://idp.example:8080/token")
+        );
+        assert_eq!(
+            source("http://127.0.0.1:1/token").cleartext_endpoint(),
+            None
+        );
+        assert_eq!(
+            source("https://idp.example/token").cleartext_endpoint(),
+            None
+        );
     }
 
     #[test]

@@ -56,6 +56,15 @@ impl Security {
         }
     }
 
+    /// The same settings with `tokens` as the OAUTHBEARER token source, so that one
+    /// source serves this client and librdkafka.
+    pub fn with_tokens(mut self, tokens: Arc<TokenSource>) -> Security {
+        if let Some(Sasl::OAuthBearer(own)) = &mut self.sasl {
+            *own = tokens;
+        }
+        self
+    }
+
     /// Reads `security.protocol`, `sasl.*` and `ssl.*` the way librdkafka does. An
     /// `Err` says, in a sentence for the startup log, what this client cannot do (e.g.
     /// GSSAPI); the caller turns the capability off for that cluster.
@@ -177,12 +186,13 @@ fn roots(
 ) -> Result<rustls::RootCertStore, (String, String)> {
     let mut roots = rustls::RootCertStore::empty();
     for &(file, inline) in sources {
-        let (key, pem) = match (properties.get(file), properties.get(inline)) {
-            (Some(path), _) => (
-                file,
-                std::fs::read(path)
-                    .map_err(|e| (file.to_string(), format!("cannot read {path}: {e}")))?,
-            ),
+        let (key, pem) = match (
+            properties.get(file).map(|p| p.trim()),
+            properties.get(inline),
+        ) {
+            // librdkafka's "probe": the system's certificates.
+            (Some("probe"), _) => break,
+            (Some(path), _) => (file, read_pem_files(file, path)?),
             (None, Some(pem)) => (inline, pem.as_bytes().to_vec()),
             (None, None) => continue,
         };
@@ -196,6 +206,26 @@ fn roots(
     let native = rustls_native_certs::load_native_certs();
     roots.add_parsable_certificates(native.certs);
     Ok(roots)
+}
+
+/// The bytes of a PEM file, or of every file in a directory of them (as OpenSSL's
+/// CApath, which librdkafka accepts too), concatenated.
+fn read_pem_files(key: &str, path: &str) -> Result<Vec<u8>, (String, String)> {
+    let failed = |e: std::io::Error| (key.to_string(), format!("cannot read {path}: {e}"));
+    let meta = std::fs::metadata(path).map_err(failed)?;
+    if !meta.is_dir() {
+        return std::fs::read(path).map_err(failed);
+    }
+    let mut pem = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(failed)?.flatten() {
+        if entry.path().is_file() {
+            if let Ok(bytes) = std::fs::read(entry.path()) {
+                pem.extend_from_slice(&bytes);
+                pem.push(b'\n');
+            }
+        }
+    }
+    Ok(pem)
 }
 
 /// A rustls configuration that checks servers against the roots of [`roots`] and
