@@ -1182,7 +1182,9 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             }
             client.insert(property, value.to_string());
         }
+        let mut from_files = Vec::new();
         for (property, path) in cluster.client_files {
+            from_files.push(property.clone());
             let k = ["clusters", &idx, "client_files", &property];
             if RESERVED_CLIENT_KEYS.contains(&property.as_str()) {
                 return Err(invalid(
@@ -1205,7 +1207,12 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             && oauth::uses_sasl(&client)
         {
             if let Err((property, reason)) = TokenSource::from_properties(&client) {
-                let k = ["clusters", &idx, "client", &property];
+                let table = if from_files.contains(&property) {
+                    "client_files"
+                } else {
+                    "client"
+                };
+                let k = ["clusters", &idx, table, &property];
                 return Err(invalid(figment, &k, reason));
             }
         }
