@@ -8,6 +8,8 @@ use std::sync::Arc;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
+#[cfg(feature = "gssapi")]
+use super::gssapi::Kerberos;
 use super::scram::Mechanism;
 
 /// How connections are secured, from librdkafka-style `client` properties.
@@ -28,6 +30,9 @@ pub(super) enum Sasl {
         username: String,
         password: String,
     },
+    /// Kerberos, with librdkafka's `sasl.kerberos.*` settings.
+    #[cfg(feature = "gssapi")]
+    Gssapi(Kerberos),
 }
 
 impl fmt::Debug for Security {
@@ -36,6 +41,8 @@ impl fmt::Debug for Security {
             None => "none",
             Some(Sasl::Plain { .. }) => "PLAIN",
             Some(Sasl::Scram { mechanism, .. }) => mechanism.name(),
+            #[cfg(feature = "gssapi")]
+            Some(Sasl::Gssapi(_)) => "GSSAPI",
         };
         f.debug_struct("Security")
             .field("tls", &self.tls.is_some())
@@ -68,6 +75,8 @@ impl Security {
             let password = properties.get("sasl.password").cloned().unwrap_or_default();
             Some(if mechanism.eq_ignore_ascii_case("PLAIN") {
                 Sasl::Plain { username, password }
+            } else if mechanism.eq_ignore_ascii_case("GSSAPI") {
+                gssapi(&get)?
             } else if let Some(mechanism) = Mechanism::from_name(mechanism) {
                 Sasl::Scram {
                     mechanism,
@@ -76,7 +85,8 @@ impl Security {
                 }
             } else {
                 return Err(format!(
-                    "SASL mechanism {mechanism} is not supported (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)"
+                    "SASL mechanism {mechanism} is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512{} are)",
+                    if cfg!(feature = "gssapi") { " and GSSAPI" } else { "" }
                 ));
             })
         } else {
@@ -89,6 +99,26 @@ impl Security {
         };
         Ok(Security { tls, sasl })
     }
+}
+
+/// Kerberos from librdkafka's `sasl.kerberos.*` properties.
+#[cfg(feature = "gssapi")]
+fn gssapi<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<Sasl, String> {
+    let set = |key: &str| get(key).filter(|v| !v.is_empty()).map(str::to_string);
+    Ok(Sasl::Gssapi(Kerberos {
+        service: set("sasl.kerberos.service.name").unwrap_or_else(|| "kafka".into()),
+        principal: set("sasl.kerberos.principal"),
+        keytab: set("sasl.kerberos.keytab"),
+    }))
+}
+
+#[cfg(not(feature = "gssapi"))]
+fn gssapi<'a>(_: &impl Fn(&str) -> Option<&'a str>) -> Result<Sasl, String> {
+    Err(
+        "SASL mechanism GSSAPI is not supported by this build (it lacks the cargo feature \
+         `gssapi`)"
+            .into(),
+    )
 }
 
 /// A rustls client configuration from librdkafka's `ssl.*` properties.
