@@ -478,3 +478,58 @@ async fn a_stopped_kdc_is_counted_and_recovered_from_when_it_returns() {
     recovered(&binary, cluster, &topic, &transactional_id).await;
     held.abort_transaction(Duration::from_secs(30)).unwrap();
 }
+
+/// The own client's connection: the right settings authenticate and negotiate
+/// DescribeProducers; a keytab that does not exist and a service the realm does not know
+/// are authentication errors in GSS-API's words, naming GSSAPI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_own_client_reports_gssapi_failures_as_authentication_errors() {
+    use kafka_lso_exporter::kafka::wire::{Connection, Security, WireError};
+    use kafka_protocol::messages::DescribeProducersRequest;
+    let client = gssapi_client();
+    let _kdc = KDC.read().await;
+    require_gssapi_listener(&client);
+    let open = |client: Vec<(String, String)>| async move {
+        let security =
+            Security::from_properties(&client.into_iter().collect()).expect("GSSAPI is supported");
+        Connection::open(&gssapi_bootstrap(), &security).await
+    };
+    let connection = open(client.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(connection.version::<DescribeProducersRequest>().is_some());
+
+    let missing = std::env::temp_dir()
+        .join(unique("krb-none"))
+        .join("exporter.keytab")
+        .display()
+        .to_string();
+    let unknown_service = with(client.clone(), "sasl.kerberos.service.name", "nobody");
+    for (settings, expected) in [
+        (
+            with(client.clone(), "sasl.kerberos.keytab", &missing),
+            &*format!("with keytab {missing}: "),
+        ),
+        (
+            with(client.clone(), "sasl.kerberos.keytab", &missing),
+            "the keytab cannot be read: No such file or directory",
+        ),
+        (
+            unknown_service,
+            "nobody/127.0.0.1@KAFKA.LOCAL not found in Kerberos database",
+        ),
+    ] {
+        let error = match open(settings).await {
+            Ok(_) => panic!("authenticated, expected {expected:?}"),
+            Err(error) => error,
+        };
+        assert!(
+            matches!(error, WireError::Authentication { .. }),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(
+            message.contains("SASL authentication failed: GSSAPI: "),
+            "{message}"
+        );
+        assert!(message.contains(expected), "{message}");
+    }
+}

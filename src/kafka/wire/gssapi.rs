@@ -66,9 +66,13 @@ impl Kerberos {
     /// Starts a security context with the broker at `host` and returns its first token.
     /// Blocks: it may ask the KDC for a ticket-granting ticket and a service ticket.
     pub fn initiate(&self, host: &str) -> Result<(Initiator, Vec<u8>), String> {
-        let credential = self
-            .credential()
-            .map_err(|e| format!("GSSAPI: cannot acquire credentials{}: {e}", self.whose()))?;
+        let credential = self.credential().map_err(|e| {
+            format!(
+                "GSSAPI: cannot acquire credentials{}: {e}{}",
+                self.whose(),
+                self.unreadable_keytab()
+            )
+        })?;
         let target = format!("{}@{host}", self.service);
         let name = Name::new(target.as_bytes(), Some(GSS_NT_HOSTBASED_SERVICE))
             .map_err(|e| format!("GSSAPI: bad service name {target:?}: {e}"))?;
@@ -99,6 +103,23 @@ impl Kerberos {
             out.push_str(&format!(" with keytab {keytab}"));
         }
         out
+    }
+
+    /// Why the keytab file cannot be read, if it cannot: MIT words a missing keytab as a
+    /// missing credential cache.
+    fn unreadable_keytab(&self) -> String {
+        let Some(keytab) = &self.keytab else {
+            return String::new();
+        };
+        let path = keytab.strip_prefix("FILE:").unwrap_or(keytab);
+        if path.contains(':') {
+            // Another keytab type (e.g. MEMORY:), not a file.
+            return String::new();
+        }
+        match std::fs::File::open(path) {
+            Ok(_) => String::new(),
+            Err(error) => format!("; the keytab cannot be read: {error}"),
+        }
     }
 
     /// Initiator credentials: from the keytab into this settings' memory cache, or from
@@ -311,5 +332,9 @@ mod tests {
         };
         assert!(error.starts_with("GSSAPI: "), "{error}");
         assert!(error.contains("/nonexistent/exporter.keytab"), "{error}");
+        assert!(
+            error.ends_with("; the keytab cannot be read: No such file or directory (os error 2)"),
+            "{error}"
+        );
     }
 }
