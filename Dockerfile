@@ -18,9 +18,11 @@ ARG DEBIAN_RELEASE=bookworm
 FROM rust:${RUST_VERSION}-${DEBIAN_RELEASE} AS build
 
 # librdkafka is built from source by rdkafka-sys: a C toolchain, zlib and OpenSSL headers.
+# Kerberos (cargo feature gssapi): Cyrus SASL headers for librdkafka, MIT's GSS-API headers
+# and libclang (bindgen) for the exporter's own client.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential pkg-config libssl-dev zlib1g-dev \
+      build-essential pkg-config libssl-dev zlib1g-dev libsasl2-dev libkrb5-dev libclang-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -35,7 +37,7 @@ RUN mkdir -p src bench \
  && echo 'fn main() {}' > src/main.rs \
  && touch src/lib.rs \
  && echo 'fn main() {}' > bench/cycle.rs \
- && cargo build --release --locked \
+ && cargo build --release --locked --features gssapi \
  && rm -rf src
 
 # The exporter itself. The revision is declared only here so that a new commit does not
@@ -43,17 +45,22 @@ RUN mkdir -p src bench \
 COPY src ./src
 ARG GIT_REVISION=unknown
 RUN touch src/main.rs src/lib.rs \
- && GIT_REVISION="${GIT_REVISION}" cargo build --release --locked \
+ && GIT_REVISION="${GIT_REVISION}" cargo build --release --locked --features gssapi \
  && install -D -m 0755 target/release/kafka-lso-exporter /out/kafka-lso-exporter
 
 # ---------------------------------------------------------------------------------------
 FROM debian:${DEBIAN_RELEASE}-slim
 
 # librdkafka is compiled into the binary, which links OpenSSL and zlib dynamically; the CA
-# bundle verifies brokers' TLS certificates when ssl.ca.location is not set.
+# bundle verifies brokers' TLS certificates when ssl.ca.location is not set. Kerberos:
+# MIT's GSS-API library (the own client), Cyrus SASL with its GSSAPI module and kinit
+# (librdkafka runs `kinit` with sasl.kerberos.keytab into the default credential cache,
+# /tmp/krb5cc_65532 unless KRB5CCNAME says otherwise: with a read-only root filesystem,
+# mount a writable volume there). The realm comes from /etc/krb5.conf or KRB5_CONFIG.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      ca-certificates libssl3 zlib1g \
+      ca-certificates libssl3 zlib1g libgssapi-krb5-2 libsasl2-2 libsasl2-modules-gssapi-mit \
+      krb5-user \
  && rm -rf /var/lib/apt/lists/*
 
 ARG VERSION=0.1.0

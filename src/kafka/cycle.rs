@@ -63,7 +63,8 @@ pub struct KafkaSampler {
     topics: NameFilter,
     groups: NameFilter,
     /// The kafka-protocol client (batched OffsetFetch, forensics); `None` when the
-    /// cluster's security settings need something only librdkafka speaks (GSSAPI, ...).
+    /// cluster's security settings need something only librdkafka speaks (OAUTHBEARER, a
+    /// PKCS#12 keystore, GSSAPI in a build without the feature `gssapi`, ...).
     wire: Option<Arc<WireClient>>,
     /// Committed offsets go through `wire`, except for a while after it proved unable to
     /// fetch them here.

@@ -307,6 +307,37 @@ pub fn consume_all_and_commit(
     offsets
 }
 
+/// Environment-style settings of cluster `index`: name, bootstrap, one topic, no groups,
+/// and librdkafka properties.
+pub fn cluster_env(
+    index: usize,
+    name: &str,
+    bootstrap: &str,
+    topic: &str,
+    client: &[(String, String)],
+) -> Vec<(String, String)> {
+    let prefix = format!("KAFKA_LSO_EXPORTER_CLUSTERS__{index}__");
+    let mut env = vec![
+        (format!("{prefix}NAME"), name.to_string()),
+        (format!("{prefix}BOOTSTRAP_SERVERS"), bootstrap.to_string()),
+        (
+            format!("{prefix}TOPICS__INCLUDE"),
+            format!("[{:?}]", format!("^{topic}$")),
+        ),
+        (format!("{prefix}GROUPS__INCLUDE"), "[\"^$\"]".to_string()),
+    ];
+    for (property, value) in client {
+        env.push((format!("{prefix}CLIENT__{property}"), value.clone()));
+    }
+    env
+}
+
+/// The configuration of these settings, sampled every second.
+pub fn load(mut env: Vec<(String, String)>) -> Config {
+    env.push(("KAFKA_LSO_EXPORTER_INTERVAL".into(), "1s".into()));
+    config_from_env(env)
+}
+
 /// A configuration made of `KAFKA_LSO_EXPORTER_*` variables only (no config file), in
 /// `partition` granularity unless the variables say otherwise (see
 /// [`per_partition_unless_set`]).

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
+#[cfg(feature = "gssapi")]
+use super::gssapi::Kerberos;
 use super::oauth::{self, TokenSource};
 use super::scram::Mechanism;
 
@@ -30,6 +32,9 @@ pub(super) enum Sasl {
         password: String,
     },
     OAuthBearer(Arc<TokenSource>),
+    /// Kerberos, with librdkafka's `sasl.kerberos.*` settings.
+    #[cfg(feature = "gssapi")]
+    Gssapi(Kerberos),
 }
 
 impl fmt::Debug for Security {
@@ -39,6 +44,8 @@ impl fmt::Debug for Security {
             Some(Sasl::Plain { .. }) => "PLAIN",
             Some(Sasl::Scram { mechanism, .. }) => mechanism.name(),
             Some(Sasl::OAuthBearer(_)) => oauth::MECHANISM,
+            #[cfg(feature = "gssapi")]
+            Some(Sasl::Gssapi(_)) => "GSSAPI",
         };
         f.debug_struct("Security")
             .field("tls", &self.tls.is_some())
@@ -92,6 +99,8 @@ impl Security {
                 let tokens = TokenSource::from_properties(properties)
                     .map_err(|(key, reason)| format!("{key}: {reason}"))?;
                 Sasl::OAuthBearer(Arc::new(tokens))
+            } else if mechanism.eq_ignore_ascii_case("GSSAPI") {
+                gssapi(&get)?
             } else if let Some(mechanism) = Mechanism::from_name(mechanism) {
                 Sasl::Scram {
                     mechanism,
@@ -100,7 +109,8 @@ impl Security {
                 }
             } else {
                 return Err(format!(
-                    "SASL mechanism {mechanism} is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are)"
+                    "SASL mechanism {mechanism} is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER{} are)",
+                    if cfg!(feature = "gssapi") { " and GSSAPI" } else { "" }
                 ));
             })
         } else {
@@ -113,6 +123,26 @@ impl Security {
         };
         Ok(Security { tls, sasl })
     }
+}
+
+/// Kerberos from librdkafka's `sasl.kerberos.*` properties.
+#[cfg(feature = "gssapi")]
+fn gssapi<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<Sasl, String> {
+    let set = |key: &str| get(key).filter(|v| !v.is_empty()).map(str::to_string);
+    Ok(Sasl::Gssapi(Kerberos {
+        service: set("sasl.kerberos.service.name").unwrap_or_else(|| "kafka".into()),
+        principal: set("sasl.kerberos.principal"),
+        keytab: set("sasl.kerberos.keytab"),
+    }))
+}
+
+#[cfg(not(feature = "gssapi"))]
+fn gssapi<'a>(_: &impl Fn(&str) -> Option<&'a str>) -> Result<Sasl, String> {
+    Err(
+        "SASL mechanism GSSAPI is not supported by this build (it lacks the cargo feature \
+         `gssapi`)"
+            .into(),
+    )
 }
 
 /// A rustls client configuration from librdkafka's `ssl.*` properties.
