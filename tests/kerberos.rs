@@ -237,6 +237,16 @@ async fn recovered(binary: &Binary, cluster: &str, topic: &str, transactional_id
     );
 }
 
+/// Every series through the GSSAPI listener equals what PLAINTEXT shows on the same
+/// broker, at rest and with a transaction open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gssapi_shows_what_plaintext_shows() {
+    let client = gssapi_client();
+    let _kdc = KDC.read().await;
+    require_gssapi_listener(&client);
+    listeners::same_as_plaintext(&[("gssapi", gssapi_bootstrap(), client)]).await;
+}
+
 /// (a) The exporter with the printed client configuration samples the topic's HW and LSO,
 /// and its own client names the open transaction (forensics).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

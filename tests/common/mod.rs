@@ -5,6 +5,7 @@
 
 pub mod binary;
 pub mod java;
+pub mod listeners;
 pub mod proxy;
 
 use std::collections::BTreeMap;
