@@ -8,11 +8,14 @@ use rdkafka::producer::Producer;
 
 use super::*;
 
+/// A cluster name, its bootstrap through one listener, and the `client` properties there.
+pub type Listener<'a> = (&'a str, String, Vec<(String, String)>);
+
 /// PLAINTEXT and each of `listeners` (cluster name, bootstrap, `client` properties) on
 /// one broker, in one exporter: the same series with the same values, at rest and with a
 /// transaction held open (forensics naming it, exact lag against the LSO, time lag,
 /// withheld records and their age).
-pub async fn same_as_plaintext(listeners: &[(&str, String, Vec<(String, String)>)]) {
+pub async fn same_as_plaintext(listeners: &[Listener<'_>]) {
     let topic = unique("listeners-eq");
     create_topic(&topic, 2).await;
     let producer = plain_producer();
