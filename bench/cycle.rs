@@ -11,7 +11,7 @@
 //! debug log and the exporter's own client's debug log, in a separate run), exporter RSS,
 //! and /metrics latency.
 //!
-//! `BENCH_AUTH=oauthbearer` or `oidc` connects the exporter through that listener of
+//! `BENCH_AUTH=oauthbearer`, `oidc` or `gssapi` (a build with `--features gssapi`) connects the exporter through that listener of
 //! `scripts/kafka-local` (with the properties of `scripts/kafka-local client-config`)
 //! instead of PLAINTEXT; `BENCH_SCENARIO=200` runs only the scenarios whose label holds
 //! that text. Those listeners end SASL sessions every 10 s, so connection set-up
@@ -57,7 +57,15 @@ fn auth() -> (String, String, Vec<(String, String)>) {
         String::from_utf8(out.stdout).unwrap()
     };
     let bootstrap = run(&["bootstrap", &name]).trim().to_string();
-    let properties = run(&["client-config", &name])
+    let printed = run(&["client-config", &name]);
+    // GSSAPI: the realm's krb5.conf, for the exporter the bench starts.
+    if let Some(krb5_conf) = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("# KRB5_CONFIG="))
+    {
+        std::env::set_var("KRB5_CONFIG", krb5_conf);
+    }
+    let properties = printed
         .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.split_once('='))
