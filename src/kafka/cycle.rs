@@ -87,6 +87,8 @@ pub struct KafkaSampler {
     reads: Option<Reads>,
     /// OAUTHBEARER tokens, shared by both clients.
     tokens: Option<Arc<TokenSource>>,
+    /// The token last given to librdkafka (see `push_token`).
+    pushed_token: std::sync::Mutex<Option<String>>,
 }
 
 /// Routes librdkafka's own log lines and errors into `tracing`, tagged with the cluster.
@@ -164,9 +166,15 @@ impl KafkaSampler {
         // One token source for both clients, whether or not the own client can serve
         // this cluster (its TLS settings may be ones only librdkafka reads).
         let tokens = (oauthbearer && oauth::uses_sasl(&config.client))
-            .then(|| TokenSource::from_properties(&config.client).ok())
-            .flatten()
-            .map(Arc::new);
+            .then(|| match TokenSource::from_properties(&config.client) {
+                Ok(tokens) => Some(Arc::new(tokens)),
+                // Checked when the configuration was loaded; not expected here.
+                Err((key, reason)) => {
+                    tracing::error!(cluster = %config.name, "no OAUTHBEARER token source: {key}: {reason}");
+                    None
+                }
+            })
+            .flatten();
         if let Some(url) = tokens.as_ref().and_then(|t| t.cleartext_endpoint()) {
             tracing::warn!(
                 cluster = %config.name,
@@ -241,6 +249,7 @@ impl KafkaSampler {
             wire,
             cluster: config.name.clone(),
             tokens,
+            pushed_token: Default::default(),
         })
     }
 
@@ -260,23 +269,27 @@ impl KafkaSampler {
             })
     }
 
-    /// librdkafka's refresh callback (through rdkafka) cannot carry SASL extensions
-    /// (KIP-342; Confluent Cloud needs `logicalCluster` and `identityPoolId`): where
-    /// there are any, the current token is set again with them, once per cycle, after
-    /// the callback ran.
-    fn push_token_extensions(&self) {
+    /// Gives librdkafka the current token whenever it is not the one last given, and
+    /// again after every drain where there are SASL extensions: librdkafka's own refresh
+    /// callback (through rdkafka) runs only at 80% of the lifetime of the token it has
+    /// and only while a cycle serves its events, and cannot carry extensions (KIP-342;
+    /// Confluent Cloud needs `logicalCluster` and `identityPoolId`).
+    fn push_token(&self) {
         let Some(tokens) = &self.tokens else { return };
-        if tokens.extensions().is_empty() {
-            return;
-        }
         let Some(token) = tokens.current() else {
             return;
         };
+        let mut pushed = self.pushed_token.lock().unwrap_or_else(|p| p.into_inner());
+        if pushed.as_deref() == Some(token.value.as_str()) && tokens.extensions().is_empty() {
+            return;
+        }
         for consumer in [&self.read_uncommitted, &self.read_committed] {
             if let Err(error) = set_oauth_token(consumer.client(), &token, tokens.extensions()) {
                 tracing::debug!(cluster = %self.cluster, "librdkafka refused the token: {error}");
+                return;
             }
         }
+        *pushed = Some(token.value);
     }
 
     /// Serves librdkafka's event queues (log lines, errors) so that nothing piles up
@@ -291,6 +304,7 @@ impl KafkaSampler {
                 let _ = consumer.poll(Duration::ZERO);
             }
         }
+        self.push_token();
     }
 }
 
@@ -628,7 +642,6 @@ impl KafkaSampler {
             let _ = tokio::time::timeout(left / 4, tokens.token()).await;
         }
         self.drain_events();
-        self.push_token_extensions();
         let mut sample = RawSample::default();
 
         // 1. Metadata: through the own client (a hedged request, so that a broker that

@@ -53,6 +53,10 @@ pub struct Kerberos {
     pub principal: Option<String>,
     /// The client keytab; without it, the default credential cache.
     pub keytab: Option<String>,
+    /// One first step (which may wait for the KDC) at a time: connections to many
+    /// brokers opened together do not each ask the KDC, and a KDC that does not answer
+    /// holds one blocking thread, not one per connection.
+    pub first_step: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Kerberos {
@@ -308,6 +312,7 @@ mod tests {
             service: "kafka".into(),
             principal: Some(principal.into()),
             keytab: None,
+            first_step: Default::default(),
         };
         let a = kerberos("exporter@A.EXAMPLE");
         let b = kerberos("exporter@B.EXAMPLE");
@@ -325,6 +330,7 @@ mod tests {
             service: "kafka".into(),
             principal: Some("exporter@KAFKA.INVALID".into()),
             keytab: Some("/nonexistent/exporter.keytab".into()),
+            first_step: Default::default(),
         };
         let error = match kerberos.initiate("127.0.0.1") {
             Ok(_) => panic!("a context from a missing keytab"),

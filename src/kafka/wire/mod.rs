@@ -366,11 +366,16 @@ impl Connection {
     #[cfg(feature = "gssapi")]
     async fn kerberos(&mut self, kerberos: &gssapi::Kerberos) -> Result<(), WireError> {
         let (settings, host) = (kerberos.clone(), host_of(&self.addr).to_string());
-        let (mut initiator, mut token) =
-            tokio::task::spawn_blocking(move || settings.initiate(&host))
-                .await
-                .unwrap_or_else(|e| Err(format!("GSSAPI: {e}")))
-                .map_err(|e| self.auth_error(e))?;
+        // Held by the blocking step itself, so a caller that gives up (its deadline
+        // passed) does not let the next one start while the KDC is still being asked.
+        let first_step = kerberos.first_step.clone().lock_owned().await;
+        let (mut initiator, mut token) = tokio::task::spawn_blocking(move || {
+            let _one = first_step;
+            settings.initiate(&host)
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("GSSAPI: {e}")))
+        .map_err(|e| self.auth_error(e))?;
         let offer = loop {
             let answer = self.sasl_round(token).await?;
             if initiator.is_complete() {

@@ -149,6 +149,15 @@ pub struct TokenSource {
     refreshed: tokio::sync::Notify,
 }
 
+/// Unsticks a [`TokenSource`] whose refresh panicked (dropped without being forgotten).
+struct Unstick<'a>(&'a TokenSource);
+
+impl Drop for Unstick<'_> {
+    fn drop(&mut self) {
+        self.0.unstick();
+    }
+}
+
 #[derive(Default)]
 struct State {
     cached: Option<Cached>,
@@ -328,7 +337,11 @@ impl TokenSource {
                 if !state.refreshing && !waiting {
                     state.refreshing = true;
                     let source = self.clone();
-                    tokio::spawn(async move { source.refresh().await });
+                    tokio::spawn(async move {
+                        let guard = Unstick(&source);
+                        source.refresh().await;
+                        std::mem::forget(guard);
+                    });
                 }
                 if let Some(token) = valid {
                     if !(changed && state.refreshing) {
@@ -341,6 +354,22 @@ impl TokenSource {
             }
             refreshed.await;
         }
+    }
+
+    /// After a refresh that panicked: records a failure and wakes whoever waits, so
+    /// that the next call tries again.
+    fn unstick(&self) {
+        {
+            let mut state = self.lock();
+            state.refreshing = false;
+            let failures = state.failed.as_ref().map_or(0, |f| f.2) + 1;
+            state.failed = Some((
+                SystemTime::now(),
+                format!("{}: the token could not be read", self.describe()),
+                failures,
+            ));
+        }
+        self.refreshed.notify_waiters();
     }
 
     /// Fetches a new token and records the outcome; wakes whoever waits.
@@ -592,9 +621,18 @@ fn parse_unsecured_config(config: &str) -> Result<Method, PropertyError> {
                     .collect()
             }
             "lifeSeconds" => {
-                let seconds: u64 = value.parse().ok().filter(|&s| s > 0).ok_or_else(|| {
-                    property_error(KEY, format!("lifeSeconds {value:?} is not a positive number"))
-                })?;
+                // Up to ten years: no token lives longer, and the arithmetic stays far from
+                // overflowing.
+                let seconds: u64 = value
+                    .parse()
+                    .ok()
+                    .filter(|&s| s > 0 && s <= 315_360_000)
+                    .ok_or_else(|| {
+                        property_error(
+                            KEY,
+                            format!("lifeSeconds {value:?} is not a number of seconds from 1 to 315360000"),
+                        )
+                    })?;
                 life = Duration::from_secs(seconds);
             }
             key if key.starts_with("extension_") => {}
@@ -694,12 +732,9 @@ fn jwt_claims(token: &str) -> Result<Claims, String> {
 /// the token endpoint at the same moment.
 fn refresh_time(now: SystemTime, expires: SystemTime) -> SystemTime {
     let left = expires.duration_since(now).unwrap_or_default();
-    let jitter = (now
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos()
-        % 1000) as f64
-        / 1000.0;
+    let mut byte = [0u8; 1];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut byte);
+    let jitter = byte[0] as f64 / 255.0;
     now + left.mul_f64(0.75 + 0.1 * jitter)
 }
 

@@ -133,6 +133,7 @@ fn gssapi<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<Sasl, String> {
         service: set("sasl.kerberos.service.name").unwrap_or_else(|| "kafka".into()),
         principal: set("sasl.kerberos.principal"),
         keytab: set("sasl.kerberos.keytab"),
+        first_step: Default::default(),
     }))
 }
 
@@ -215,21 +216,29 @@ fn roots(
     sources: &[(&str, &str)],
 ) -> Result<rustls::RootCertStore, (String, String)> {
     let mut roots = rustls::RootCertStore::empty();
+    // As librdkafka: the file (or directory) and the inline PEM together; "probe" means
+    // the system's certificates, unless an inline PEM is given.
     for &(file, inline) in sources {
-        let (key, pem) = match (
-            properties.get(file).map(|p| p.trim()),
-            properties.get(inline),
-        ) {
-            // librdkafka's "probe": the system's certificates.
-            (Some("probe"), _) => break,
-            (Some(path), _) => (file, read_pem_files(file, path)?),
-            (None, Some(pem)) => (inline, pem.as_bytes().to_vec()),
-            (None, None) => continue,
+        let location = properties.get(file).map(|p| p.trim());
+        let pem = properties.get(inline);
+        if location.is_none() && pem.is_none() {
+            continue;
+        }
+        let mut added_from = |key: &str, bytes: &[u8]| -> Result<(), (String, String)> {
+            let certs: Vec<_> = CertificateDer::pem_slice_iter(bytes).flatten().collect();
+            let (added, _) = roots.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err((key.to_string(), "holds no PEM certificate".to_string()));
+            }
+            Ok(())
         };
-        let certs: Vec<_> = CertificateDer::pem_slice_iter(&pem).flatten().collect();
-        let (added, _) = roots.add_parsable_certificates(certs);
-        if added == 0 {
-            return Err((key.to_string(), "holds no PEM certificate".to_string()));
+        match location {
+            Some("probe") if pem.is_none() => break,
+            Some("probe") | None => {}
+            Some(path) => added_from(file, &read_pem_files(file, path)?)?,
+        }
+        if let Some(pem) = pem {
+            added_from(inline, pem.as_bytes())?;
         }
         return Ok(roots);
     }
@@ -331,5 +340,50 @@ impl rustls::client::danger::ServerCertVerifier for Verifier {
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.inner.supported_verify_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pem(name: &str) -> String {
+        rcgen::generate_simple_self_signed(vec![name.to_string()])
+            .unwrap()
+            .cert
+            .pem()
+    }
+
+    #[test]
+    fn ca_roots_from_a_directory_a_file_and_inline_pem_together() {
+        let dir = std::env::temp_dir().join(format!("roots-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.pem"), pem("a")).unwrap();
+        std::fs::write(dir.join("b.pem"), pem("b")).unwrap();
+        let props = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let sources = [("ssl.ca.location", "ssl.ca.pem")];
+        let count = |pairs: &[(&str, &str)]| roots(&props(pairs), &sources).map(|r| r.len());
+        let dir_path = dir.to_str().unwrap().to_string();
+        let file = dir.join("a.pem").to_str().unwrap().to_string();
+        let inline = pem("c");
+        assert_eq!(count(&[("ssl.ca.location", &dir_path)]), Ok(2));
+        assert_eq!(
+            count(&[("ssl.ca.location", &file), ("ssl.ca.pem", &inline)]),
+            Ok(2)
+        );
+        assert_eq!(
+            count(&[("ssl.ca.location", "probe"), ("ssl.ca.pem", &inline)]),
+            Ok(1)
+        );
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "no certificate here").unwrap();
+        let error = count(&[("ssl.ca.location", empty.to_str().unwrap())]).unwrap_err();
+        assert_eq!(error.0, "ssl.ca.location");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
