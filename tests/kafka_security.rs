@@ -279,21 +279,7 @@ async fn a_cluster_with_a_wrong_password_does_not_affect_the_other() {
 /// The binary at `--log.level debug` with `env` and an empty config file, its standard
 /// error in a file (see [`Binary`]).
 fn start_binary(env: &[(String, String)]) -> Binary {
-    let config = repo_root().join("tests/empty.toml");
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    Binary::start(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--interval",
-            "1s",
-            "--log.level",
-            "debug",
-            "--log.format",
-            "logfmt",
-        ],
-        &env,
-    )
+    Binary::start_debug(env)
 }
 
 /// The binary with a wrong password: `up 0`, metadata errors counted, every endpoint

@@ -184,26 +184,13 @@ fn all_errors(s: &Scrape, cluster: &str) -> f64 {
 /// credential cache of its own (`KRB5CCNAME`): librdkafka's `kinit` of one test, maybe as
 /// another principal, does not replace the tickets of another test's process.
 fn start_binary(env: &[(String, String)]) -> Binary {
-    let config = repo_root().join("tests/empty.toml");
     let ccache = format!(
         "FILE:{}",
         std::env::temp_dir().join(unique("krb5cc")).display()
     );
-    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    env.push(("KRB5CCNAME", &ccache));
-    Binary::start(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--interval",
-            "1s",
-            "--log.level",
-            "debug",
-            "--log.format",
-            "logfmt",
-        ],
-        &env,
-    )
+    let mut env = env.to_vec();
+    env.push(("KRB5CCNAME".into(), ccache));
+    Binary::start_debug(&env)
 }
 
 /// Failures are counted while Kerberos cannot work: `up 0` with failed metadata cycles

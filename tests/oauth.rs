@@ -209,24 +209,19 @@ impl Drop for Endpoint {
     }
 }
 
-fn cluster_env(
+/// [`common::cluster_env`] with the groups matching `groups` sampled too.
+fn cluster_env_with_groups(
     index: usize,
     name: &str,
     bootstrap: &str,
-    topics: &str,
+    topic: &str,
     groups: &str,
     client: &[(String, String)],
 ) -> Vec<(String, String)> {
-    let prefix = format!("KAFKA_LSO_EXPORTER_CLUSTERS__{index}__");
-    let mut env = vec![
-        (format!("{prefix}NAME"), name.to_string()),
-        (format!("{prefix}BOOTSTRAP_SERVERS"), bootstrap.to_string()),
-        (format!("{prefix}TOPICS__INCLUDE"), format!("[{topics:?}]")),
-        (format!("{prefix}GROUPS__INCLUDE"), format!("[{groups:?}]")),
-    ];
-    for (property, value) in client {
-        env.push((format!("{prefix}CLIENT__{property}"), value.clone()));
-    }
+    let mut env = cluster_env(index, name, bootstrap, topic, client);
+    let key = format!("KAFKA_LSO_EXPORTER_CLUSTERS__{index}__GROUPS__INCLUDE");
+    env.retain(|(k, _)| *k != key);
+    env.push((key, format!("[{groups:?}]")));
     env
 }
 
@@ -251,21 +246,7 @@ async fn oauthbearer_listeners_show_what_plaintext_shows() {
 // ---- bad credentials, through the binary and its log --------------------------------
 
 fn start_binary(env: &[(String, String)]) -> Binary {
-    let config = repo_root().join("tests/empty.toml");
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    Binary::start(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--interval",
-            "1s",
-            "--log.level",
-            "debug",
-            "--log.format",
-            "logfmt",
-        ],
-        &env,
-    )
+    Binary::start_debug(env)
 }
 
 async fn wait_up(binary: &Binary, cluster: &str, up: f64, what: &str) {
@@ -326,8 +307,7 @@ async fn a_wrong_client_secret_then_the_endpoint_down() {
         0,
         "oidc",
         &listener(7),
-        &format!("^{topic}$"),
-        "^$",
+        &topic,
         &oidc_client(&endpoint.url(), &client, &secret),
     ));
     wait_up(&binary, "oidc", 0.0, "up 0 with a wrong secret").await;
@@ -376,8 +356,7 @@ async fn the_token_endpoint_down_then_up() {
         0,
         "oidc",
         &listener(7),
-        &format!("^{topic}$"),
-        "^$",
+        &topic,
         &oidc_client(
             &format!("http://127.0.0.1:{port}/token"),
             "exporter",
@@ -412,8 +391,7 @@ async fn a_token_file_malformed_expired_untrusted_then_valid() {
         0,
         "file",
         &listener(7),
-        &format!("^{topic}$"),
-        "^$",
+        &topic,
         &file_client(&path),
     ));
     wait_up(&binary, "file", 0.0, "up 0 with garbage in the token file").await;
@@ -507,11 +485,11 @@ async fn two_minutes_of_reauthentication_and_token_refresh_without_a_failed_cycl
     let group = unique("oauth-reauth-g");
     consume_all_and_commit(&group, &topic, 1, "read_committed");
     let endpoint = format!("http://127.0.0.1:{}/token", oidc_port());
-    let binary = start_binary(&cluster_env(
+    let binary = start_binary(&cluster_env_with_groups(
         0,
         "oidc",
         &listener(7),
-        &format!("^{topic}$"),
+        &topic,
         &format!("^{group}$"),
         &oidc_client(&endpoint, "exporter-short", "exporter-short-secret"),
     ));
@@ -597,14 +575,7 @@ async fn one_token_serves_both_clients() {
         ("sasl.oauthbearer.extensions", "traceId=one-token"),
         ("debug", "security"),
     ]));
-    let binary = start_binary(&cluster_env(
-        0,
-        "oidc",
-        &listener(7),
-        &format!("^{topic}$"),
-        "^$",
-        &client,
-    ));
+    let binary = start_binary(&cluster_env(0, "oidc", &listener(7), &topic, &client));
     wait_up(&binary, "oidc", 1.0, "up 1").await;
     // Sessions end every 10 s: connections authenticate again with the same token.
     tokio::time::sleep(Duration::from_secs(12)).await;
@@ -631,8 +602,7 @@ async fn an_https_token_endpoint_of_an_unknown_ca_is_refused() {
         0,
         "oidc",
         &listener(7),
-        &format!("^{topic}$"),
-        "^$",
+        &topic,
         &oidc_client(&endpoint.url(), "exporter", "exporter-secret"),
     ));
     wait_up(&binary, "oidc", 0.0, "up 0 with an unknown CA").await;

@@ -9,7 +9,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{free_port, unique, wait_for_scrape, Scrape};
+use super::{free_port, repo_root, unique, wait_for_scrape, Scrape};
 
 pub struct Binary {
     /// Behind a lock so that every method can ask whether it still runs.
@@ -20,6 +20,26 @@ pub struct Binary {
 }
 
 impl Binary {
+    /// The binary at `--log.level debug` (logfmt) with an empty config file, a 1 s
+    /// interval and the `KAFKA_LSO_EXPORTER_*` settings of `env`.
+    pub fn start_debug(env: &[(String, String)]) -> Binary {
+        let config = repo_root().join("tests/empty.toml");
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Binary::start(
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--interval",
+                "1s",
+                "--log.level",
+                "debug",
+                "--log.format",
+                "logfmt",
+            ],
+            &env,
+        )
+    }
+
     /// Starts the binary with `args` plus `--web.listen-address` on a free loopback port,
     /// and `env`.
     /// No `RUST_LOG` and no `KAFKA_LSO_EXPORTER_*` variable of the test's own environment
