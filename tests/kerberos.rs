@@ -406,18 +406,7 @@ async fn a_missing_keytab_is_counted_and_recovered_from_when_it_appears() {
     );
     let (topic, transactional_id, held) = topic_with_an_open_transaction("krb-keytab").await;
     let cluster = "kerberos";
-    let binary = start_binary(&cluster_env(
-        0,
-        cluster,
-        &gssapi_bootstrap(),
-        &topic,
-        &client,
-    ));
-    binary
-        .wait_for("failures counted", FIRST_SAMPLE, |s| {
-            failing(s, cluster).then_some(())
-        })
-        .await;
+    let binary = failing_binary(cluster, &topic, &client).await;
     let log = binary.log();
     assert!(
         log.lines()
@@ -430,6 +419,17 @@ async fn a_missing_keytab_is_counted_and_recovered_from_when_it_appears() {
     held.abort_transaction(Duration::from_secs(30)).unwrap();
     drop(binary);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The binary on the GSSAPI listener with `client`, once it counts failures.
+async fn failing_binary(cluster: &str, topic: &str, client: &[(String, String)]) -> Binary {
+    let binary = start_binary(&cluster_env(0, cluster, &gssapi_bootstrap(), topic, client));
+    binary
+        .wait_for("failures counted", FIRST_SAMPLE, |s| {
+            failing(s, cluster).then_some(())
+        })
+        .await;
+    binary
 }
 
 /// Starts the KDC when dropped: a test that stopped it leaves it running, pass or fail.
@@ -456,18 +456,7 @@ async fn a_stopped_kdc_is_counted_and_recovered_from_when_it_returns() {
     let restart = KdcRestart;
     kafka_local(&["kdc", "stop"]);
     let cluster = "kerberos";
-    let binary = start_binary(&cluster_env(
-        0,
-        cluster,
-        &gssapi_bootstrap(),
-        &topic,
-        &client,
-    ));
-    binary
-        .wait_for("failures counted", FIRST_SAMPLE, |s| {
-            failing(s, cluster).then_some(())
-        })
-        .await;
+    let binary = failing_binary(cluster, &topic, &client).await;
     let log = binary.log();
     assert!(
         log.lines()
