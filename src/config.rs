@@ -30,6 +30,8 @@ pub const DEFAULT_CONFIG_FILE: &str = "kafka-lso-exporter.toml";
 /// Client properties the exporter sets itself; a user value would break sampling.
 /// Default of `clusters[].hanging_margin`.
 pub const DEFAULT_HANGING_MARGIN: Duration = Duration::from_secs(60);
+/// Default of `clusters[].stall_after`.
+pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(300);
 /// Default of `clusters[].read_window`, in records.
 pub const DEFAULT_READ_WINDOW: u64 = 1000;
 /// Largest `clusters[].read_window`: the window is kept in memory per partition.
@@ -205,6 +207,9 @@ pub struct ClusterConfig {
     /// How much longer than the broker's `transaction.max.timeout.ms` a transaction may
     /// stay open before it counts as hanging.
     pub hanging_margin: Duration,
+    /// A group with something to read whose committed offset has not moved for this long
+    /// is stalled (or stopped); see [`crate::progress`].
+    pub stall_after: Duration,
     /// Read record-batch headers (Fetch) so that lags never count commit/abort markers or
     /// aborted records, and for time lag and withheld age.
     pub read_records: bool,
@@ -527,6 +532,8 @@ struct RawCluster {
     transactions: bool,
     #[serde(default)]
     hanging_margin: Option<String>,
+    #[serde(default)]
+    stall_after: Option<String>,
     #[serde(default = "default_true", deserialize_with = "boolean")]
     read_records: bool,
     #[serde(default, deserialize_with = "integer")]
@@ -1132,6 +1139,14 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             }
             None => DEFAULT_HANGING_MARGIN,
         };
+        let stall_after = match &cluster.stall_after {
+            Some(text) => {
+                let k = key("stall_after");
+                let refs: Vec<&str> = k.iter().map(String::as_str).collect();
+                parse_duration(figment, &refs, text)?
+            }
+            None => DEFAULT_STALL_AFTER,
+        };
         let read_window = match cluster.read_window {
             None => DEFAULT_READ_WINDOW,
             Some(n) if (0..=MAX_READ_WINDOW as i64).contains(&n) => n as u64,
@@ -1226,6 +1241,7 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             priority_groups,
             transactions: cluster.transactions,
             hanging_margin,
+            stall_after,
             read_records: cluster.read_records,
             read_window,
             granularity: cluster.granularity,
@@ -1506,6 +1522,7 @@ mod hostile {
         "priority_groups",
         "transactions",
         "hanging_margin",
+        "stall_after",
         "read_records",
         "read_window",
         "granularity",

@@ -539,8 +539,13 @@ mod tests {
                 lag: Some(crate::snapshot::lag(committed, hw, lso, None).0),
                 hw_lag_seconds: None,
                 lso_lag_seconds: None,
+                commit_stall_seconds: None,
+                retention_margin: None,
+                retention_margin_seconds: None,
+                lost_records: None,
             }]),
             granularity: Default::default(),
+            status: None,
         }
     }
 
@@ -560,6 +565,7 @@ mod tests {
             series_dropped: 0,
             exposition: Default::default(),
             brokers: Vec::new(),
+            retention_ms: Default::default(),
         }
     }
 

@@ -14,6 +14,7 @@ pub mod http;
 pub mod kafka;
 pub mod logfmt;
 pub mod metrics;
+pub mod progress;
 pub mod scheduler;
 pub mod series;
 pub mod snapshot;
@@ -115,6 +116,7 @@ pub async fn run_with(
                 .max_series
                 .map(|max| (max, cluster.priority_groups.clone())),
             hanging_margin: cluster.hanging_margin,
+            stall_after: cluster.stall_after,
             exposition: Exposition {
                 granularity: cluster.granularity,
                 kafka_exporter: cluster.compat_kafka_exporter,

@@ -690,12 +690,30 @@ fn encode_topics(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
             }
         }
     }
+
+    let mut family = encoder.encode_descriptor(
+        "kafka_topic_retention_seconds",
+        "The topic's retention.ms in seconds (DescribeConfigs, read again every 10 min); absent when retention is unlimited or could not be read",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        for t in &cluster.topics {
+            let Some(&ms) = cluster.snapshot.retention_ms.get(&t.topic) else {
+                continue;
+            };
+            if ms >= 0 {
+                let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("topic", &t.topic)];
+                gauge(&mut family, &labels, Value::Seconds(ms as f64 / 1000.0))?;
+            }
+        }
+    }
     Ok(())
 }
 
 fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(), std::fmt::Error> {
     type LagValue = fn(&crate::snapshot::GroupPartitionState) -> Option<Value>;
-    let group_partition_families: [(&str, &str, LagValue); 6] = [
+    let group_partition_families: [(&str, &str, LagValue); 10] = [
         ("kafka_consumergroup_committed_offset", "Committed offset of the group", |g| {
             Some(Value::Count(g.committed_offset))
         }),
@@ -713,6 +731,18 @@ fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
         }),
         ("kafka_consumergroup_lso_lag_seconds", "Seconds since the first record a read_committed consumer at the committed offset could read now was written; 0 when there is none", |g| {
             g.lso_lag_seconds.map(Value::Seconds)
+        }),
+        ("kafka_consumergroup_commit_stall_seconds", "Seconds since the group's committed offset last moved while it had something to read (counted by the exporter from its start); 0 when it has nothing to read", |g| {
+            g.commit_stall_seconds.map(Value::Seconds)
+        }),
+        ("kafka_consumergroup_retention_margin", "Committed offset minus the log start offset, at least 0: offsets retention can delete before it reaches the group's next unread record", |g| {
+            g.retention_margin.map(Value::Count)
+        }),
+        ("kafka_consumergroup_retention_margin_seconds", "The topic's retention.ms less the age of the first record the group has not consumed (the whole retention when there is none): at least this many seconds before time retention can delete it; 0 once it is gone", |g| {
+            g.retention_margin_seconds.map(Value::Seconds)
+        }),
+        ("kafka_consumergroup_lost_records", "Offsets between the committed offset and the log start offset once retention passed the committed offset: records deleted before the group consumed them (only while above 0)", |g| {
+            g.lost_records.filter(|n| *n > 0).map(Value::Count)
         }),
     ];
     for (name, help, value) in group_partition_families {
@@ -742,7 +772,7 @@ fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
     }
 
     type GroupTopicValue = fn(&GroupTopicAggregate) -> Option<Value>;
-    let group_topic_families: [(&str, &str, GroupTopicValue); 6] = [
+    let group_topic_families: [(&str, &str, GroupTopicValue); 9] = [
         ("kafka_consumergroup_topic_committed_offset", "Sum of the group's committed offsets on the topic; its rate is the group's progress in offsets per second", |t| {
             t.committed_offset_sum.map(Value::Count)
         }),
@@ -760,6 +790,15 @@ fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
         }),
         ("kafka_consumergroup_topic_max_lso_lag_seconds", "Largest kafka_consumergroup_lso_lag_seconds of the group's partitions of the topic", |t| {
             t.max_lso_lag_seconds.map(Value::Seconds)
+        }),
+        ("kafka_consumergroup_topic_max_commit_stall_seconds", "Longest kafka_consumergroup_commit_stall_seconds of the group's partitions of the topic", |t| {
+            t.max_commit_stall_seconds.map(Value::Seconds)
+        }),
+        ("kafka_consumergroup_topic_min_retention_margin_seconds", "Smallest kafka_consumergroup_retention_margin_seconds of the group's partitions of the topic", |t| {
+            t.min_retention_margin_seconds.map(Value::Seconds)
+        }),
+        ("kafka_consumergroup_topic_lost_records", "Sum over the topic's partitions of kafka_consumergroup_lost_records (0 when none was lost)", |t| {
+            t.lost_records.map(Value::Count)
         }),
     ];
     for (name, help, value) in group_topic_families {
@@ -927,6 +966,28 @@ fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
                     ("state", state),
                 ];
                 gauge(&mut family, &labels, i64::from(group.state == state))?;
+            }
+        }
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "kafka_consumergroup_status",
+        "The group's commit progress, worst of its partitions: ok, lagging (commits but has not caught up for stall_after), blocked (by an open transaction), rewinding (its committed offset went back), stalled (something to read, no commit for stall_after), stopped (stalled while its lag grows); 1 for the current status, 0 for the others",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        for group in &cluster.snapshot.groups {
+            let Some(current) = group.status else {
+                continue;
+            };
+            for status in crate::progress::GroupStatus::ALL {
+                let labels: &Labels = &[
+                    (CLUSTER_LABEL, cluster.cluster()),
+                    ("group", &group.name),
+                    ("status", status.as_str()),
+                ];
+                gauge(&mut family, &labels, i64::from(status == current))?;
             }
         }
     }

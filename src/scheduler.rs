@@ -11,7 +11,8 @@ use tokio::time::MissedTickBehavior;
 use crate::config::{GroupGranularity, NameFilter};
 use crate::kafka::{RawSample, Sampler};
 use crate::metrics::Metrics;
-use crate::series::{enforce_series_limit, Exposition};
+use crate::progress::{self, CommitWatch};
+use crate::series::{enforce_series_limit, fixed_series, Exposition};
 use crate::snapshot::{derive, ClusterSnapshot, Derived, StuckClock};
 
 /// Everything one cluster's loop needs.
@@ -26,6 +27,8 @@ pub struct ClusterLoop {
     pub max_series: Option<(usize, NameFilter)>,
     /// See `clusters[].hanging_margin`.
     pub hanging_margin: Duration,
+    /// See `clusters[].stall_after`.
+    pub stall_after: Duration,
     /// How `/metrics` shows the cluster (`granularity`, `compat`).
     pub exposition: Exposition,
     /// Groups whose granularity differs from the cluster's.
@@ -39,6 +42,8 @@ impl ClusterLoop {
         // group-partitions), so it runs on a blocking thread: scrapes, served by the async
         // workers, never wait behind it.
         let clock = Arc::new(std::sync::Mutex::new(StuckClock::default()));
+        let watch = Arc::new(std::sync::Mutex::new(CommitWatch::default()));
+        let stall_after = self.stall_after;
         let max_series = Arc::new(self.max_series.clone());
         let hanging_margin = self.hanging_margin;
         let exposition = self.exposition;
@@ -78,18 +83,19 @@ impl ClusterLoop {
 
             let mut up = raw.reached;
             let (clock, max_series) = (clock.clone(), max_series.clone());
+            let watch = watch.clone();
             let group_granularity = group_granularity.clone();
             let derived = tokio::task::spawn_blocking(move || {
                 let mut clock = clock
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
-                let mut derived = derive(
-                    raw,
-                    &mut clock,
-                    Instant::now(),
-                    SystemTime::now(),
-                    hanging_margin,
-                );
+                let now = Instant::now();
+                let reached = raw.reached;
+                let mut derived = derive(raw, &mut clock, now, SystemTime::now(), hanging_margin);
+                let mut watch = watch
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                progress::apply(&mut derived, &mut watch, now, stall_after, reached);
                 for group in &mut derived.groups {
                     group.granularity = group_granularity.of(&group.name, exposition.granularity);
                 }
@@ -98,7 +104,7 @@ impl ClusterLoop {
                         &derived.partitions,
                         &mut derived.groups,
                         exposition,
-                        *max,
+                        max.saturating_sub(fixed_series(&derived.retention_ms)),
                         |g| priority.accepts(g),
                     ),
                     None => 0,
@@ -203,6 +209,7 @@ impl ClusterLoop {
                 series_dropped,
                 exposition,
                 brokers: derived.brokers,
+                retention_ms: derived.retention_ms,
             })));
             // Rendered before it replaces the previous cycle's body, so that no scrape
             // waits for a render; the next cycle starts after it.
@@ -307,6 +314,7 @@ mod tests {
             metrics: metrics.clone(),
             max_series,
             hanging_margin: Duration::ZERO,
+            stall_after: Duration::from_secs(300),
             exposition: Exposition {
                 granularity: Granularity::Partition,
                 kafka_exporter: true,

@@ -142,6 +142,12 @@ pub struct GroupTopicAggregate {
     /// A share group's lag as its brokers compute it (KIP-1226), summed over the
     /// partitions they reported.
     pub broker_lag: Option<i64>,
+    /// The longest commit stall of the group's partitions of the topic.
+    pub max_commit_stall_seconds: Option<f64>,
+    /// The smallest retention margin in seconds of its partitions of the topic.
+    pub min_retention_margin_seconds: Option<f64>,
+    /// Records deleted before the group consumed them, summed over the partitions.
+    pub lost_records: Option<i64>,
 }
 
 /// Per-topic aggregates of a group's committed offsets (sorted by topic), in that order.
@@ -173,6 +179,11 @@ pub fn group_topic_aggregates(group: &GroupState) -> Vec<GroupTopicAggregate> {
                 share_lag: sum_known(run.iter().map(|o| group.share_lag(o))),
                 max_share_lag_seconds: max_known(run.iter().map(|o| group.share_lag_seconds(o))),
                 broker_lag: broker_lags.get(&*topic).copied().flatten(),
+                max_commit_stall_seconds: max_known(run.iter().map(|o| o.commit_stall_seconds)),
+                min_retention_margin_seconds: min_known(
+                    run.iter().map(|o| o.retention_margin_seconds),
+                ),
+                lost_records: sum_known(run.iter().map(|o| o.lost_records)),
                 topic,
             }
         })
@@ -195,6 +206,14 @@ fn sum_known(values: impl Iterator<Item = Option<i64>>) -> Option<i64> {
 fn max_known<T: PartialOrd + Copy>(values: impl Iterator<Item = Option<T>>) -> Option<T> {
     values.flatten().fold(None, |largest, v| match largest {
         Some(l) if l >= v => Some(l),
+        _ => Some(v),
+    })
+}
+
+/// The smallest known value, or `None` when none is known.
+fn min_known<T: PartialOrd + Copy>(values: impl Iterator<Item = Option<T>>) -> Option<T> {
+    values.flatten().fold(None, |smallest, v| match smallest {
+        Some(s) if s <= v => Some(s),
         _ => Some(v),
     })
 }
@@ -298,7 +317,11 @@ fn group_series(g: &GroupState, pinned: &HashSet<(&str, i32)>, exposition: Expos
 /// unknown).
 fn state_series(group: &GroupState) -> usize {
     let states = group_states(&group.group_type);
-    states.len() + usize::from(!states.contains(&group.state.as_str()))
+    states.len()
+        + usize::from(!states.contains(&group.state.as_str()))
+        + group
+            .status
+            .map_or(0, |_| crate::progress::GroupStatus::ALL.len())
 }
 
 /// Series one group-partition renders: the committed offset, the three lags when the
@@ -313,6 +336,10 @@ pub(crate) fn offset_series(group: &GroupState, offset: &GroupPartitionState) ->
     1 + 3 * usize::from(offset.lag.is_some())
         + usize::from(offset.hw_lag_seconds.is_some())
         + usize::from(offset.lso_lag_seconds.is_some())
+        + usize::from(offset.commit_stall_seconds.is_some())
+        + usize::from(offset.retention_margin.is_some())
+        + usize::from(offset.retention_margin_seconds.is_some())
+        + usize::from(offset.lost_records.is_some_and(|n| n > 0))
 }
 
 /// Series one group-topic aggregate renders.
@@ -326,6 +353,15 @@ fn group_topic_series(group: &GroupState, t: &GroupTopicAggregate) -> usize {
         + 3 * usize::from(t.hw_lag.is_some())
         + usize::from(t.max_hw_lag_seconds.is_some())
         + usize::from(t.max_lso_lag_seconds.is_some())
+        + usize::from(t.max_commit_stall_seconds.is_some())
+        + usize::from(t.min_retention_margin_seconds.is_some())
+        + usize::from(t.lost_records.is_some())
+}
+
+/// Series of the cluster and its topics that neither partitions nor groups render
+/// (`kafka_topic_retention_seconds`): counted against `max_series`, never dropped.
+pub fn fixed_series(retention_ms: &std::collections::HashMap<Arc<str>, i64>) -> usize {
+    retention_ms.values().filter(|ms| **ms >= 0).count()
 }
 
 /// The cardinality guard: while the cluster renders more than `max_series` series, drops
@@ -409,10 +445,15 @@ mod tests {
                         }),
                         hw_lag_seconds: Some(f64::from(p)),
                         lso_lag_seconds: None,
+                        commit_stall_seconds: None,
+                        retention_margin: None,
+                        retention_margin_seconds: None,
+                        lost_records: None,
                     })
                     .collect(),
             ),
             granularity,
+            status: None,
         }
     }
 

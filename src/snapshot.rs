@@ -27,6 +27,8 @@ pub struct ClusterSnapshot {
     pub exposition: crate::series::Exposition,
     /// Brokers the last cycle's metadata listed: id and address (host:port).
     pub brokers: Vec<(i32, String)>,
+    /// The sampled topics' `retention.ms` (-1: unlimited), where it could be read.
+    pub retention_ms: HashMap<Arc<str>, i64>,
 }
 
 /// One partition's offsets and what they imply.
@@ -301,6 +303,9 @@ pub struct GroupState {
     pub offsets: Option<Vec<GroupPartitionState>>,
     /// Whether `/metrics` shows the group's series per partition or per topic.
     pub granularity: crate::config::Granularity,
+    /// The worst status of its partitions ([`crate::progress`]); `None` for share groups
+    /// and while no partition's lag is known.
+    pub status: Option<crate::progress::GroupStatus>,
 }
 
 /// A group's position on one partition.
@@ -316,6 +321,17 @@ pub struct GroupPartitionState {
     pub hw_lag_seconds: Option<f64>,
     /// The same up to the LSO, for what a read_committed consumer can read now.
     pub lso_lag_seconds: Option<f64>,
+    /// Seconds since the committed offset last moved while the group had something to
+    /// read; 0 when it has nothing to read ([`crate::progress`]).
+    pub commit_stall_seconds: Option<f64>,
+    /// committed - log start offset, at least 0: offsets retention may delete before
+    /// the group's next unread record goes.
+    pub retention_margin: Option<i64>,
+    /// The topic's retention less the age of the first record the group has not
+    /// consumed: a lower bound of the seconds before time retention may delete it.
+    pub retention_margin_seconds: Option<f64>,
+    /// max(0, log start - committed): records deleted before the group consumed them.
+    pub lost_records: Option<i64>,
 }
 
 /// Lag of a committed offset against both bounds, in records a consumer would receive.
@@ -675,6 +691,8 @@ pub struct Derived {
     pub brokers: Vec<(i32, String)>,
     pub anomalies: Vec<Anomaly>,
     pub failures: Vec<(Stage, StageFailure)>,
+    /// The topics' `retention.ms` (-1: unlimited), where it could be read.
+    pub retention_ms: HashMap<Arc<str>, i64>,
 }
 
 /// Turns a raw sample into metric values, advancing the stuck clock.
@@ -800,6 +818,10 @@ pub fn derive(
                             lag: None,
                             hw_lag_seconds: None,
                             lso_lag_seconds: None,
+                            commit_stall_seconds: None,
+                            retention_margin: None,
+                            retention_margin_seconds: None,
+                            lost_records: None,
                         };
                         if let (Some(hw), Some(lso)) =
                             (partition.high_watermark, partition.last_stable_offset)
@@ -833,6 +855,7 @@ pub fn derive(
                     .collect(),
                 offsets,
                 granularity: Default::default(),
+                status: None,
             }
         })
         .collect();
@@ -843,6 +866,7 @@ pub fn derive(
         brokers: raw.brokers,
         anomalies,
         failures: raw.failures.into_iter().collect(),
+        retention_ms: raw.retention_ms,
     }
 }
 
@@ -1341,6 +1365,7 @@ pub(crate) mod tests {
         let raw = RawSample {
             reached: true,
             brokers: Vec::new(),
+            retention_ms: Default::default(),
             partitions: vec![
                 partition("orders", 0, Some(900), Some(880)),
                 partition("orders", 1, None, Some(50)), // HW request failed
@@ -1408,6 +1433,7 @@ pub(crate) mod tests {
         let raw = RawSample {
             reached: true,
             brokers: Vec::new(),
+            retention_ms: Default::default(),
             partitions: vec![partition("t", 0, Some(10), Some(12))],
             groups: vec![RawGroup {
                 name: "g".into(),

@@ -10,7 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use kafka_lso_exporter::kafka::{Replication, Stage};
 use kafka_lso_exporter::metrics::{to_prometheus_text, Metrics};
-use kafka_lso_exporter::series::{series_count, Exposition, Granularity};
+use kafka_lso_exporter::series::{fixed_series, series_count, Exposition, Granularity};
 use kafka_lso_exporter::snapshot::{
     AgeClock, Anomaly, ClusterSnapshot, CoordinatorStatus, GroupPartitionState, GroupState, Lag,
     OpenTransaction, PartitionState, Visibility,
@@ -176,8 +176,13 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     }),
                     hw_lag_seconds: Some(186.75),
                     lso_lag_seconds: Some(0.0),
+                    commit_stall_seconds: None,
+                    retention_margin: None,
+                    retention_margin_seconds: None,
+                    lost_records: None,
                 }]),
                 granularity,
+                status: None,
             },
             GroupState {
                 name: "billing-read-committed".into(),
@@ -199,6 +204,10 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                         }),
                         hw_lag_seconds: Some(186.75),
                         lso_lag_seconds: Some(0.0),
+                        commit_stall_seconds: Some(0.0),
+                        retention_margin: Some(880),
+                        retention_margin_seconds: Some(604_800.0 - 186.75),
+                        lost_records: Some(0),
                     },
                     // Caught up on a partition without an open transaction: only in
                     // `partition` granularity, and in the per-topic sums.
@@ -213,9 +222,14 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                         }),
                         hw_lag_seconds: Some(0.0),
                         lso_lag_seconds: Some(0.0),
+                        commit_stall_seconds: Some(0.0),
+                        retention_margin: Some(1000),
+                        retention_margin_seconds: Some(604_800.0),
+                        lost_records: Some(0),
                     },
                 ]),
                 granularity,
+                status: Some(kafka_lso_exporter::progress::GroupStatus::Blocked),
             },
             GroupState {
                 name: "audit \"legacy\"\\ <read_uncommitted>\nç".into(),
@@ -236,8 +250,14 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     }),
                     hw_lag_seconds: Some(0.0),
                     lso_lag_seconds: Some(0.0),
+                    // Its consumer stopped, and retention passed its offset.
+                    commit_stall_seconds: Some(420.0),
+                    retention_margin: Some(0),
+                    retention_margin_seconds: Some(0.0),
+                    lost_records: Some(35),
                 }]),
                 granularity,
+                status: Some(kafka_lso_exporter::progress::GroupStatus::Stopped),
             },
         ],
         series_dropped: 0,
@@ -247,6 +267,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
             (2, "kafka-1:9092".into()),
             (3, "kafka-2:9092".into()),
         ],
+        retention_ms: [(Arc::from("orders"), 604_800_000)].into_iter().collect(),
     }
 }
 
@@ -398,7 +419,8 @@ fn series_count_matches_the_render() {
             })
             .count();
         assert_eq!(
-            series_count(&snapshot.partitions, &snapshot.groups, exposition),
+            series_count(&snapshot.partitions, &snapshot.groups, exposition)
+                + fixed_series(&snapshot.retention_ms),
             sampled,
             "{exposition:?}"
         );

@@ -48,6 +48,7 @@ use super::ask::log_offsets::{self, Kind};
 use super::ask::metadata::{self, Candidates};
 use super::ask::offsets::{self, Coordinators};
 use super::ask::reads::Reads;
+use super::ask::topic_configs::TopicConfigs;
 use super::native::{list_consumer_group_offsets, queued_events, set_oauth_token};
 use super::wire::oauth::{self, TokenSource};
 use super::wire::{Security, WireClient};
@@ -85,6 +86,8 @@ pub struct KafkaSampler {
     forensics: Option<Forensics>,
     /// Record-batch headers for exact and time lag; `None` when off for this cluster.
     reads: Option<Reads>,
+    /// The topics' `retention.ms`, through the own client.
+    topic_configs: Option<TopicConfigs>,
     /// OAUTHBEARER tokens, shared by both clients.
     tokens: Option<Arc<TokenSource>>,
     /// The token last given to librdkafka (see `push_token`).
@@ -240,6 +243,7 @@ impl KafkaSampler {
             groups: config.groups.clone(),
             forensics: wire.clone().and_then(|w| Forensics::new(config, w)),
             reads: wire.clone().and_then(|w| Reads::new(config, w)),
+            topic_configs: wire.clone().map(|w| TopicConfigs::new(&config.name, w)),
             wire_offsets: Fallback::default(),
             wire_metadata: Fallback::default(),
             candidates: Candidates::new(&config.bootstrap_servers),
@@ -717,10 +721,25 @@ impl KafkaSampler {
         // 2. Groups, 3. their committed offsets: at most half of the time left, so that a
         // broker that does not answer leaves the partitions' offsets, asked next, time of
         // their own.
+        // The topics' retention.ms (DescribeConfigs, cached) is read meanwhile.
         let groups_deadline = Instant::now() + remaining(deadline) / 2;
-        if let Some((mut groups, offsets_done)) =
-            self.groups(&mut sample, &brokers, groups_deadline).await
-        {
+        let mut topics: Vec<Arc<str>> = targets.iter().map(|(t, _, _)| t.clone()).collect();
+        topics.dedup();
+        let retention = async {
+            match &self.topic_configs {
+                Some(configs) => configs.retention(&topics, &brokers, groups_deadline).await,
+                None => Default::default(),
+            }
+        };
+        let (listed, (retention_ms, retention_failure)) = tokio::join!(
+            self.groups(&mut sample, &brokers, groups_deadline),
+            retention
+        );
+        sample.retention_ms = retention_ms;
+        if let Some(error) = retention_failure {
+            sample.fail(Stage::TopicConfigs, 1, error);
+        }
+        if let Some((mut groups, offsets_done)) = listed {
             groups.sort_by(|a, b| a.name.cmp(&b.name));
             groups.dedup_by(|a, b| a.name == b.name);
             if !offsets_done {

@@ -20,7 +20,7 @@ mod native;
 pub mod records;
 pub mod wire;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -51,6 +51,7 @@ pub enum Stage {
     DescribeProducers,
     DescribeTransactions,
     ReadRecords,
+    TopicConfigs,
 }
 
 impl Stage {
@@ -67,6 +68,7 @@ impl Stage {
             Stage::ReadRecords => "read_records",
             Stage::DescribeGroups => "describe_groups",
             Stage::ShareGroupOffsets => "share_group_offsets",
+            Stage::TopicConfigs => "topic_configs",
         }
     }
 }
@@ -262,6 +264,8 @@ pub struct RawSample {
     pub transaction_max_timeout_ms: Option<i64>,
     /// Brokers the cycle's metadata lists: id and address (host:port).
     pub brokers: Vec<(i32, String)>,
+    /// The sampled topics' `retention.ms` (-1: unlimited), where it could be read.
+    pub retention_ms: HashMap<Arc<str>, i64>,
 }
 
 impl RawSample {

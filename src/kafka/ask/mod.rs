@@ -8,6 +8,7 @@ pub mod log_offsets;
 pub mod metadata;
 pub mod offsets;
 pub mod reads;
+pub mod topic_configs;
 
 use std::collections::BTreeMap;
 

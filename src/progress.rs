@@ -1,0 +1,452 @@
+//! Is each group still committing, and will its unread records still be there? Pure
+//! derivations over the cycles the exporter saw ([`CommitWatch`] holds what they need), run
+//! after [`crate::snapshot::derive`]:
+//!
+//! - the **commit stall** of a group on a partition: seconds since its committed offset
+//!   last moved while it had something to read (0 when it has nothing to read);
+//! - the group's **status** ([`GroupStatus`]), in the spirit of Burrow's evaluation rules;
+//! - the **retention margin**: how far the committed offset is above the log start offset,
+//!   in offsets and in seconds before time retention may delete the first record the group
+//!   has not consumed, and the records it lost once the log start passed it.
+//!
+//! Share groups have no committed offset (their members acknowledge records one by one):
+//! none of this applies to them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::snapshot::{Derived, GroupPartitionState, PartitionState};
+
+/// A group's status, worst of its partitions (the order of [`GroupStatus::ALL`] from the
+/// last: stopped is the worst).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GroupStatus {
+    /// Nothing to read, or reading and committing with lag that comes and goes.
+    Ok,
+    /// Committing, but it has had something to read without a break for `stall_after`.
+    Lagging,
+    /// Nothing to read below the LSO of a partition a transaction pins (as on `/`).
+    Blocked,
+    /// The committed offset went back within the last `stall_after` (an offset reset).
+    Rewinding,
+    /// Something to read, no commit for `stall_after`, lag not growing.
+    Stalled,
+    /// Something to read, no commit for `stall_after`, and the lag grew meanwhile.
+    Stopped,
+}
+
+impl GroupStatus {
+    /// Every status: one series each per group.
+    pub const ALL: [GroupStatus; 6] = [
+        GroupStatus::Ok,
+        GroupStatus::Lagging,
+        GroupStatus::Blocked,
+        GroupStatus::Rewinding,
+        GroupStatus::Stalled,
+        GroupStatus::Stopped,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupStatus::Ok => "ok",
+            GroupStatus::Lagging => "lagging",
+            GroupStatus::Blocked => "blocked",
+            GroupStatus::Rewinding => "rewinding",
+            GroupStatus::Stalled => "stalled",
+            GroupStatus::Stopped => "stopped",
+        }
+    }
+}
+
+/// What one group-partition looked like over the cycles seen.
+#[derive(Debug, Clone)]
+struct Entry {
+    committed: i64,
+    /// Since when the group has had something to read here without its committed offset
+    /// moving; `None` while it has nothing to read.
+    stalled_since: Option<Instant>,
+    /// The lag when `stalled_since` was set.
+    lag_then: i64,
+    /// Since when the group has had something to read here without a break.
+    behind_since: Option<Instant>,
+    /// When the committed offset last went back.
+    rewound_at: Option<Instant>,
+}
+
+/// Per group and partition, what the commit stall and the status need from earlier
+/// cycles. It lives in the exporter's memory: after a restart every clock starts again
+/// from the first cycle.
+#[derive(Debug, Default)]
+pub struct CommitWatch {
+    entries: HashMap<(String, Arc<str>, i32), Entry>,
+}
+
+impl CommitWatch {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Records a group has to read on a partition: up to the HW when it committed past the
+/// LSO (it reads uncommitted), else up to the LSO (what a read_committed consumer may
+/// read now). `None` while the lag is unknown.
+fn readable(g: &GroupPartitionState) -> Option<i64> {
+    let lag = g.lag?;
+    Some(if lag.committed_beyond_lso > 0 {
+        lag.hw_lag
+    } else {
+        lag.lso_lag
+    })
+}
+
+/// Fills the commit stall, the status and the retention margin of every group that is
+/// not a share group, advancing `watch` to `now`. `retention_ms` holds the topics'
+/// `retention.ms` where known (-1 unlimited).
+pub fn apply(
+    derived: &mut Derived,
+    watch: &mut CommitWatch,
+    now: Instant,
+    stall_after: Duration,
+    reached: bool,
+) {
+    let partitions: HashMap<(&str, i32), &PartitionState> = derived
+        .partitions
+        .iter()
+        .map(|p| ((&*p.topic, p.partition), p))
+        .collect();
+    let retention_ms = &derived.retention_ms;
+    let mut seen: std::collections::HashSet<(&str, &str, i32)> = Default::default();
+    let mut kept_groups: std::collections::HashSet<&str> = Default::default();
+    for group in &mut derived.groups {
+        if group.group_type == "share" {
+            continue;
+        }
+        let Some(offsets) = group.offsets.as_mut() else {
+            // Offsets unknown in this cycle: what was learned of them stays.
+            kept_groups.insert(&group.name);
+            continue;
+        };
+        let mut status: Option<GroupStatus> = None;
+        for g in offsets.iter_mut() {
+            let partition = partitions.get(&(&*g.topic, g.partition)).copied();
+            retention(g, partition, retention_ms);
+            seen.insert((&group.name, &g.topic, g.partition));
+            let key = (group.name.clone(), g.topic.clone(), g.partition);
+            let Some(behind) = readable(g) else {
+                continue;
+            };
+            let previous = watch.entries.get(&key);
+            let moved = previous.is_some_and(|e| e.committed != g.committed_offset);
+            let mut entry = previous.cloned().unwrap_or(Entry {
+                committed: g.committed_offset,
+                stalled_since: None,
+                lag_then: behind,
+                behind_since: None,
+                rewound_at: None,
+            });
+            if previous.is_some_and(|e| g.committed_offset < e.committed) {
+                entry.rewound_at = Some(now);
+            }
+            entry.committed = g.committed_offset;
+            if behind == 0 {
+                entry.stalled_since = None;
+                entry.behind_since = None;
+            } else {
+                if moved || entry.stalled_since.is_none() {
+                    entry.stalled_since = Some(now);
+                    entry.lag_then = behind;
+                }
+                entry.behind_since.get_or_insert(now);
+            }
+            let stall = entry
+                .stalled_since
+                .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
+            g.commit_stall_seconds = Some(stall.as_secs_f64());
+            let blocked = partition
+                .and_then(|p| p.visibility)
+                .is_some_and(|v| v.hw_minus_lso > 0)
+                && g.lag.is_some_and(|l| l.waits_at_lso());
+            let here = if stall >= stall_after && behind > entry.lag_then {
+                GroupStatus::Stopped
+            } else if stall >= stall_after {
+                GroupStatus::Stalled
+            } else if entry
+                .rewound_at
+                .is_some_and(|at| now.saturating_duration_since(at) < stall_after)
+            {
+                GroupStatus::Rewinding
+            } else if blocked {
+                GroupStatus::Blocked
+            } else if entry
+                .behind_since
+                .is_some_and(|since| now.saturating_duration_since(since) >= stall_after)
+            {
+                GroupStatus::Lagging
+            } else {
+                GroupStatus::Ok
+            };
+            status = status.max(Some(here));
+            watch.entries.insert(key, entry);
+        }
+        group.status = status;
+    }
+    if reached {
+        // Groups and partitions gone from the cluster (or the filters) are forgotten; a
+        // group whose offsets could not be fetched keeps its entries.
+        watch.entries.retain(|(group, topic, partition), _| {
+            kept_groups.contains(group.as_str())
+                || seen.contains(&(group.as_str(), &**topic, *partition))
+        });
+    }
+}
+
+/// The retention margin of one group-partition (see [`GroupPartitionState`]).
+fn retention(
+    g: &mut GroupPartitionState,
+    partition: Option<&PartitionState>,
+    retention_ms: &HashMap<Arc<str>, i64>,
+) {
+    let Some(log_start) = partition.and_then(|p| p.log_start_offset) else {
+        return;
+    };
+    let margin = g.committed_offset.saturating_sub(log_start);
+    g.retention_margin = Some(margin.max(0));
+    g.lost_records = Some(margin.saturating_neg().max(0));
+    let retention_seconds = retention_ms
+        .get(&g.topic)
+        .filter(|ms| **ms >= 0)
+        .map(|ms| *ms as f64 / 1000.0);
+    g.retention_margin_seconds = match (retention_seconds, g.hw_lag_seconds) {
+        // Already gone: nothing of it is left to lose.
+        (Some(_), _) if margin < 0 => Some(0.0),
+        (Some(retention), Some(age)) => Some(retention - age),
+        _ => None,
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{GroupState, Visibility};
+
+    fn partition(topic: &str, log_start: i64, hw: i64, lso: i64) -> PartitionState {
+        PartitionState {
+            topic: Arc::from(topic),
+            partition: 0,
+            log_start_offset: Some(log_start),
+            high_watermark: Some(hw),
+            last_stable_offset: Some(lso),
+            visibility: Some(Visibility {
+                hw_minus_lso: hw - lso,
+                lso_stuck_seconds: 0.0,
+                pinned: hw > lso,
+            }),
+            withheld_age_seconds: None,
+            transactions: None,
+            replication: None,
+        }
+    }
+
+    fn offset(
+        topic: &str,
+        committed: i64,
+        hw: i64,
+        lso: i64,
+        age: Option<f64>,
+    ) -> GroupPartitionState {
+        let (lag, _) = crate::snapshot::lag(committed, hw, lso, None);
+        GroupPartitionState {
+            topic: Arc::from(topic),
+            partition: 0,
+            committed_offset: committed,
+            lag: Some(lag),
+            hw_lag_seconds: age,
+            lso_lag_seconds: age,
+            commit_stall_seconds: None,
+            retention_margin: None,
+            retention_margin_seconds: None,
+            lost_records: None,
+        }
+    }
+
+    fn cycle(
+        watch: &mut CommitWatch,
+        at: Instant,
+        group_type: &str,
+        p: PartitionState,
+        g: GroupPartitionState,
+    ) -> (GroupPartitionState, Option<GroupStatus>) {
+        let mut derived = Derived {
+            partitions: vec![p],
+            groups: vec![GroupState {
+                name: "billing".into(),
+                group_type: group_type.into(),
+                protocol: "consumer".into(),
+                state: "Stable".into(),
+                members: Some(1),
+                isolation: None,
+                broker_lags: Vec::new(),
+                offsets: Some(vec![g]),
+                granularity: Default::default(),
+                status: None,
+            }],
+            retention_ms: HashMap::from([(Arc::from("orders"), 60_000)]),
+            ..Default::default()
+        };
+        apply(&mut derived, watch, at, Duration::from_secs(60), true);
+        let group = derived.groups.remove(0);
+        (group.offsets.unwrap().remove(0), group.status)
+    }
+
+    #[test]
+    fn the_stall_clock_runs_while_there_is_something_to_read_and_no_commit() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut watch = CommitWatch::default();
+        // (time, committed, hw, expected stall seconds, status)
+        let steps = [
+            (0, 100, 100, 0, GroupStatus::Ok),          // caught up
+            (10, 100, 100, 0, GroupStatus::Ok),         // nothing to read: no stall
+            (20, 100, 110, 0, GroupStatus::Ok),         // records arrived: the clock starts
+            (30, 110, 120, 0, GroupStatus::Ok),         // it committed: back to 0
+            (40, 110, 120, 10, GroupStatus::Ok),        // no commit since 30
+            (90, 110, 120, 60, GroupStatus::Stalled),   // stall_after reached, lag as at 30
+            (100, 110, 150, 70, GroupStatus::Stopped),  // and the lag grows: stopped
+            (110, 150, 150, 0, GroupStatus::Ok),        // it commits everything: caught up
+            (120, 140, 150, 0, GroupStatus::Rewinding), // the offset went back
+            (190, 140, 150, 70, GroupStatus::Stalled),  // and then never moved
+        ];
+        for (t, committed, hw, stall, status) in steps {
+            let (g, got) = cycle(
+                &mut watch,
+                at(t),
+                "classic",
+                partition("orders", 0, hw, hw),
+                offset("orders", committed, hw, hw, Some(1.0)),
+            );
+            assert_eq!(g.commit_stall_seconds, Some(stall as f64), "t={t}");
+            assert_eq!(got, Some(status), "t={t}");
+        }
+    }
+
+    #[test]
+    fn a_group_that_commits_but_never_catches_up_is_lagging_and_a_pinned_one_blocked() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut watch = CommitWatch::default();
+        for (i, t) in [0u64, 20, 40, 60].into_iter().enumerate() {
+            let committed = 100 + 10 * i as i64;
+            let (g, status) = cycle(
+                &mut watch,
+                at(t),
+                "consumer",
+                partition("orders", 0, committed + 50, committed + 50),
+                offset(
+                    "orders",
+                    committed,
+                    committed + 50,
+                    committed + 50,
+                    Some(3.0),
+                ),
+            );
+            assert_eq!(g.commit_stall_seconds, Some(0.0));
+            let expected = if t >= 60 {
+                GroupStatus::Lagging
+            } else {
+                GroupStatus::Ok
+            };
+            assert_eq!(status, Some(expected), "t={t}");
+        }
+        // Read everything below the LSO of a pinned partition: blocked, no stall however
+        // long it waits.
+        let mut watch = CommitWatch::default();
+        for t in [0u64, 100, 200] {
+            let (g, status) = cycle(
+                &mut watch,
+                at(t),
+                "classic",
+                partition("orders", 0, 120, 100),
+                offset("orders", 100, 120, 100, Some(30.0)),
+            );
+            assert_eq!(g.commit_stall_seconds, Some(0.0));
+            assert_eq!(status, Some(GroupStatus::Blocked), "t={t}");
+        }
+    }
+
+    #[test]
+    fn retention_margin_and_lost_records() {
+        let t0 = Instant::now();
+        let mut watch = CommitWatch::default();
+        // Committed 100, log start 40: 60 offsets of margin; the next record the group
+        // would receive is 45 s old against a 60 s retention: 15 s left at least.
+        let (g, _) = cycle(
+            &mut watch,
+            t0,
+            "classic",
+            partition("orders", 40, 120, 100),
+            offset("orders", 100, 120, 100, Some(45.0)),
+        );
+        assert_eq!(g.retention_margin, Some(60));
+        assert_eq!(g.lost_records, Some(0));
+        assert_eq!(g.retention_margin_seconds, Some(15.0));
+        // The log start passed the committed offset: 30 records lost, no margin left.
+        let (g, _) = cycle(
+            &mut watch,
+            t0,
+            "classic",
+            partition("orders", 130, 150, 140),
+            offset("orders", 100, 150, 140, None),
+        );
+        assert_eq!(g.retention_margin, Some(0));
+        assert_eq!(g.lost_records, Some(30));
+        assert_eq!(g.retention_margin_seconds, Some(0.0));
+        // A caught-up group keeps the whole retention; unknown age: absent.
+        let (g, _) = cycle(
+            &mut watch,
+            t0,
+            "classic",
+            partition("orders", 0, 150, 150),
+            offset("orders", 150, 150, 150, Some(0.0)),
+        );
+        assert_eq!(g.retention_margin_seconds, Some(60.0));
+        let (g, _) = cycle(
+            &mut watch,
+            t0,
+            "classic",
+            partition("orders", 0, 150, 150),
+            offset("orders", 120, 150, 150, None),
+        );
+        assert_eq!(g.retention_margin_seconds, None);
+        assert_eq!(g.retention_margin, Some(120));
+    }
+
+    #[test]
+    fn share_groups_and_unknown_lags_are_left_alone() {
+        let t0 = Instant::now();
+        let mut watch = CommitWatch::default();
+        let (g, status) = cycle(
+            &mut watch,
+            t0,
+            "share",
+            partition("orders", 0, 150, 150),
+            offset("orders", 100, 150, 150, Some(1.0)),
+        );
+        assert_eq!((g.commit_stall_seconds, status), (None, None));
+        assert!(watch.is_empty());
+        let mut unknown = offset("orders", 100, 150, 150, None);
+        unknown.lag = None;
+        let (g, status) = cycle(
+            &mut watch,
+            t0,
+            "classic",
+            partition("orders", 0, 150, 150),
+            unknown,
+        );
+        assert_eq!((g.commit_stall_seconds, status), (None, None));
+    }
+}
