@@ -178,6 +178,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let mut clock = StuckClock::default();
+    let mut watch = kafka_lso_exporter::progress::CommitWatch::default();
     let (mut gen_s, mut derive_s, mut render_s, mut text_s) = (vec![], vec![], vec![], vec![]);
     let (mut series, mut body_bytes, mut gzip_bytes) = (0, 0, 0);
     let started_all = Instant::now();
@@ -188,15 +189,22 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
 
         // What the scheduler does with a sample: derive, publish, prerender.
         let t = Instant::now();
-        let derived = derive(
+        let now = Instant::now();
+        let mut derived = derive(
             raw,
             &mut clock,
-            Instant::now(),
+            now,
             SystemTime::now(),
             Duration::from_secs(300),
         );
+        kafka_lso_exporter::progress::apply(
+            &mut derived,
+            &mut watch,
+            now,
+            Duration::from_secs(300),
+            true,
+        );
         // Every per-partition series: the largest body the exporter renders.
-        let mut derived = derived;
         for group in &mut derived.groups {
             group.granularity = Granularity::Partition;
         }
@@ -215,6 +223,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             series_dropped: 0,
             exposition,
             brokers: Vec::new(),
+            retention_ms: derived.retention_ms,
         })));
         derive_s.push(t.elapsed().as_secs_f64());
 
