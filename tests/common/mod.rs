@@ -109,7 +109,15 @@ pub fn admin() -> AdminClient<DefaultClientContext> {
 }
 
 pub async fn create_topic(name: &str, partitions: i32) {
-    let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    create_topic_with(name, partitions, &[]).await
+}
+
+/// [`create_topic`] with topic configurations (`retention.ms`, ...).
+pub async fn create_topic_with(name: &str, partitions: i32, configs: &[(&str, &str)]) {
+    let mut topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    for (key, value) in configs {
+        topic = topic.set(key, value);
+    }
     let results = admin()
         .create_topics(
             [&topic],
