@@ -153,6 +153,27 @@ impl AppState {
 #[derive(Debug, Serialize)]
 pub struct StuckReport<'a> {
     pub partitions: Vec<StuckPartition<'a>>,
+    /// Groups whose status is not `ok`: stopped, stalled, rewinding, blocked or lagging
+    /// (see docs/metrics.md), or that lost records to retention; those losing or
+    /// closest to losing records first.
+    pub groups: Vec<GroupProgress<'a>>,
+}
+
+/// A group that needs a look: not committing, going back, blocked or not keeping up.
+#[derive(Debug, Serialize)]
+pub struct GroupProgress<'a> {
+    pub cluster: &'a str,
+    pub group: &'a str,
+    /// ok, lagging, blocked, rewinding, stalled or stopped: the worst of its partitions.
+    pub status: &'static str,
+    /// The longest time its committed offset has not moved on a partition where it has
+    /// something to read; `null` when no lag is known.
+    pub commit_stall_seconds: Option<f64>,
+    /// The least time before retention may delete a record it has not consumed (a lower
+    /// bound); `null` when no topic retention or record age is known.
+    pub retention_margin_seconds: Option<f64>,
+    /// Records deleted by retention before it consumed them, over its partitions.
+    pub lost_records: i64,
 }
 
 #[derive(Debug, Serialize)]
@@ -277,7 +298,50 @@ impl<'a> StuckReport<'a> {
                 .total_cmp(&a.lso_stuck_seconds)
                 .then(b.hw_minus_lso.cmp(&a.hw_minus_lso))
         });
-        StuckReport { partitions }
+        let mut groups = Vec::new();
+        for (name, snapshot) in clusters {
+            let Some(snapshot) = snapshot else { continue };
+            for group in &snapshot.groups {
+                let offsets = group.offsets.as_deref().unwrap_or_default();
+                let lost_records = offsets
+                    .iter()
+                    .filter_map(|o| o.lost_records)
+                    .fold(0i64, i64::saturating_add);
+                let Some(status) = group.status else { continue };
+                if status == crate::progress::GroupStatus::Ok && lost_records == 0 {
+                    continue;
+                }
+                groups.push(GroupProgress {
+                    cluster: name,
+                    group: &group.name,
+                    status: status.as_str(),
+                    commit_stall_seconds: offsets
+                        .iter()
+                        .filter_map(|o| o.commit_stall_seconds)
+                        .reduce(f64::max),
+                    retention_margin_seconds: offsets
+                        .iter()
+                        .filter_map(|o| o.retention_margin_seconds)
+                        .reduce(f64::min),
+                    lost_records,
+                });
+            }
+        }
+        groups.sort_by(|a, b| {
+            b.lost_records
+                .cmp(&a.lost_records)
+                .then(
+                    a.retention_margin_seconds
+                        .unwrap_or(f64::INFINITY)
+                        .total_cmp(&b.retention_margin_seconds.unwrap_or(f64::INFINITY)),
+                )
+                .then(
+                    b.commit_stall_seconds
+                        .unwrap_or(0.0)
+                        .total_cmp(&a.commit_stall_seconds.unwrap_or(0.0)),
+                )
+        });
+        StuckReport { partitions, groups }
     }
 }
 
@@ -461,6 +525,37 @@ pub fn render_index(
         out.push_str("</table>\n");
         out.push_str("<p>The abort command ends a transaction in one partition without its producer; use it for a hanging transaction or one whose producer is gone for good (a live producer would be fenced). Add <code>--command-config</code> for a secured cluster.</p>\n");
     }
+    out.push_str("<h2>Consumer groups that are not ok</h2>\n");
+    if report.groups.is_empty() {
+        out.push_str("<p>None: every group commits as it reads, or has nothing to read, and has lost nothing to retention.</p>\n");
+    } else {
+        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">group</th><th class=\"l\">status</th><th>no commit for</th><th>retention margin</th><th>records lost</th></tr>\n");
+        for g in &report.groups {
+            let status = match g.status {
+                "stopped" | "stalled" => format!("<span class=\"hang\">{}</span>", g.status),
+                other => other.to_string(),
+            };
+            let lost = if g.lost_records > 0 {
+                format!("<span class=\"hang\">{}</span>", g.lost_records)
+            } else {
+                "0".to_string()
+            };
+            let _ = writeln!(
+                out,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{status}</td><td>{}</td><td>{}</td><td>{lost}</td></tr>",
+                escape(g.cluster),
+                escape(g.group),
+                g.commit_stall_seconds.map_or("-".to_string(), human_duration),
+                g.retention_margin_seconds.map_or("-".to_string(), |m| if m > 0.0 {
+                    format!("at least {}", human_duration(m))
+                } else {
+                    "none".to_string()
+                }),
+            );
+        }
+        out.push_str("</table>\n");
+        out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; lagging: it commits, but its lag has only grown for <code>stall_after</code>. The commit clock starts with the exporter. The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
+    }
     out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own, never from a timestamp the producer wrote. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic. A transaction's age comes from its coordinator's start time, else the LogAppendTime of its first record, else the first cycle that saw it; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
     out
 }
@@ -567,6 +662,53 @@ mod tests {
             brokers: Vec::new(),
             retention_ms: Default::default(),
         }
+    }
+
+    #[test]
+    fn groups_that_are_not_ok_are_listed_those_losing_records_first() {
+        use crate::progress::GroupStatus;
+        let with = |name: &str, status: GroupStatus, stall: f64, margin: f64, lost: i64| {
+            let mut g = group(name, "orders", 0, 100, 120, 120);
+            g.status = Some(status);
+            let o = &mut g.offsets.as_mut().unwrap()[0];
+            o.commit_stall_seconds = Some(stall);
+            o.retention_margin_seconds = Some(margin);
+            o.lost_records = Some(lost);
+            g
+        };
+        let groups = vec![
+            with("healthy", GroupStatus::Ok, 0.0, 600.0, 0),
+            with("stopped <b>", GroupStatus::Stopped, 400.0, 30.0, 0),
+            with("lost-some", GroupStatus::Stalled, 900.0, 0.0, 35),
+            with("lagging", GroupStatus::Lagging, 0.0, 3000.0, 0),
+        ];
+        let clusters = [(
+            "prod".to_string(),
+            Some(Arc::new(snapshot(
+                "prod",
+                vec![partition("orders", 0, 120, 120, 0.0)],
+                groups,
+            ))),
+        )];
+        let bootstrap = HashMap::new();
+        let report = StuckReport::new(&clusters, &bootstrap);
+        let listed: Vec<(&str, &str, i64)> = report
+            .groups
+            .iter()
+            .map(|g| (g.group, g.status, g.lost_records))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("lost-some", "stalled", 35),
+                ("stopped <b>", "stopped", 0),
+                ("lagging", "lagging", 0)
+            ]
+        );
+        let page = render_index(&clusters, &HashMap::new(), "/metrics", SystemTime::now());
+        assert!(page.contains("stopped &lt;b&gt;"), "escaped group name");
+        assert!(!page.contains(">healthy<"), "an ok group is not listed");
+        assert!(page.contains("<td>6m 40s</td><td>at least 30s</td><td>0</td>"));
     }
 
     #[test]

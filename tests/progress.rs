@@ -142,6 +142,16 @@ async fn a_consumer_that_stops_committing_stalls_and_recovers() {
         }
     }
     assert!(checked >= 5, "only {checked} scrapes had a stall clock");
+    let (_, body) = exporter.get("/api/v1/stuck").await;
+    let report: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let listed = report["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == group.as_str())
+        .unwrap_or_else(|| panic!("{group} not in /api/v1/stuck: {body}"));
+    assert_eq!(listed["status"], "stopped");
+    assert!(listed["commit_stall_seconds"].as_f64().unwrap() > 3.0);
 
     // It commits again: back to 0, and ok.
     let resumed = Instant::now();
