@@ -675,6 +675,8 @@ pub struct Derived {
     pub brokers: Vec<(i32, String)>,
     pub anomalies: Vec<Anomaly>,
     pub failures: Vec<(Stage, StageFailure)>,
+    /// Per topic, the cost of exactly-once counted so far ([`RawSample::eos_cost`]).
+    pub eos_cost: std::collections::BTreeMap<Arc<str>, crate::kafka::records::EosCost>,
 }
 
 /// Turns a raw sample into metric values, advancing the stuck clock.
@@ -843,6 +845,7 @@ pub fn derive(
         brokers: raw.brokers,
         anomalies,
         failures: raw.failures.into_iter().collect(),
+        eos_cost: raw.eos_cost,
     }
 }
 
@@ -1341,6 +1344,7 @@ pub(crate) mod tests {
         let raw = RawSample {
             reached: true,
             brokers: Vec::new(),
+            eos_cost: Default::default(),
             partitions: vec![
                 partition("orders", 0, Some(900), Some(880)),
                 partition("orders", 1, None, Some(50)), // HW request failed
@@ -1408,6 +1412,7 @@ pub(crate) mod tests {
         let raw = RawSample {
             reached: true,
             brokers: Vec::new(),
+            eos_cost: Default::default(),
             partitions: vec![partition("t", 0, Some(10), Some(12))],
             groups: vec![RawGroup {
                 name: "g".into(),

@@ -262,6 +262,9 @@ pub struct RawSample {
     pub transaction_max_timeout_ms: Option<i64>,
     /// Brokers the cycle's metadata lists: id and address (host:port).
     pub brokers: Vec<(i32, String)>,
+    /// Per topic, the cost of exactly-once in the windows read so far (over the life of
+    /// the process): topics of which no window was read are absent.
+    pub eos_cost: BTreeMap<Arc<str>, records::EosCost>,
 }
 
 impl RawSample {
