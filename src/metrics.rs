@@ -1214,6 +1214,43 @@ mod tests {
         text
     }
 
+    /// The cost counters follow the reader's totals: up with them, starting over when
+    /// they fall (the topic was recreated), gone with the topic.
+    #[test]
+    fn eos_cost_counters_follow_the_totals() {
+        let metrics = Metrics::new(Vec::new());
+        let cost = |scanned| {
+            let cost = EosCost {
+                commit_markers: 2,
+                abort_markers: 1,
+                aborted_records: 5,
+                scanned_offsets: scanned,
+            };
+            [(Arc::<str>::from("orders"), cost)].into_iter().collect()
+        };
+        let scanned = |metrics: &Metrics| {
+            let text = metrics.encode_openmetrics();
+            text.lines()
+                .find_map(|l| {
+                    l.strip_prefix(
+                        "kafka_topic_scanned_offsets_total{kafka_cluster=\"prod\",topic=\"orders\"} ",
+                    )
+                })
+                .map(str::to_owned)
+        };
+        metrics.set_eos_cost("prod", &cost(40));
+        metrics.set_eos_cost("prod", &cost(40));
+        assert_eq!(scanned(&metrics).as_deref(), Some("40"));
+        metrics.set_eos_cost("prod", &cost(55));
+        assert_eq!(scanned(&metrics).as_deref(), Some("55"));
+        metrics.set_eos_cost("prod", &cost(3));
+        assert_eq!(scanned(&metrics).as_deref(), Some("3"));
+        metrics.set_eos_cost("prod", &BTreeMap::new());
+        assert_eq!(scanned(&metrics), None);
+        assert!(!metrics
+            .encode_openmetrics()
+            .contains("kafka_topic_transaction_markers_total"));
+    }
     #[test]
     fn prometheus_text_names_counters_with_total_and_drops_unit_and_eof() {
         let converted = to_prometheus_text(&openmetrics(3));
