@@ -449,9 +449,9 @@ pub fn time_lag(
 /// records the group already acknowledged.
 ///
 /// The broker counts, among the offsets not acknowledged, the commit/abort markers and
-/// aborted records the group has not passed yet (those it passed are done: a marker is
-/// acknowledged as a gap, an aborted record archived), and everything above the LSO,
-/// which a read_committed group cannot acquire. Which offsets are left is not reported,
+/// aborted records the group has not passed yet (not those it passed), and everything
+/// above the LSO, which a read_committed group cannot acquire (as Kafka 4.4 does:
+/// tests/share_groups.rs). Which offsets are left is not reported,
 /// only how many: the estimate takes them to be the last ones, as for a group that
 /// acknowledges in order, so the first one left is `HW - broker lag` (never below the
 /// start offset). From there the lags are counted as for any consumer: up to the LSO
