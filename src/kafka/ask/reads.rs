@@ -28,6 +28,11 @@
 //!   batch at the offset, so a position costs one batch; the record at an offset never
 //!   changes, so each is read once and kept while it is asked for.
 //!
+//! What the windows read is also counted, each offset once over the life of the
+//! process, into the cost of exactly-once per topic ([`EosCost`]: markers by type,
+//! aborted records, offsets scanned); positions are not. Gaps between windows count
+//! nowhere, so the totals are a sample of each log, not its production.
+//!
 //! Each round sends at most one Fetch per leader and isolation level (a partition may
 //! appear once in a Fetch), and a cycle makes at most [`ROUNDS`] rounds: requests per
 //! cycle grow with brokers, not with partitions or groups. Each round but the last gets
