@@ -6,6 +6,7 @@
 //! prometheus-client writes OpenMetrics text. Scrapers that do not ask for OpenMetrics get
 //! the Prometheus text format 0.0.4, derived by [`to_prometheus_text`].
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::UNIX_EPOCH;
 
@@ -21,6 +22,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 
+use crate::kafka::records::EosCost;
 use crate::kafka::Stage;
 use crate::series::{self, GroupTopicAggregate, TopicAggregate};
 use crate::snapshot::{group_states, Anomaly, ClusterSnapshot, GroupState};
@@ -53,6 +55,81 @@ struct AnomalyLabels {
     kind: &'static str,
 }
 
+/// Labels of a per-topic counter; a marker counter adds `type`.
+type TopicLabels = Vec<(&'static str, String)>;
+
+/// The cost of exactly-once per topic ([`EosCost`]): counters whose totals the cluster's
+/// record reader keeps, brought up to them after each cycle.
+#[derive(Debug, Default)]
+struct EosCounters {
+    markers: Family<TopicLabels, Counter>,
+    aborted_records: Family<TopicLabels, Counter>,
+    scanned_offsets: Family<TopicLabels, Counter>,
+    /// Per cluster, the topics shown, to remove those that are gone.
+    topics: Mutex<std::collections::HashMap<String, std::collections::BTreeSet<Arc<str>>>>,
+}
+
+/// The values of `kafka_topic_transaction_markers_total`'s `marker` label.
+const MARKER_TYPES: [&str; 2] = ["commit", "abort"];
+
+impl EosCounters {
+    fn marker_labels(cluster: &str, topic: &str, marker: &'static str) -> TopicLabels {
+        vec![
+            (CLUSTER_LABEL, cluster.to_string()),
+            ("topic", topic.to_string()),
+            ("marker", marker.to_string()),
+        ]
+    }
+
+    fn topic_labels(cluster: &str, topic: &str) -> TopicLabels {
+        vec![
+            (CLUSTER_LABEL, cluster.to_string()),
+            ("topic", topic.to_string()),
+        ]
+    }
+
+    fn update(&self, cluster: &str, cost: &BTreeMap<Arc<str>, EosCost>) {
+        let mut shown = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+        let topics = shown.entry(cluster.to_string()).or_default();
+        for gone in topics.iter().filter(|t| !cost.contains_key(*t)) {
+            for marker in MARKER_TYPES {
+                self.markers
+                    .remove(&Self::marker_labels(cluster, gone, marker));
+            }
+            self.aborted_records
+                .remove(&Self::topic_labels(cluster, gone));
+            self.scanned_offsets
+                .remove(&Self::topic_labels(cluster, gone));
+        }
+        for (topic, cost) in cost {
+            let markers = [cost.commit_markers, cost.abort_markers];
+            for (marker, total) in MARKER_TYPES.into_iter().zip(markers) {
+                bring_to(
+                    &self.markers,
+                    &Self::marker_labels(cluster, topic, marker),
+                    total,
+                );
+            }
+            let labels = Self::topic_labels(cluster, topic);
+            bring_to(&self.aborted_records, &labels, cost.aborted_records);
+            bring_to(&self.scanned_offsets, &labels, cost.scanned_offsets);
+        }
+        *topics = cost.keys().cloned().collect();
+    }
+}
+
+/// Brings a counter up to `total`; one above it (its topic was recreated, or the reader
+/// counted afresh) starts over, which `rate()` reads as a counter reset.
+fn bring_to(family: &Family<TopicLabels, Counter>, labels: &TopicLabels, total: u64) {
+    let current = family.get_or_create(labels).get();
+    if total < current {
+        family.remove(labels);
+        family.get_or_create(labels).inc_by(total);
+    } else {
+        family.get_or_create(labels).inc_by(total - current);
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
@@ -70,6 +147,7 @@ pub struct Metrics {
     errors: Family<StageLabels, Counter>,
     anomalies: Family<AnomalyLabels, Counter>,
     cycle_duration: Family<ClusterLabels, Histogram>,
+    eos: EosCounters,
     /// The bodies rendered from the current cycle's values. Replaced only with the render
     /// turn held, so whatever is here belongs to the current cycle.
     rendered: Mutex<Rendered>,
@@ -144,12 +222,29 @@ impl Metrics {
             "Version of the exporter; always 1",
             build_info,
         );
+        let eos = EosCounters::default();
+        registry.register(
+            "kafka_topic_transaction_markers",
+            "Commit and abort markers (control records) the exporter read in the topic's logs, by marker (commit, abort), each counted once; only the parts of the logs it reads (docs/metrics.md, The cost of exactly-once)",
+            eos.markers.clone(),
+        );
+        registry.register(
+            "kafka_topic_aborted_records",
+            "Records of aborted transactions the exporter read in the topic's logs, counted once their abort marker was read",
+            eos.aborted_records.clone(),
+        );
+        registry.register(
+            "kafka_topic_scanned_offsets",
+            "Offsets of the topic whose record-batch headers the exporter read, each counted once: the denominator of the markers' share",
+            eos.scanned_offsets.clone(),
+        );
         registry.register_collector(Box::new(SnapshotCollector { clusters }));
         Self {
             registry,
             errors,
             anomalies,
             cycle_duration,
+            eos,
             rendered: Mutex::new(Rendered::default()),
             render_turn: Mutex::new(()),
         }
@@ -204,6 +299,13 @@ impl Metrics {
                 kind: kind.as_str(),
             })
             .inc();
+    }
+
+    /// Brings the cluster's exactly-once cost counters up to the totals its record
+    /// reader keeps; topics no longer there lose their series. Call only after a cycle
+    /// that reached the cluster (the totals of one that did not are empty).
+    pub fn set_eos_cost(&self, cluster: &str, cost: &BTreeMap<Arc<str>, EosCost>) {
+        self.eos.update(cluster, cost);
     }
 
     pub fn observe_cycle(&self, cluster: &str, seconds: f64) {
@@ -1173,6 +1275,43 @@ mod tests {
         text
     }
 
+    /// The cost counters follow the reader's totals: up with them, starting over when
+    /// they fall (the topic was recreated), gone with the topic.
+    #[test]
+    fn eos_cost_counters_follow_the_totals() {
+        let metrics = Metrics::new(Vec::new());
+        let cost = |scanned| {
+            let cost = EosCost {
+                commit_markers: 2,
+                abort_markers: 1,
+                aborted_records: 5,
+                scanned_offsets: scanned,
+            };
+            [(Arc::<str>::from("orders"), cost)].into_iter().collect()
+        };
+        let scanned = |metrics: &Metrics| {
+            let text = metrics.encode_openmetrics();
+            text.lines()
+                .find_map(|l| {
+                    l.strip_prefix(
+                        "kafka_topic_scanned_offsets_total{kafka_cluster=\"prod\",topic=\"orders\"} ",
+                    )
+                })
+                .map(str::to_owned)
+        };
+        metrics.set_eos_cost("prod", &cost(40));
+        metrics.set_eos_cost("prod", &cost(40));
+        assert_eq!(scanned(&metrics).as_deref(), Some("40"));
+        metrics.set_eos_cost("prod", &cost(55));
+        assert_eq!(scanned(&metrics).as_deref(), Some("55"));
+        metrics.set_eos_cost("prod", &cost(3));
+        assert_eq!(scanned(&metrics).as_deref(), Some("3"));
+        metrics.set_eos_cost("prod", &BTreeMap::new());
+        assert_eq!(scanned(&metrics), None);
+        assert!(!metrics
+            .encode_openmetrics()
+            .contains("kafka_topic_transaction_markers_total"));
+    }
     #[test]
     fn prometheus_text_names_counters_with_total_and_drops_unit_and_eof() {
         let converted = to_prometheus_text(&openmetrics(3));

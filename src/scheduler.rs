@@ -144,6 +144,9 @@ impl ClusterLoop {
             for anomaly in &derived.anomalies {
                 self.metrics.count_anomaly(&self.cluster, *anomaly);
             }
+            if up {
+                self.metrics.set_eos_cost(&self.cluster, &derived.eos_cost);
+            }
             let elapsed = started.elapsed();
             self.metrics
                 .observe_cycle(&self.cluster, elapsed.as_secs_f64());

@@ -459,6 +459,60 @@ pub fn time_lag(
     )
 }
 
+/// A share group's lag and time lag on one partition from the lag its broker reports
+/// (KIP-1226: offsets from the start offset up to the HW not yet acknowledged), rather
+/// than from its start offset, which moves only past whole batches and so stands below
+/// records the group already acknowledged.
+///
+/// The broker counts, among the offsets not acknowledged, the commit/abort markers and
+/// aborted records the group has not passed yet (not those it passed), and everything
+/// above the LSO, which a read_committed group cannot acquire (as Kafka 4.4 does:
+/// tests/share_groups.rs). Which offsets are left is not reported,
+/// only how many: the estimate takes them to be the last ones, as for a group that
+/// acknowledges in order, so the first one left is `HW - broker lag` (never below the
+/// start offset). From there the lags are counted as for any consumer: up to the LSO
+/// less markers and aborted records, up to the HW less markers. A group that left a
+/// record behind (released, redelivered) has records older than that: the lag is then
+/// right in number only where the offsets it skips hold no markers, and the time lag is
+/// a lower bound. The HW is this cycle's, sampled after the broker computed its lag:
+/// records written in between make the lag look smaller by their number.
+///
+/// Neither lag exceeds the start offset's ([`lag`], [`time_lag`]), both upper bounds;
+/// where the log at the first offset left was not read, the time lag is the start
+/// offset's.
+pub fn share_lag_from_broker(
+    start_offset: i64,
+    broker_lag: i64,
+    high_watermark: i64,
+    last_stable_offset: i64,
+    log: Option<&PartitionLog>,
+    now_ms: i64,
+) -> (Lag, (Option<f64>, Option<f64>)) {
+    let (from_start, _) = lag(start_offset, high_watermark, last_stable_offset, log);
+    let start_times = time_lag(
+        start_offset,
+        high_watermark,
+        last_stable_offset,
+        log,
+        now_ms,
+    );
+    let first_left = high_watermark
+        .saturating_sub(broker_lag.max(0))
+        .max(start_offset);
+    let (left, _) = lag(first_left, high_watermark, last_stable_offset, log);
+    let (hw_seconds, lso_seconds) =
+        time_lag(first_left, high_watermark, last_stable_offset, log, now_ms);
+    let lags = Lag {
+        hw_lag: left.hw_lag.min(from_start.hw_lag),
+        lso_lag: left.lso_lag.min(from_start.lso_lag),
+        committed_beyond_lso: from_start.committed_beyond_lso,
+    };
+    (
+        lags,
+        (hw_seconds.or(start_times.0), lso_seconds.or(start_times.1)),
+    )
+}
+
 /// Age of the record at the LSO while HW > LSO; 0 when they are equal.
 pub fn withheld_age(
     high_watermark: i64,
@@ -639,7 +693,9 @@ pub fn group_states(group_type: &str) -> &'static [&'static str] {
 
 impl GroupState {
     /// A share group's lag on one partition: against the LSO when it reads committed,
-    /// the HW otherwise; `None` for other groups or an unknown isolation level.
+    /// the HW otherwise; `None` for other groups or an unknown isolation level. Derived
+    /// from the broker's own lag where it reports one ([`share_lag_from_broker`]), else
+    /// counted from the start offset (an upper bound).
     pub fn share_lag(&self, offset: &GroupPartitionState) -> Option<i64> {
         let lag = offset.lag?;
         match self.isolation? {
@@ -662,7 +718,10 @@ impl GroupState {
     /// start offset advances only past whole acquired batches, so it can stand below the
     /// LSO after everything there was acknowledged: where its broker reports the lag
     /// (KIP-1226: records up to the HW not yet acknowledged), the group waits when that
-    /// lag is no more than what the transaction withholds (HW - LSO).
+    /// lag is no more than what the transaction withholds (HW - LSO). Its lag is then
+    /// derived from the broker's ([`share_lag_from_broker`]) and reads 0 as well; it also
+    /// reads 0, and the group waits, when all that is left below the LSO is markers or
+    /// aborted records.
     pub fn waits_at_lso(&self, offset: &GroupPartitionState, partition: &PartitionState) -> bool {
         let lag_says = offset.lag.is_some_and(|l| l.waits_at_lso());
         if self.group_type != "share" {
@@ -693,6 +752,8 @@ pub struct Derived {
     pub failures: Vec<(Stage, StageFailure)>,
     /// The topics' `retention.ms` (-1: unlimited), where it could be read.
     pub retention_ms: HashMap<Arc<str>, i64>,
+    /// Per topic, the cost of exactly-once counted so far ([`RawSample::eos_cost`]).
+    pub eos_cost: std::collections::BTreeMap<Arc<str>, crate::kafka::records::EosCost>,
 }
 
 /// Turns a raw sample into metric values, advancing the stuck clock.
@@ -806,6 +867,11 @@ pub fn derive(
         .groups
         .into_iter()
         .map(|g| {
+            let broker_lags: HashMap<(&str, i32), i64> = g
+                .broker_lags
+                .iter()
+                .map(|l| ((l.topic.as_str(), l.partition), l.lag))
+                .collect();
             let offsets = g.committed.map(|committed| {
                 let mut offsets: Vec<GroupPartitionState> = committed
                     .into_iter()
@@ -831,6 +897,19 @@ pub fn derive(
                             state.lag = Some(lag);
                             (state.hw_lag_seconds, state.lso_lag_seconds) =
                                 time_lag(c.offset, hw, lso, log, now_ms);
+                            // A share group's start offset (its `committed`) stands
+                            // below records it acknowledged: where the broker reports
+                            // its own lag, the lags are derived from that.
+                            let broker_lag = broker_lags.get(&(c.topic.as_str(), c.partition));
+                            if let Some(&broker_lag) =
+                                broker_lag.filter(|_| g.group_type == "share")
+                            {
+                                let (lag, times) = share_lag_from_broker(
+                                    c.offset, broker_lag, hw, lso, log, now_ms,
+                                );
+                                state.lag = Some(lag);
+                                (state.hw_lag_seconds, state.lso_lag_seconds) = times;
+                            }
                         }
                         Some(state)
                     })
@@ -867,6 +946,7 @@ pub fn derive(
         anomalies,
         failures: raw.failures.into_iter().collect(),
         retention_ms: raw.retention_ms,
+        eos_cost: raw.eos_cost,
     }
 }
 
@@ -1267,6 +1347,127 @@ pub(crate) mod tests {
         }
     }
 
+    /// A share group's log: T1 commits 3 records (0..3, written at 10 s, marker 3), T2
+    /// aborts 2 (4..6, marker 6), 2 plain at 30 s (7, 8), T3 opens at 9 (40 s), 3 plain
+    /// at 50 s. HW 13, LSO 9; read from `from`.
+    fn share_log(from: i64) -> PartitionLog {
+        use crate::kafka::records::tests::{data, marker, txn};
+        use crate::kafka::records::{LogExtent, Marker};
+        let batches = [
+            txn(0, 3, 10_000, 1),
+            marker(3, 1, Marker::Commit),
+            txn(4, 2, 20_000, 2),
+            marker(6, 2, Marker::Abort),
+            data(7, 2, 30_000),
+            txn(9, 1, 40_000, 3),
+            data(10, 3, 50_000),
+        ];
+        let mut window = LogExtent::new(from);
+        let read: Vec<_> = batches
+            .into_iter()
+            .filter(|b| b.last_offset >= from)
+            .collect();
+        window.append(&read, 13, None);
+        PartitionLog {
+            window: Some(Arc::new(window)),
+            positions: Vec::new(),
+        }
+    }
+
+    /// What Kafka 4.4 reports for such groups: the broker's lag counts every offset up to
+    /// the HW not acknowledged, markers and aborted records the group has not passed
+    /// included, and none it passed.
+    #[test]
+    fn share_lag_from_the_brokers_lag_table() {
+        let now_ms = 100_000;
+        let log = share_log(0);
+        // (start offset, broker's lag) -> (lso lag, its seconds, hw lag, its seconds)
+        let cases = [
+            // Acknowledged all 5 records it may read (start still at 7): nothing left.
+            ((7, 4), (0, Some(0.0), 4, Some(60.0))),
+            // Acknowledged 0 and 1 of T1's batch (start 0): 2, 7 and 8 are left, the
+            // oldest written at 10.02 s; up to the HW also T2's and T3's records.
+            ((0, 11), (3, Some(89.98), 9, Some(89.98))),
+            // Nothing acknowledged: the start offset's figures.
+            ((0, 13), (5, Some(90.0), 11, Some(90.0))),
+            // A broker lag older than the start offset: the start offset's figures.
+            ((7, 20), (2, Some(70.0), 6, Some(70.0))),
+            // Caught up to the HW (a read_uncommitted group).
+            ((12, 0), (0, Some(0.0), 0, Some(0.0))),
+        ];
+        for ((start, broker_lag), (lso_lag, lso_seconds, hw_lag, hw_seconds)) in cases {
+            let (lag, (hw_time, lso_time)) =
+                share_lag_from_broker(start, broker_lag, 13, 9, Some(&log), now_ms);
+            let what = format!("start {start}, broker lag {broker_lag}");
+            assert_eq!((lag.lso_lag, lag.hw_lag), (lso_lag, hw_lag), "{what}");
+            assert_eq!((lso_time, hw_time), (lso_seconds, hw_seconds), "{what}");
+        }
+        // The log read only from 8: offsets not read count, as for any lag; the first
+        // record left (2) was not read, so the time lag is the start offset's (unknown).
+        let log = share_log(8);
+        let (lag, (hw_time, lso_time)) = share_lag_from_broker(0, 11, 13, 9, Some(&log), now_ms);
+        assert_eq!((lag.lso_lag, lag.hw_lag), (7, 11));
+        assert_eq!((lso_time, hw_time), (None, None));
+        // Without any read: offset differences from the first offset left.
+        let (lag, times) = share_lag_from_broker(0, 11, 13, 9, None, now_ms);
+        assert_eq!((lag.lso_lag, lag.hw_lag), (7, 11));
+        assert_eq!(times, (None, None));
+    }
+
+    /// In a cycle: a share group with a broker's lag gets lags derived from it; one
+    /// without (brokers before Kafka 4.2) keeps the start offset's, an upper bound. A
+    /// read_committed one that acknowledged everything it may read waits at the LSO.
+    #[test]
+    fn derive_takes_a_share_groups_lag_from_its_broker_where_there_is_one() {
+        let share = |name: &str, broker_lags: Vec<crate::kafka::BrokerLag>| RawGroup {
+            name: name.into(),
+            state: "Stable".into(),
+            members: Some(1),
+            group_type: "share".into(),
+            protocol: "share".into(),
+            isolation: Some(crate::kafka::Isolation::ReadCommitted),
+            broker_lags,
+            committed: Some(vec![CommittedOffset {
+                topic: "queue".into(),
+                partition: 0,
+                offset: 7,
+            }]),
+        };
+        let broker_lag = |lag| {
+            vec![crate::kafka::BrokerLag {
+                topic: "queue".into(),
+                partition: 0,
+                lag,
+            }]
+        };
+        let mut partition = partition("queue", 0, Some(13), Some(9));
+        partition.log = Some(share_log(0));
+        let raw = RawSample {
+            reached: true,
+            partitions: vec![partition],
+            groups: vec![
+                share("drained", broker_lag(4)),
+                share("older-broker", Vec::new()),
+            ],
+            ..Default::default()
+        };
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
+        let derived = derive(
+            raw,
+            &mut StuckClock::default(),
+            Instant::now(),
+            wall,
+            Duration::ZERO,
+        );
+        let p = &derived.partitions[0];
+        let shown = |g: &GroupState| {
+            let o = &g.offsets.as_ref().unwrap()[0];
+            (g.share_lag(o), g.share_lag_seconds(o), g.waits_at_lso(o, p))
+        };
+        assert_eq!(shown(&derived.groups[0]), (Some(0), Some(0.0), true));
+        assert_eq!(shown(&derived.groups[1]), (Some(2), Some(70.0), false));
+    }
+
     /// The log as read: SPEC §1's worked example at 1/1000 scale, with timestamps. Plain
     /// records 870..880 written at 100 s; T1 (producer 1) opens at 880 at 200 s; 4 plain
     /// at 300 s; T2 writes 5 at 400 s and commits (marker 890); 9 plain at 500 s. HW 900,
@@ -1366,6 +1567,7 @@ pub(crate) mod tests {
             reached: true,
             brokers: Vec::new(),
             retention_ms: Default::default(),
+            eos_cost: Default::default(),
             partitions: vec![
                 partition("orders", 0, Some(900), Some(880)),
                 partition("orders", 1, None, Some(50)), // HW request failed
@@ -1434,6 +1636,7 @@ pub(crate) mod tests {
             reached: true,
             brokers: Vec::new(),
             retention_ms: Default::default(),
+            eos_cost: Default::default(),
             partitions: vec![partition("t", 0, Some(10), Some(12))],
             groups: vec![RawGroup {
                 name: "g".into(),

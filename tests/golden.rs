@@ -289,6 +289,14 @@ fn render(exposition: Exposition) -> (String, String) {
     metrics.count_errors("prod", Stage::HighWatermark, 1);
     metrics.count_anomaly("prod", Anomaly::LsoAboveHighWatermark);
     metrics.observe_cycle("prod", 0.042);
+    // The cost of exactly-once on the topic whose windows were read.
+    let cost = kafka_lso_exporter::kafka::records::EosCost {
+        commit_markers: 120,
+        abort_markers: 3,
+        aborted_records: 27,
+        scanned_offsets: 2_460,
+    };
+    metrics.set_eos_cost("prod", &[(Arc::from("orders"), cost)].into_iter().collect());
     let openmetrics = metrics
         .encode_openmetrics()
         .replace(kafka_lso_exporter::REVISION, "REVISION")
@@ -409,13 +417,20 @@ fn series_count_matches_the_render() {
         let snapshot = fixed_snapshot(exposition);
         let (_, text) = render(exposition);
         // The guard counts partition, topic and group series: not the exporter's own, nor
-        // the brokers of kafka_exporter's families (a handful per cluster).
+        // the brokers of kafka_exporter's families (a handful per cluster), nor the
+        // counters of the cost of exactly-once (four per topic whose log was read).
+        let eos_cost = [
+            "kafka_topic_transaction_markers_total",
+            "kafka_topic_aborted_records_total",
+            "kafka_topic_scanned_offsets_total",
+        ];
         let sampled = text
             .lines()
             .filter(|l| {
                 !l.starts_with('#')
                     && !l.starts_with("kafka_lso_exporter_")
                     && !l.starts_with("kafka_broker")
+                    && !eos_cost.iter().any(|name| l.starts_with(name))
             })
             .count();
         assert_eq!(
@@ -513,6 +528,11 @@ fn every_catalog_metric_is_present_with_its_labels() {
         ("kafka_consumergroup_state{kafka_cluster=\"prod\",group=\"audit \\\"legacy\\\"\\\\ <read_uncommitted>\\nç\",state=\"PreparingRebalance\"}", false),
         ("kafka_consumergroup_state{kafka_cluster=\"prod\",group=\"billing-read-committed\",state=\"Stable\"} 1", true),
         ("kafka_consumergroup_state{kafka_cluster=\"prod\",group=\"billing-read-committed\",state=\"Empty\"} 0", true),
+        // The cost of exactly-once per topic: counters.
+        ("kafka_topic_transaction_markers_total{kafka_cluster=\"prod\",topic=\"orders\",marker=\"commit\"} 120", true),
+        ("kafka_topic_transaction_markers_total{kafka_cluster=\"prod\",topic=\"orders\",marker=\"abort\"} 3", true),
+        ("kafka_topic_aborted_records_total{kafka_cluster=\"prod\",topic=\"orders\"} 27", true),
+        ("kafka_topic_scanned_offsets_total{kafka_cluster=\"prod\",topic=\"orders\"} 2460", true),
         ("kafka_lso_exporter_up{kafka_cluster=\"prod\"} 1", true),
         ("kafka_lso_exporter_last_success_timestamp_seconds{kafka_cluster=\"prod\"} 1790000000", true),
         ("kafka_lso_exporter_errors_total{kafka_cluster=\"prod\",stage=\"high_watermark\"} 1", true),

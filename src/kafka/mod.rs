@@ -266,6 +266,9 @@ pub struct RawSample {
     pub brokers: Vec<(i32, String)>,
     /// The sampled topics' `retention.ms` (-1: unlimited), where it could be read.
     pub retention_ms: HashMap<Arc<str>, i64>,
+    /// Per topic, the cost of exactly-once in the windows read so far (over the life of
+    /// the process): topics of which no window was read are absent.
+    pub eos_cost: BTreeMap<Arc<str>, records::EosCost>,
 }
 
 impl RawSample {

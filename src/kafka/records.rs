@@ -458,6 +458,95 @@ impl LogExtent {
     }
 }
 
+/// The cost of exactly-once in what the exporter read of a log: commit and abort markers,
+/// records of aborted transactions, and the offsets read (markers / scanned offsets is the
+/// control records' share). Totals over the life of the process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EosCost {
+    pub commit_markers: u64,
+    pub abort_markers: u64,
+    /// Records of transactions whose abort marker was counted.
+    pub aborted_records: u64,
+    /// Offsets whose batch headers were read: the denominator.
+    pub scanned_offsets: u64,
+}
+
+impl std::ops::AddAssign for EosCost {
+    fn add_assign(&mut self, other: EosCost) {
+        self.commit_markers = self.commit_markers.saturating_add(other.commit_markers);
+        self.abort_markers = self.abort_markers.saturating_add(other.abort_markers);
+        self.aborted_records = self.aborted_records.saturating_add(other.aborted_records);
+        self.scanned_offsets = self.scanned_offsets.saturating_add(other.scanned_offsets);
+    }
+}
+
+/// How far one partition's log has been counted into [`EosCost`], so that each offset
+/// counts once however often a window reads it again: a read that starts below the
+/// counted end counts only what lies above it; one that starts above it (the window
+/// started over past a gap) counts from its start, and the gap counts nowhere, not even
+/// in the scanned offsets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CostTally {
+    /// End (exclusive) of what was counted; `None` before the first read.
+    counted_to: Option<i64>,
+    /// Records of transactions counted but not decided yet, by producer id: an abort
+    /// marker counts them as aborted, a commit marker forgets them.
+    undecided: HashMap<i64, i64>,
+}
+
+impl CostTally {
+    /// End (exclusive) of what was counted.
+    pub fn counted_to(&self) -> Option<i64> {
+        self.counted_to
+    }
+
+    /// Counts one read of the log that started at `read_from` and is complete up to
+    /// `end` (as for [`LogExtent::append`]), and returns what it added.
+    pub fn count(&mut self, batches: &[Batch], read_from: i64, end: i64) -> EosCost {
+        let start = match self.counted_to {
+            Some(counted) if read_from <= counted => counted,
+            _ => {
+                // First read, or past a gap: a marker after the gap may decide a
+                // transaction other than the one counted before it.
+                self.undecided.clear();
+                read_from
+            }
+        };
+        let mut cost = EosCost::default();
+        let mut at = start;
+        for batch in batches {
+            if batch.last_offset < at {
+                continue;
+            }
+            let lo = batch.base_offset.max(at);
+            match batch.control {
+                Some(Marker::Commit) => {
+                    cost.commit_markers += 1;
+                    self.undecided.remove(&batch.producer_id);
+                }
+                Some(Marker::Abort) => {
+                    cost.abort_markers += 1;
+                    let records = self.undecided.remove(&batch.producer_id).unwrap_or(0);
+                    cost.aborted_records = cost.aborted_records.saturating_add(records as u64);
+                }
+                Some(Marker::Other) => {}
+                None if batch.transactional => {
+                    let span = batch.last_offset + 1 - lo;
+                    let records = span.min(i64::from(batch.record_count));
+                    let pending = self.undecided.entry(batch.producer_id).or_default();
+                    *pending = pending.saturating_add(records);
+                }
+                None => {}
+            }
+            at = batch.last_offset + 1;
+        }
+        let end = end.max(at).max(start);
+        cost.scanned_offsets = end.saturating_sub(start) as u64;
+        self.counted_to = Some(end);
+        cost
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -737,6 +826,89 @@ pub(crate) mod tests {
         assert_eq!(log.receivable(6, 11, false), (4, true));
         log.trim_before(100);
         assert_eq!((log.from(), log.batches()), (11, 0));
+    }
+
+    /// Two committed transactions, one aborted, plain records, read in two parts.
+    #[test]
+    fn cost_counts_markers_aborted_records_and_offsets() {
+        let log = [
+            txn(0, 3, 0, 1),
+            marker(3, 1, Marker::Commit),
+            txn(4, 2, 0, 2),
+            data(6, 2, 0),
+            marker(8, 2, Marker::Abort),
+            txn(9, 4, 0, 1),
+            marker(13, 1, Marker::Commit),
+        ];
+        let mut tally = CostTally::default();
+        // The aborted records are known once the marker is read, in a later read.
+        let first = tally.count(&log[..4], 0, 8);
+        assert_eq!(
+            first,
+            EosCost {
+                commit_markers: 1,
+                abort_markers: 0,
+                aborted_records: 0,
+                scanned_offsets: 8
+            }
+        );
+        let second = tally.count(&log[4..], 8, 14);
+        assert_eq!(
+            second,
+            EosCost {
+                commit_markers: 1,
+                abort_markers: 1,
+                aborted_records: 2,
+                scanned_offsets: 6
+            }
+        );
+        assert_eq!(tally.counted_to(), Some(14));
+        // Nothing new: the same read again counts nothing.
+        assert_eq!(tally.count(&log, 0, 14), EosCost::default());
+    }
+
+    /// A window that starts over lower reads counted offsets again: only what lies past
+    /// the counted end counts. One that starts over higher leaves a gap that counts
+    /// nowhere, and a transaction it split is not counted as aborted.
+    #[test]
+    fn cost_counts_each_offset_once_across_window_restarts() {
+        let mut tally = CostTally::default();
+        tally.count(
+            &[txn(100, 5, 0, 7), marker(105, 7, Marker::Commit)],
+            100,
+            106,
+        );
+        // Restarted at 102 (a group moved there), read to 110: 106..110 only. The Fetch
+        // answer starts with the whole batch holding offset 102.
+        let again = tally.count(
+            &[
+                txn(100, 5, 0, 7),
+                marker(105, 7, Marker::Commit),
+                txn(106, 4, 0, 8),
+            ],
+            102,
+            110,
+        );
+        assert_eq!(again.commit_markers, 0);
+        assert_eq!(again.scanned_offsets, 4);
+        // Past a gap, the window starts inside a batch: its records from there on count.
+        let mut straddle = CostTally::default();
+        let rest = straddle.count(&[txn(0, 10, 0, 3), marker(10, 3, Marker::Abort)], 4, 11);
+        assert_eq!((rest.scanned_offsets, rest.aborted_records), (7, 6));
+        // Producer 8's 4 records are undecided; the window jumps to 200 (gap 110..200).
+        let gap = tally.count(&[marker(200, 8, Marker::Abort), data(201, 3, 0)], 200, 204);
+        assert_eq!(
+            gap,
+            EosCost {
+                commit_markers: 0,
+                abort_markers: 1,
+                aborted_records: 0,
+                scanned_offsets: 4
+            }
+        );
+        // An empty answer up to the HW still counts the offsets it covers.
+        assert_eq!(tally.count(&[], 204, 204).scanned_offsets, 0);
+        assert_eq!(tally.counted_to(), Some(204));
     }
 }
 

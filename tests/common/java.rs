@@ -78,7 +78,7 @@ impl Drop for JavaMember {
 /// Sets group configs with Kafka's own kafka-configs tool.
 pub fn configure_group(group: &str, configs: &str) {
     let output = Command::new(repo_root().join("scripts/kafka-local"))
-        .args(["tool", "org.apache.kafka.tools.ConfigCommand"])
+        .args(["tool", config_command()])
         .args(["--bootstrap-server", &bootstrap(), "--alter"])
         .args(["--entity-type", "groups", "--entity-name", group])
         .args(["--add-config", configs])
@@ -90,6 +90,15 @@ pub fn configure_group(group: &str, configs: &str) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// kafka-configs' class: in the tools from Kafka 4.2, in the broker's Scala code before.
+fn config_command() -> &'static str {
+    if super::kafka_version() >= (4, 2) {
+        "org.apache.kafka.tools.ConfigCommand"
+    } else {
+        "kafka.admin.ConfigCommand"
+    }
 }
 
 /// tests/java/ShareMember.java: acknowledges the first `count` records it receives.

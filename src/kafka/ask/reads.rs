@@ -28,6 +28,11 @@
 //!   batch at the offset, so a position costs one batch; the record at an offset never
 //!   changes, so each is read once and kept while it is asked for.
 //!
+//! What the windows read is also counted, each offset once over the life of the
+//! process, into the cost of exactly-once per topic ([`EosCost`]: markers by type,
+//! aborted records, offsets scanned); positions are not. Gaps between windows count
+//! nowhere, so the totals are a sample of each log, not its production.
+//!
 //! Each round sends at most one Fetch per leader and isolation level (a partition may
 //! appear once in a Fetch), and a cycle makes at most [`ROUNDS`] rounds: requests per
 //! cycle grow with brokers, not with partitions or groups. Each round but the last gets
@@ -46,7 +51,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::config::ClusterConfig;
-use crate::kafka::records::{parse_batches, LogExtent};
+use crate::kafka::records::{parse_batches, CostTally, EosCost, LogExtent};
 use crate::kafka::wire::WireClient;
 use crate::kafka::{PartitionLog, Planned, RawSample, Stage};
 
@@ -83,6 +88,18 @@ pub struct Reads {
     wire: Arc<WireClient>,
     window: i64,
     state: Mutex<State>,
+    /// Apart from `state`, which a cycle takes for its duration: a cycle that panics
+    /// loses what it read, and must not lose what was counted (offsets would count twice).
+    counted: Mutex<Counted>,
+}
+
+/// The cost of exactly-once counted from the windows ([`EosCost`]).
+#[derive(Default)]
+struct Counted {
+    /// Per partition, how far it was counted.
+    tallies: HashMap<PartitionKey, CostTally>,
+    /// Per topic, over the life of the process.
+    cost: BTreeMap<Arc<str>, EosCost>,
 }
 
 #[derive(Default)]
@@ -156,6 +173,7 @@ impl Reads {
             wire,
             window: config.read_window as i64,
             state: Mutex::default(),
+            counted: Mutex::default(),
         })
     }
 
@@ -187,6 +205,26 @@ impl Reads {
             .map(|p| (p.topic.clone(), p.partition))
             .collect();
         state.producers.retain(|key, _| present.contains(key));
+        // A deleted topic's cost goes with it; a log truncated or recreated below what was
+        // counted is counted afresh.
+        {
+            let mut counted = self.counted.lock().unwrap_or_else(|p| p.into_inner());
+            let high_watermarks: HashMap<PartitionKey, Option<i64>> = sample
+                .partitions
+                .iter()
+                .map(|p| ((p.topic.clone(), p.partition), p.high_watermark))
+                .collect();
+            counted
+                .tallies
+                .retain(|key, tally| match high_watermarks.get(key) {
+                    None => false,
+                    Some(hw) => {
+                        !matches!((hw, tally.counted_to()), (Some(hw), Some(to)) if *hw < to)
+                    }
+                });
+            let topics: HashSet<&Arc<str>> = present.iter().map(|(topic, _)| topic).collect();
+            counted.cost.retain(|topic, _| topics.contains(topic));
+        }
         let mut failures: BTreeMap<usize, String> = BTreeMap::new();
         // Batch sizes are learned afresh now and then: producers change their settings.
         if state.cycle.is_multiple_of(100) {
@@ -451,6 +489,14 @@ impl Reads {
                                 None => {
                                     if let Some(window) = state.windows.get_mut(&key) {
                                         Arc::make_mut(window).append(&batches, end, None);
+                                        let mut counted =
+                                            self.counted.lock().unwrap_or_else(|p| p.into_inner());
+                                        let cost = counted
+                                            .tallies
+                                            .entry(key.clone())
+                                            .or_default()
+                                            .count(&batches, item.offset, end);
+                                        *counted.cost.entry(key.0.clone()).or_default() += cost;
                                     }
                                 }
                                 Some(key) => {
@@ -502,6 +548,12 @@ impl Reads {
                 p.log = Some(PartitionLog { window, positions });
             }
         }
+        sample.eos_cost = self
+            .counted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .cost
+            .clone();
         *self.lock() = state;
     }
 
