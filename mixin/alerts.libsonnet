@@ -49,6 +49,27 @@ local text = import 'lib/text.libsonnet';
       '{{ range printf `kafka_partition_withheld_age_seconds' + sel([cl + '=%q', 'topic=%q', 'partition=%q']) + ' > 0`'
       + ' $labels.' + cl + ' $labels.topic $labels.partition | query }} The oldest of them was written'
       + ' {{ .Value | humanizeDuration }} ago.{{ end }}',
+    // The group's current status (kafka_consumergroup_status), its longest commit stall
+    // and topic; a topic's retention and a group's time left on it; the coordinator moves
+    // of a fenced transactional id in the same window.
+    local groupStatus =
+      '{{ range printf `kafka_consumergroup_status' + sel([cl + '=%q', 'group=%q']) + ' == 1`'
+      + ' $labels.' + cl + ' $labels.group | query }}{{ .Labels.status }}{{ end }}',
+    local longestStall =
+      '{{ range printf `topk(1, kafka_consumergroup_topic_max_commit_stall_seconds' + sel([cl + '=%q', 'group=%q']) + ' > 0)`'
+      + ' $labels.' + cl + ' $labels.group | query }} Its committed offsets on topic {{ .Labels.topic }}'
+      + ' last moved {{ .Value | humanizeDuration }} ago (the exporter\'s clock: it starts with the exporter).{{ end }}',
+    local retentionOf =
+      '{{ range printf `kafka_topic_retention_seconds' + sel([cl + '=%q', 'topic=%q']) + '`'
+      + ' $labels.' + cl + ' $labels.topic | query }}{{ .Value | humanizeDuration }}{{ end }}',
+    local marginOf =
+      '{{ range printf `kafka_consumergroup_topic_min_retention_margin_seconds' + sel([cl + '=%q', 'group=%q', 'topic=%q']) + '`'
+      + ' $labels.' + cl + ' $labels.group $labels.topic | query }}{{ .Value | humanizeDuration }}{{ end }}',
+    local coordinatorMoves =
+      '{{ range printf `increase(kafka_transaction_coordinator_moves_total' + sel([cl + '=%q', 'transactional_id=%q'])
+      + '[' + c.fencedWindow + ']) > 0` $labels.' + cl + ' $labels.transactional_id | query }}'
+      + ' Its coordinator moved in the same window (a broker restart, or leadership of __transaction_state moving):'
+      + ' a fencing right after a move is usually a producer that retried through it.{{ end }}',
     local v = {
       cl: cl,
       transactionAtLso: transactionAtLso,
@@ -59,6 +80,19 @@ local text = import 'lib/text.libsonnet';
       hangingFor: text.duration(c.hangingFor),
       clusterDownFor: text.duration(c.clusterDownFor),
       errorsFor: text.duration(c.errorsFor),
+      commitStalledFor: text.duration(c.commitStalledFor),
+      retentionRiskPercent: text.number(c.retentionRiskFraction * 100),
+      retentionRiskFor: text.duration(c.retentionRiskFor),
+      retentionRiskCritical: text.seconds(c.retentionRiskCriticalSeconds),
+      lostRecordsWindow: text.duration(c.lostRecordsWindow),
+      longOpenUnseen: text.seconds(c.longOpenUnseenSeconds),
+      prepared: text.seconds(c.preparedTransactionSeconds),
+      fencedWindow: text.duration(c.fencedWindow),
+      groupStatus: groupStatus,
+      longestStall: longestStall,
+      retentionOf: retentionOf,
+      marginOf: marginOf,
+      coordinatorMoves: coordinatorMoves,
     },
     local describe(paragraph) = text.fold(paragraph) % v,
 
@@ -176,6 +210,184 @@ local text = import 'lib/text.libsonnet';
                 kafka-transactions.sh abort command.%(transactionAtLso)s
               |||),
               runbook_url: runbook('KafkaTransactionHanging'),
+            },
+          },
+          // The N oldest open transactions of the cluster (transaction_list_detail), by their
+          // coordinators' listing: those that no per-partition forensics series shows
+          // (kafka_transaction_open_info is there for every open transaction of a pinned
+          // partition) and that their coordinator times out (a timeout left; the two-phase
+          // ones are KafkaTransactionPrepared's), while the cluster counts at least one
+          // unpinning transaction. Matched on the producer id alone: a transaction a
+          // partition shows under another epoch is still seen.
+          {
+            alert: 'KafkaTransactionLongOpenUnseen',
+            expr: |||
+              (
+                kafka_coordinator_transaction_age_seconds%(s)s
+                  unless on (%(cl)s, producer_id) kafka_transaction_open_info%(s)s
+                  and on (%(cl)s, transactional_id, producer_id, producer_epoch) kafka_coordinator_transaction_timeout_left_seconds%(s)s
+                  and on (%(cl)s) (kafka_cluster_unpinning_open_transactions%(s)s > 0)
+              ) > %(age)s
+            ||| % { s: sel([]), cl: cl, age: text.number(c.longOpenUnseenSeconds) },
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Transaction {{ $labels.transactional_id }} open for {{ $value | humanizeDuration }} ({{ $labels.state }}), pinning no partition the exporter samples',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, the transaction of transactional id {{ $labels.transactional_id }}
+                (producer id {{ $labels.producer_id }}, epoch {{ $labels.producer_epoch }}) has been open for
+                {{ $value | humanizeDuration }} in state {{ $labels.state }} on coordinator {{ $labels.coordinator }},
+                longer than %(longOpenUnseen)s, and pins no partition the exporter samples: it writes only to topics
+                outside the exporter's topic filter, waits behind an older transaction, or has written nowhere yet.
+                Its coordinator should have ended it by now. Partitions it wrote to are withheld from read_committed
+                consumers without any per-partition alert. The exporter's /api/v1/stuck lists it under transactions.
+              |||),
+              runbook_url: runbook('KafkaTransactionLongOpenUnseen'),
+            },
+          },
+          // Two-phase (KIP-939) transactions: the oldest open ones without a timeout left
+          // (their coordinator never aborts them), while the cluster counts prepared ones.
+          {
+            alert: 'KafkaTransactionPrepared',
+            expr: |||
+              (
+                kafka_coordinator_transaction_age_seconds%(s)s
+                  unless on (%(cl)s, transactional_id, producer_id, producer_epoch) kafka_coordinator_transaction_timeout_left_seconds%(s)s
+                  and on (%(cl)s) (kafka_cluster_prepared_transactions%(s)s > 0)
+              ) > %(age)s
+            ||| % { s: sel([]), cl: cl, age: text.number(c.preparedTransactionSeconds) },
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Two-phase transaction {{ $labels.transactional_id }} open for {{ $value | humanizeDuration }}, only its application or an operator can end it',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, the two-phase (KIP-939) transaction of transactional id
+                {{ $labels.transactional_id }} (producer id {{ $labels.producer_id }}, epoch {{ $labels.producer_epoch }},
+                state {{ $labels.state }}, coordinator {{ $labels.coordinator }}) has been open for
+                {{ $value | humanizeDuration }}, longer than %(prepared)s. Its coordinator never times it out:
+                it ends when the external transaction manager commits or aborts it, or when an operator
+                terminates it. Until then every partition it wrote to is withheld from read_committed consumers.
+                Do not terminate it before the external transaction manager's decision is known.
+              |||),
+              runbook_url: runbook('KafkaTransactionPrepared'),
+            },
+          },
+          // Fencings per transactional id. The counter's series appears at the first fencing
+          // the exporter sees, which increase() cannot count (it needs two samples): a
+          // series that is new within the window counts too.
+          {
+            alert: 'KafkaTransactionFenced',
+            expr: |||
+              increase(kafka_transaction_fencings_total%(s)s[%(w)s]) > 0
+              or
+              (kafka_transaction_fencings_total%(s)s unless kafka_transaction_fencings_total%(s)s offset %(w)s) > 0
+            ||| % { s: sel([]), w: c.fencedWindow },
+            labels: { severity: 'info' },
+            annotations: {
+              summary: 'Producer of transactional id {{ $labels.transactional_id }} fenced',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, a producer of transactional id {{ $labels.transactional_id }}
+                was fenced in the last %(fencedWindow)s (about {{ $value | printf "%%.0f" }} time(s)): another
+                instance initialized the same transactional id with a higher epoch, or the coordinator bumped
+                it, and the old instance's transaction was aborted. Expected once per restart or rebalance of an
+                exactly-once application; repeated fencings mean two live instances share the id (zombies) or a
+                crash loop.%(coordinatorMoves)s
+              |||),
+              runbook_url: runbook('KafkaTransactionFenced'),
+            },
+          },
+        ],
+      },
+      {
+        name: 'kafka-lso-exporter.consumer-groups',
+        rules: [
+          // Per group: stalled and stopped count as one condition, so that a group going
+          // from one to the other keeps its `for`.
+          {
+            alert: 'KafkaConsumerGroupCommitStalled',
+            expr: 'max without (status) (kafka_consumergroup_status%s) == 1' % sel(['status=~"stalled|stopped"']),
+            'for': c.commitStalledFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Group {{ $labels.group }} commits nothing while it has records to read',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, consumer group {{ $labels.group }} has had records to read and
+                committed no offset for longer than the exporter's stall_after, and has stayed so for more than
+                %(commitStalledFor)s (status %(groupStatus)s).%(longestStall)s
+                No open transaction blocks it (that would be KafkaConsumerGroupBlockedByTransaction): its consumers
+                are gone, stuck in processing, or fail to commit.
+              |||),
+              runbook_url: runbook('KafkaConsumerGroupCommitStalled'),
+            },
+          },
+          // warning: any group with less than the fraction of the topic's retention left
+          // (a caught-up group has all of it). critical: less than the floor on a group
+          // that is not moving and has records of the topic left (margin below the
+          // retention). The floor's comparison stays last: the Helm chart's threshold
+          // override replaces it.
+          {
+            alert: 'KafkaConsumerGroupRetentionRisk',
+            expr: |||
+              kafka_consumergroup_topic_min_retention_margin_seconds%(s)s
+                / on (%(cl)s, topic) group_left () kafka_topic_retention_seconds%(s)s
+                < %(fraction)s
+            ||| % { s: sel([]), cl: cl, fraction: text.number(c.retentionRiskFraction) },
+            'for': c.retentionRiskFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Group {{ $labels.group }}: {{ $value | humanizePercentage }} of the retention of {{ $labels.topic }} left before unconsumed records are deleted',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, the oldest record of topic {{ $labels.topic }} that consumer group
+                {{ $labels.group }} has not consumed may be deleted by retention in %(marginOf)s
+                ({{ $value | humanizePercentage }} of the topic's retention of %(retentionOf)s, below
+                %(retentionRiskPercent)s%% for more than %(retentionRiskFor)s). A lower bound: deletion takes whole
+                segments. Unless the group catches up, it will lose records (KafkaConsumerGroupLostRecords).
+              |||),
+              runbook_url: runbook('KafkaConsumerGroupRetentionRisk'),
+            },
+          },
+          {
+            alert: 'KafkaConsumerGroupRetentionRisk',
+            expr: |||
+              (
+                kafka_consumergroup_topic_min_retention_margin_seconds%(s)s
+                  and on (%(cl)s, group) (kafka_consumergroup_status%(status)s == 1)
+                  and on (%(cl)s, group, topic) (
+                    kafka_consumergroup_topic_min_retention_margin_seconds%(s)s
+                      < on (%(cl)s, topic) group_left () kafka_topic_retention_seconds%(s)s
+                  )
+              ) < %(floor)s
+            ||| % {
+              s: sel([]),
+              cl: cl,
+              status: sel(['status=~"stalled|stopped|blocked"']),
+              floor: text.number(c.retentionRiskCriticalSeconds),
+            },
+            'for': c.retentionRiskCriticalFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'Group {{ $labels.group }} does not move and its unconsumed records of {{ $labels.topic }} may be deleted in {{ $value | humanizeDuration }}',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, consumer group {{ $labels.group }} is %(groupStatus)s and the oldest
+                record of topic {{ $labels.topic }} it has not consumed may be deleted by retention (%(retentionOf)s)
+                in {{ $value | humanizeDuration }}, less than %(retentionRiskCritical)s. A lower bound: deletion takes
+                whole segments. The group will lose records unless it moves again before then.
+              |||),
+              runbook_url: runbook('KafkaConsumerGroupRetentionRisk'),
+            },
+          },
+          {
+            alert: 'KafkaConsumerGroupLostRecords',
+            expr: 'max_over_time(kafka_consumergroup_topic_lost_records%s[%s]) > 0' % [sel([]), c.lostRecordsWindow],
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Group {{ $labels.group }} lost {{ $value }} records of {{ $labels.topic }} to retention',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, retention deleted records of topic {{ $labels.topic }} before consumer
+                group {{ $labels.group }} committed past them: in the last %(lostRecordsWindow)s its committed offsets
+                were up to {{ $value }} offsets below the log start (summed over the topic's partitions). Unless its
+                consumers had already fetched them, the group never processed them; its consumers skip to the log
+                start (auto.offset.reset=earliest) or fail (none).
+              |||),
+              runbook_url: runbook('KafkaConsumerGroupLostRecords'),
             },
           },
         ],

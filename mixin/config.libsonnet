@@ -36,6 +36,45 @@
     // so that a gap in the series shorter than it (an exporter restart: a scrape or two
     // missing) does not reset their `for`. Longer than two scrape intervals.
     pagingGapWindow: '2m',
+    // KafkaConsumerGroupCommitStalled: how long a group must stay `stalled` or `stopped`
+    // (kafka_consumergroup_status). The exporter calls a group stalled once it has had
+    // records to read and committed nothing for its stall_after (default 5m), so with the
+    // defaults the alert fires after 10 minutes without a commit: twice the consumers'
+    // default max.poll.interval.ms, past which a live consumer stuck in one poll has
+    // already left the group.
+    commitStalledFor: '5m',
+    // KafkaConsumerGroupRetentionRisk: time left before retention may delete the oldest
+    // record a group has not consumed (kafka_consumergroup_topic_min_retention_margin_seconds).
+    // warning: less than this fraction of the topic's retention left, whatever the
+    // group's status (7 days: 42 hours ahead; 1 day: 6 hours; 1 hour: 15 minutes). A
+    // caught-up group always has the whole retention left and never fires.
+    retentionRiskFraction: 0.25,
+    retentionRiskFor: '5m',
+    // critical: less than this many seconds left on a group that is not moving (status
+    // stalled, stopped or blocked) and has records of the topic left to read: the time
+    // an on-call engineer needs to restart consumers or end the transaction. The fraction
+    // alone comes too late on topics kept for hours; this floor pages as soon as such a
+    // group stops on a topic kept for less than an hour.
+    retentionRiskCriticalSeconds: 3600,
+    retentionRiskCriticalFor: '2m',
+    // KafkaConsumerGroupLostRecords: the window over which any record deleted before the
+    // group committed past it counts. A group whose consumers reset to the log start
+    // (auto.offset.reset=earliest) reads lost records > 0 for a cycle or two only; the
+    // window keeps that visible to rule evaluations slower than the scrape, and the alert
+    // firing for this long after the loss.
+    lostRecordsWindow: '10m',
+    // KafkaTransactionLongOpenUnseen: seconds a transaction that pins no exported partition
+    // (kafka_coordinator_transaction_age_seconds, one of the transaction_list_detail oldest)
+    // has been open: the broker's default transaction.max.timeout.ms (15 min) plus the
+    // exporter's default hanging_margin (1 min). Its coordinator should have ended it.
+    longOpenUnseenSeconds: 960,
+    // KafkaTransactionPrepared: seconds a two-phase (KIP-939) transaction, which its
+    // coordinator never times out, has been open: longer than the broker's default
+    // transaction.max.timeout.ms lets any other transaction live.
+    preparedTransactionSeconds: 900,
+    // KafkaTransactionFenced: the window over which a fencing counts; the alert fires for
+    // this long after the last one.
+    fencedWindow: '15m',
     // KafkaLsoExporterClusterDown: how long a cluster must stay unreachable.
     clusterDownFor: '2m',
     // KafkaLsoExporterStale: seconds since the last successful cycle; 45 s is 3 sampling

@@ -1630,6 +1630,184 @@ local text = import '../lib/text.libsonnet';
               g.target('A', q('sum by (%(c)s, group, topic) (kafka_sharegroup_topic_lag%(groupTopic)s)'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
             ],
           },
+          g.row(27, 'Commit progress', 90),
+          g.table(
+            28,
+            'Status per group',
+            'Each group\'s status (kafka_consumergroup_status): ok (nothing to read, or reading and committing), lagging (behind, its committed offsets move), stalled (behind, no commit for the exporter\'s stall_after, default 5 min), stopped (stalled and its lag grows), rewinding (a committed offset went back), blocked (waiting for an open transaction). Longest commit stall: how long ago the committed offset last moved on the group\'s worst topic while it had records to read; the clock starts with the exporter. KafkaConsumerGroupCommitStalled fires after %s stalled or stopped.' % text.duration(c.commitStalledFor),
+            { x: 0, y: 91, w: 12, h: 8 },
+            [
+              g.tableTarget('A', q('max by (%(c)s, group, status) (kafka_consumergroup_status%(group)s == 1)')),
+              g.tableTarget('B', q('max by (%(c)s, group) (kafka_consumergroup_topic_max_commit_stall_seconds%(group)s)')),
+            ],
+            [
+              { id: 'merge', options: {} },
+              {
+                id: 'organize',
+                options: {
+                  excludeByName: { Time: true, 'Value #A': true },
+                  indexByName: {
+                    [c.clusterLabel]: 0,
+                    group: 1,
+                    status: 2,
+                    'Value #B': 3,
+                  },
+                  renameByName: { status: 'Status', 'Value #B': 'Longest commit stall' },
+                },
+              },
+            ],
+            overrides=[
+              g.groupLinkColumn,
+              {
+                matcher: { id: 'byName', options: 'Status' },
+                properties: [
+                  {
+                    id: 'mappings',
+                    value: [
+                      {
+                        type: 'value',
+                        options: {
+                          ok: { color: 'green', index: 0 },
+                          lagging: { color: 'yellow', index: 1 },
+                          rewinding: { color: 'blue', index: 2 },
+                          blocked: { color: 'orange', index: 3 },
+                          stalled: { color: 'orange', index: 4 },
+                          stopped: { color: 'red', index: 5 },
+                        },
+                      },
+                    ],
+                  },
+                  {
+                    id: 'custom.cellOptions',
+                    value: { type: 'color-text' },
+                  },
+                ],
+              },
+              g.secondsColumn('Longest commit stall', [
+                { color: 'yellow', value: 60 },
+                { color: 'orange', value: 300 },
+                { color: 'red', value: 600 },
+              ]),
+            ],
+            noValue='No group status from the exporter',
+            sortBy=[{ displayName: 'Longest commit stall', desc: true }],
+          ),
+          g.timeseries(
+            29,
+            'Longest commit stall by group and topic',
+            'Seconds since the committed offset last moved on the group\'s worst partition of each topic, while the group had records to read there (kafka_consumergroup_topic_max_commit_stall_seconds); pairs at 0 (nothing to read) are not drawn, and a cluster without any stall shows one line at 0. A sawtooth is a group committing every few seconds; a line that keeps rising is a stall. The clock starts with the exporter.',
+            { x: 12, y: 91, w: 12, h: 8 },
+            [
+              g.target('A', q(|||
+                max by (%(c)s, group, topic) (kafka_consumergroup_topic_max_commit_stall_seconds%(groupTopic)s) > 0
+                or on (%(c)s)
+                label_replace(0 * kafka_lso_exporter_up%(cluster)s, "group", "(no stall)", "", "")
+              |||), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+            ],
+            unit='s',
+            thresholds=[{ color: 'orange', value: 300 }],
+          ),
+          g.row(30, 'Retention risk', 99),
+          g.table(
+            31,
+            'Time left before retention deletes unconsumed records',
+            'Per group and topic, smallest first: a lower bound of the time before time-based retention may delete the oldest record the group has not consumed (kafka_consumergroup_topic_min_retention_margin_seconds: the topic\'s retention.ms less the age of that record; the whole retention when the group has nothing left to read), the topic\'s retention, and the share of it left. KafkaConsumerGroupRetentionRisk warns below %s%% of the retention and pages below %s on a group that is stalled, stopped or blocked. Topics of unlimited retention are not listed.' % [text.number(c.retentionRiskFraction * 100), text.seconds(c.retentionRiskCriticalSeconds)],
+            { x: 0, y: 100, w: 12, h: 8 },
+            [
+              g.tableTarget('A', q('min by (%(c)s, group, topic) (kafka_consumergroup_topic_min_retention_margin_seconds%(groupTopic)s)')),
+              g.tableTarget('B', q(|||
+                max by (%(c)s, group, topic) (
+                  kafka_consumergroup_topic_min_retention_margin_seconds%(groupTopic)s * 0
+                  + on (%(c)s, topic) group_left () kafka_topic_retention_seconds%(topic)s
+                )
+              |||)),
+              g.tableTarget('C', q(|||
+                min by (%(c)s, group, topic) (
+                  kafka_consumergroup_topic_min_retention_margin_seconds%(groupTopic)s
+                  / on (%(c)s, topic) group_left () kafka_topic_retention_seconds%(topic)s
+                )
+              |||)),
+            ],
+            [
+              { id: 'merge', options: {} },
+              {
+                id: 'organize',
+                options: {
+                  excludeByName: { Time: true },
+                  indexByName: {
+                    [c.clusterLabel]: 0,
+                    group: 1,
+                    topic: 2,
+                    'Value #A': 3,
+                    'Value #B': 4,
+                    'Value #C': 5,
+                  },
+                  renameByName: {
+                    'Value #A': 'Time left',
+                    'Value #B': 'Retention',
+                    'Value #C': 'Share of retention left',
+                  },
+                },
+              },
+            ],
+            overrides=[
+              g.groupLinkColumn,
+              g.secondsColumn('Time left', [
+                { color: 'orange', value: c.retentionRiskCriticalSeconds },
+                { color: 'green', value: 4 * c.retentionRiskCriticalSeconds },
+              ], lowIsBad=true),
+              g.secondsColumn('Retention'),
+              {
+                matcher: { id: 'byName', options: 'Share of retention left' },
+                properties: [
+                  { id: 'unit', value: 'percentunit' },
+                  { id: 'decimals', value: 1 },
+                  {
+                    id: 'thresholds',
+                    value: {
+                      mode: 'absolute',
+                      steps: [
+                        { color: 'red', value: null },
+                        { color: 'green', value: c.retentionRiskFraction },
+                      ],
+                    },
+                  },
+                  {
+                    id: 'custom.cellOptions',
+                    value: { type: 'color-text' },
+                  },
+                ],
+              },
+            ],
+            noValue='No retention margin from the exporter (no topic with a time limit, or no group)',
+            sortBy=[{ displayName: 'Time left', desc: false }],
+          ),
+          g.timeseries(
+            32,
+            'Retention margin by group and topic',
+            'The same time left over time, for the 10 group and topic pairs with the least left at each instant. A group that does not move loses one second of margin per second; one that reads faster than records age gains it back.',
+            { x: 12, y: 100, w: 12, h: 8 },
+            [
+              g.target('A', q('bottomk(10, min by (%(c)s, group, topic) (kafka_consumergroup_topic_min_retention_margin_seconds%(groupTopic)s))'), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+            ],
+            unit='s',
+            calcs=['lastNotNull', 'min'],
+            thresholds=[{ color: 'red', value: c.retentionRiskCriticalSeconds }],
+          ),
+          g.timeseries(
+            33,
+            'Lost records by group and topic',
+            'Offsets retention deleted below the group\'s committed offsets, summed over the topic\'s partitions (kafka_consumergroup_topic_lost_records): records the group never committed past and, unless its consumers had already fetched them, never processed. With auto.offset.reset=earliest the consumers jump to the log start and this reads above 0 for a cycle or two only: look at the maximum. KafkaConsumerGroupLostRecords fires on any of it. A cluster where no group lost records shows one line at 0.',
+            { x: 0, y: 108, w: 24, h: 7 },
+            [
+              g.target('A', q(|||
+                max by (%(c)s, group, topic) (kafka_consumergroup_topic_lost_records%(groupTopic)s) > 0
+                or on (%(c)s)
+                label_replace(0 * kafka_lso_exporter_up%(cluster)s, "group", "(none lost)", "", "")
+              |||), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+            ],
+            thresholds=[{ color: 'red', value: 1 }],
+          ),
         ],
       ),
   },

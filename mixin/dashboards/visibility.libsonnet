@@ -1295,6 +1295,176 @@ local text = import '../lib/text.libsonnet';
               g.target('C', q('kafka_partition_withheld_age_seconds%(partition)s'), legend=q('withheld age {{topic}}/{{partition}} ({{%(c)s}})')),
             ],
           },
+          g.row(18, 'Every transaction', 55),
+          g.timeseries(
+            19,
+            'Open transactions by state',
+            'Transactions the coordinators list as open for longer than the exporter\'s transaction_list_min_age (default 10 s), by coordinator state (kafka_cluster_open_transactions), whether or not they pin a partition the exporter samples. Ongoing: the producer is writing; PrepareCommit and PrepareAbort: the coordinator has decided and writes the markers (long only when a partition is unavailable); PrepareEpochFence: a new producer instance is fencing the old one.',
+            { x: 0, y: 56, w: 8, h: 8 },
+            [
+              g.target('A', q('sum by (%(c)s, state) (kafka_cluster_open_transactions%(cluster)s)'), legend=q('{{state}} ({{%(c)s}})')),
+            ],
+            stacking='normal',
+          ),
+          g.timeseries(
+            20,
+            'Unpinning and prepared transactions',
+            'Unpinning: open transactions that pin no partition the exporter samples (they write only to topics outside its filter, wait behind an older transaction, or have written nowhere yet): no per-partition panel or alert shows them (kafka_cluster_unpinning_open_transactions; KafkaTransactionLongOpenUnseen). Prepared: two-phase (KIP-939) transactions, which their coordinator never times out: only their application or an operator ends them (kafka_cluster_prepared_transactions; KafkaTransactionPrepared). Prepared reads 0 also where the brokers lack KIP-939.',
+            { x: 8, y: 56, w: 8, h: 8 },
+            [
+              g.target('A', q('sum by (%(c)s) (kafka_cluster_unpinning_open_transactions%(cluster)s)'), legend=q('unpinning ({{%(c)s}})')),
+              g.target('B', q(|||
+                sum by (%(c)s) (kafka_cluster_prepared_transactions%(cluster)s)
+                or on (%(c)s)
+                0 * max by (%(c)s) (kafka_lso_exporter_up%(cluster)s)
+              |||), legend=q('prepared ({{%(c)s}})')),
+            ],
+          ),
+          g.timeseries(
+            21,
+            'Fencings and coordinator moves',
+            'Per transactional id, per second: fencings (a producer instance fenced by a newer one with the same transactional id, or by its coordinator: kafka_transaction_fencings_total; KafkaTransactionFenced) and coordinator moves (the transactional id\'s coordinator changed broker: kafka_transaction_coordinator_moves_total). One fencing per deployment of an exactly-once application is expected; a steady rate is two instances sharing an id, or a crash loop. A cluster without any shows one line at 0.',
+            { x: 16, y: 56, w: 8, h: 8 },
+            [
+              g.target('A', q(|||
+                sum by (%(c)s, transactional_id) (rate(kafka_transaction_fencings_total%(cluster)s[$__rate_interval])) > 0
+                or on (%(c)s)
+                label_replace(0 * max by (%(c)s) (kafka_lso_exporter_up%(cluster)s), "transactional_id", "(none)", "", "")
+              |||), legend=q('fenced {{transactional_id}} ({{%(c)s}})')),
+              g.target('B', q(|||
+                sum by (%(c)s, transactional_id) (rate(kafka_transaction_coordinator_moves_total%(cluster)s[$__rate_interval])) > 0
+                or on (%(c)s)
+                label_replace(0 * max by (%(c)s) (kafka_lso_exporter_up%(cluster)s), "transactional_id", "(none)", "", "")
+              |||), legend=q('coordinator moved {{transactional_id}} ({{%(c)s}})')),
+            ],
+            unit='ops',
+            decimals=null,
+            overrides=[
+              {
+                matcher: { id: 'byRegexp', options: 'coordinator moved .*' },
+                properties: [
+                  {
+                    id: 'custom.lineStyle',
+                    value: {
+                      fill: 'dash',
+                      dash: [10, 10],
+                    },
+                  },
+                ],
+              },
+            ],
+          ),
+          g.table(
+            22,
+            'Oldest open transactions',
+            'The oldest open transactions of the cluster, as their coordinators list them (transaction_list_detail, default 10): age, time left before the coordinator times them out (empty for two-phase transactions, which it never times out; negative: overdue), the partitions they hold, and how many of those the exporter shows as pinned (empty: they pin no sampled partition). /api/v1/stuck and the exporter\'s / page list the same with their partitions, fencings and coordinator moves.',
+            { x: 0, y: 64, w: 24, h: 8 },
+            [
+              g.tableTarget('A', q('max by (%(c)s, transactional_id, producer_id, producer_epoch, state, coordinator) (kafka_coordinator_transaction_age_seconds%(cluster)s)')),
+              g.tableTarget('B', q('max by (%(c)s, transactional_id, producer_id, producer_epoch, state, coordinator) (kafka_coordinator_transaction_timeout_left_seconds%(cluster)s)')),
+              g.tableTarget('C', q('max by (%(c)s, transactional_id, producer_id, producer_epoch, state, coordinator) (kafka_coordinator_transaction_partitions%(cluster)s)')),
+              g.tableTarget('D', q(|||
+                max by (%(c)s, transactional_id, producer_id, producer_epoch, state, coordinator) (
+                  kafka_coordinator_transaction_age_seconds%(cluster)s * 0
+                  + on (%(c)s, producer_id) group_left ()
+                  count by (%(c)s, producer_id) (kafka_transaction_open_info%(cluster)s)
+                )
+              |||)),
+            ],
+            [
+              { id: 'merge', options: {} },
+              {
+                id: 'organize',
+                options: {
+                  excludeByName: { Time: true },
+                  indexByName: {
+                    [c.clusterLabel]: 0,
+                    transactional_id: 1,
+                    producer_id: 2,
+                    producer_epoch: 3,
+                    state: 4,
+                    coordinator: 5,
+                    'Value #A': 6,
+                    'Value #B': 7,
+                    'Value #C': 8,
+                    'Value #D': 9,
+                  },
+                  renameByName: {
+                    'Value #A': 'Age',
+                    'Value #B': 'Time left',
+                    'Value #C': 'Partitions',
+                    'Value #D': 'Pinned partitions shown',
+                  },
+                },
+              },
+            ],
+            overrides=[
+              g.secondsColumn('Age', [
+                { color: 'yellow', value: 60 },
+                { color: 'orange', value: c.stuckWarningSeconds },
+                { color: 'red', value: c.stuckCriticalSeconds },
+              ]),
+              g.secondsColumn('Time left', [
+                { color: 'orange', value: 0 },
+                { color: 'green', value: 30 },
+              ], lowIsBad=true),
+            ],
+            noValue='No open transaction listed (transaction_list off, or none open)',
+            sortBy=[{ displayName: 'Age', desc: true }],
+          ),
+          g.row(23, 'Cost of exactly-once', 72),
+          g.timeseries(
+            24,
+            'Transaction markers per second',
+            'Commit and abort markers (control records) written per second, per topic and type, from the record-batch headers the exporter reads (kafka_topic_transaction_markers_total). Each transaction writes one marker to every partition it wrote to: many short transactions over many partitions make many markers. Aborts mean failed or fenced transactions.',
+            { x: 0, y: 73, w: 8, h: 8 },
+            [
+              g.target('A', q('sum by (%(c)s, topic, type) (rate(kafka_topic_transaction_markers_total%(topic)s[$__rate_interval]))'), legend=q('{{type}} {{topic}} ({{%(c)s}})')),
+            ],
+            unit='ops',
+            decimals=null,
+            overrides=[
+              {
+                matcher: { id: 'byRegexp', options: 'abort .*' },
+                properties: [
+                  {
+                    id: 'color',
+                    value: { mode: 'fixed', fixedColor: 'red' },
+                  },
+                ],
+              },
+            ],
+          ),
+          g.timeseries(
+            25,
+            'Aborted records per second',
+            'Records of aborted transactions per second, per topic (kafka_topic_aborted_records_total): written, replicated and stored, never delivered to read_committed consumers, and counted as lag by tools that read offsets only. A topic without any shows 0.',
+            { x: 8, y: 73, w: 8, h: 8 },
+            [
+              g.target('A', q(|||
+                sum by (%(c)s, topic) (rate(kafka_topic_aborted_records_total%(topic)s[$__rate_interval]))
+                or on (%(c)s, topic)
+                0 * max by (%(c)s, topic) (kafka_topic_partitions%(topic)s)
+              |||), legend=q('{{topic}} ({{%(c)s}})')),
+            ],
+            unit='ops',
+            decimals=null,
+          ),
+          g.timeseries(
+            26,
+            'Control share of the log',
+            'Markers per offset read: rate(kafka_topic_transaction_markers_total) / rate(kafka_topic_scanned_offsets_total), per topic: the share of the topic\'s offsets that are commit or abort markers rather than records. 50% is one marker per record, a transaction per record; a few percent is the price of batching many records per transaction. Offsets and lag counted in offsets overstate records by this share.',
+            { x: 16, y: 73, w: 8, h: 8 },
+            [
+              g.target('A', q(|||
+                sum by (%(c)s, topic) (rate(kafka_topic_transaction_markers_total%(topic)s[$__rate_interval]))
+                / sum by (%(c)s, topic) (rate(kafka_topic_scanned_offsets_total%(topic)s[$__rate_interval]))
+              |||), legend=q('{{topic}} ({{%(c)s}})')),
+            ],
+            unit='percentunit',
+            decimals=null,
+            thresholds=[{ color: 'orange', value: 0.1 }],
+          ),
         ],
       ),
   },

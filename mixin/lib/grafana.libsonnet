@@ -126,6 +126,149 @@ local promql = import 'promql.libsonnet';
       legendFormat:: null,
     },
 
+    // Panels, in the shape of the dashboards' hand-written ones: a row, a time series, a
+    // table. `thresholds` are the steps after green; `overrides` and `transformations`
+    // are Grafana's own.
+    row(id, title, y):: {
+      id: id,
+      type: 'row',
+      title: title,
+      collapsed: false,
+      gridPos: { x: 0, y: y, w: 24, h: 1 },
+      panels: [],
+    },
+
+    local steps(thresholds) = [{ color: 'green', value: null }] + thresholds,
+
+    timeseries(id, title, description, gridPos, targets, unit='short', decimals=0, min=0, stacking='none',
+               calcs=['lastNotNull', 'max'], thresholds=[], noValue=null, overrides=[]):: {
+      id: id,
+      type: 'timeseries',
+      title: title,
+      description: description,
+      datasource: datasource,
+      gridPos: gridPos,
+      fieldConfig: {
+        defaults: {
+          unit: unit,
+          color: { mode: 'palette-classic' },
+          custom: {
+            drawStyle: 'line',
+            lineInterpolation: 'linear',
+            lineWidth: 1,
+            fillOpacity: if stacking == 'none' then 0 else 20,
+            gradientMode: 'none',
+            showPoints: 'never',
+            pointSize: 4,
+            spanNulls: false,
+            axisPlacement: 'auto',
+            axisLabel: '',
+            stacking: { mode: stacking, group: 'A' },
+            thresholdsStyle: { mode: if thresholds == [] then 'off' else 'dashed' },
+            lineStyle: { fill: 'solid' },
+          },
+          thresholds: {
+            mode: 'absolute',
+            steps: steps(thresholds),
+          },
+          mappings: [],
+          [if min != null then 'min']: min,
+          [if decimals != null then 'decimals']: decimals,
+          [if noValue != null then 'noValue']: noValue,
+        },
+        overrides: overrides,
+      },
+      options: {
+        legend: {
+          showLegend: true,
+          displayMode: 'table',
+          placement: 'bottom',
+          calcs: calcs,
+        },
+        tooltip: { mode: 'multi', sort: 'desc' },
+      },
+      targets: targets,
+    },
+
+    table(id, title, description, gridPos, targets, transformations, overrides=[], noValue=null, sortBy=[]):: {
+      id: id,
+      type: 'table',
+      title: title,
+      description: description,
+      datasource: datasource,
+      gridPos: gridPos,
+      fieldConfig: {
+        defaults: {
+          unit: 'short',
+          decimals: 0,
+          color: { mode: 'thresholds' },
+          thresholds: {
+            mode: 'absolute',
+            steps: steps([]),
+          },
+          mappings: [],
+          custom: {
+            align: 'auto',
+            cellOptions: { type: 'auto' },
+            inspect: false,
+            filterable: true,
+          },
+          [if noValue != null then 'noValue']: noValue,
+        },
+        overrides: overrides,
+      },
+      options: {
+        showHeader: true,
+        cellHeight: 'sm',
+        footer: {
+          show: false,
+          reducer: ['sum'],
+          countRows: false,
+          fields: '',
+        },
+        [if sortBy != [] then 'sortBy']: sortBy,
+      },
+      targets: targets,
+      transformations: transformations,
+    },
+
+    // Table column overrides: a duration in seconds coloured by `thresholds` (the steps
+    // after green, or after red with lowIsBad: time left), and the group link.
+    secondsColumn(name, thresholds=[], lowIsBad=false):: {
+      matcher: { id: 'byName', options: name },
+      properties: [
+        { id: 'unit', value: 's' },
+        { id: 'decimals', value: 0 },
+      ] + (if thresholds == [] then [] else [
+             {
+               id: 'thresholds',
+               value: {
+                 mode: 'absolute',
+                 steps: if lowIsBad then [{ color: 'red', value: null }] + thresholds
+                 else [{ color: 'green', value: null }] + thresholds,
+               },
+             },
+             {
+               id: 'custom.cellOptions',
+               value: { type: 'color-background', mode: 'basic' },
+             },
+           ]),
+    },
+    groupLinkColumn:: {
+      matcher: { id: 'byName', options: 'group' },
+      properties: [
+        {
+          id: 'links',
+          value: [
+            {
+              title: 'Open this group\'s lag',
+              url: $.new(c).groupLinkURL,
+            },
+          ],
+        },
+      ],
+    },
+
     // Data links from a table cell: a group to the consumer groups dashboard, a partition
     // to its history on the visibility dashboard.
     local link(uid, vars) =
