@@ -208,7 +208,11 @@ async fn retention_passes_a_group_blocked_behind_an_open_transaction() {
     // Records keep arriving for a few seconds (new segments every second), then stop.
     let (stop, producing) = keep_producing(&topic, Duration::from_millis(300));
 
-    let exporter = Exporter::start(&topic, &group, &[]).await;
+    // A compacted topic deletes nothing by age: no retention to count down.
+    let compacted = unique("compacted");
+    create_topic_with(&compacted, 1, &[("cleanup.policy", "compact")]).await;
+
+    let exporter = Exporter::start(&format!("^({topic}|{compacted})$"), &group, &[]).await;
     let labels = group_labels(&group, &topic, "0");
     let margin = |s: &Scrape| s.value("kafka_consumergroup_retention_margin_seconds", &labels);
     let retention = exporter
@@ -220,6 +224,19 @@ async fn retention_passes_a_group_blocked_behind_an_open_transaction() {
         })
         .await;
     assert_eq!(retention, retention_ms as f64 / 1000.0);
+    let scrape = exporter.scrape().await;
+    assert!(
+        scrape
+            .value("kafka_topic_partitions", &[("topic", compacted.as_str())])
+            .is_some()
+            && scrape
+                .value(
+                    "kafka_topic_retention_seconds",
+                    &[("topic", compacted.as_str())]
+                )
+                .is_none(),
+        "a compacted topic is sampled and has no time retention"
+    );
     let first = exporter
         .wait_for("a retention margin", Duration::from_secs(20), margin)
         .await;

@@ -1419,7 +1419,7 @@ local text = import '../lib/text.libsonnet';
             'Commit and abort markers (control records) written per second, per topic and type, from the record-batch headers the exporter reads (kafka_topic_transaction_markers_total). Each transaction writes one marker to every partition it wrote to: many short transactions over many partitions make many markers. Aborts mean failed or fenced transactions.',
             { x: 0, y: 73, w: 8, h: 8 },
             [
-              g.target('A', q('sum by (%(c)s, topic, type) (rate(kafka_topic_transaction_markers_total%(topic)s[$__rate_interval]))'), legend=q('{{type}} {{topic}} ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s, topic, marker) (rate(kafka_topic_transaction_markers_total%(topic)s[$__rate_interval]))'), legend=q('{{marker}} {{topic}} ({{%(c)s}})')),
             ],
             unit='ops',
             decimals=null,

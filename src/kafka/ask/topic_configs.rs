@@ -1,4 +1,5 @@
-//! The topics' `retention.ms`, for how long a group's unread records stay in the log:
+//! The topics' `retention.ms`, for how long a group's unread records stay in the log
+//! (unlimited, -1, on a compacted topic: `cleanup.policy` without `delete`):
 //! DescribeConfigs on the topics, read when a topic is first seen and again every
 //! [`REFRESH`], all topics due in one request to one broker (any broker answers for topic
 //! configurations). At rest a cycle sends nothing.
@@ -129,7 +130,10 @@ impl TopicConfigs {
                 let mut resource = DescribeConfigsResource::default();
                 resource.resource_type = 2; // TOPIC
                 resource.resource_name = StrBytes::from_string(topic.to_string());
-                resource.configuration_keys = Some(vec![StrBytes::from_static_str("retention.ms")]);
+                resource.configuration_keys = Some(vec![
+                    StrBytes::from_static_str("retention.ms"),
+                    StrBytes::from_static_str("cleanup.policy"),
+                ]);
                 resource
             })
             .collect();
@@ -151,11 +155,19 @@ impl TopicConfigs {
                 });
                 continue;
             }
-            let value = result
-                .configs
-                .iter()
-                .find(|c| c.name.as_str() == "retention.ms")
-                .and_then(|c| c.value.as_ref()?.as_str().trim().parse::<i64>().ok());
+            let config = |name: &str| {
+                result
+                    .configs
+                    .iter()
+                    .find(|c| c.name.as_str() == name)
+                    .and_then(|c| Some(c.value.as_ref()?.as_str().trim().to_string()))
+            };
+            // A compacted topic (cleanup.policy without `delete`) deletes nothing by age.
+            let deletes = config("cleanup.policy")
+                .is_none_or(|policy| policy.split(',').any(|p| p.trim() == "delete"));
+            let value = config("retention.ms")
+                .and_then(|ms| ms.parse::<i64>().ok())
+                .map(|ms| if deletes { ms } else { -1 });
             let topic = topics
                 .iter()
                 .find(|t| ***t == *result.resource_name.as_str());
