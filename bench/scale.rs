@@ -215,6 +215,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             series_dropped: 0,
             exposition,
             brokers: Vec::new(),
+            transactions: Default::default(),
         })));
         derive_s.push(t.elapsed().as_secs_f64());
 

@@ -560,6 +560,7 @@ mod tests {
             series_dropped: 0,
             exposition: Default::default(),
             brokers: Vec::new(),
+            transactions: Default::default(),
         }
     }
 

@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
 use crate::config::{GroupGranularity, NameFilter};
+use crate::inventory::{self, TransactionWatch, TransactionsView};
 use crate::kafka::{RawSample, Sampler};
 use crate::metrics::Metrics;
 use crate::series::{enforce_series_limit, Exposition};
@@ -26,6 +27,8 @@ pub struct ClusterLoop {
     pub max_series: Option<(usize, NameFilter)>,
     /// See `clusters[].hanging_margin`.
     pub hanging_margin: Duration,
+    /// See `clusters[].transaction_list_detail`.
+    pub transaction_list_detail: usize,
     /// How `/metrics` shows the cluster (`granularity`, `compat`).
     pub exposition: Exposition,
     /// Groups whose granularity differs from the cluster's.
@@ -39,6 +42,9 @@ impl ClusterLoop {
         // group-partitions), so it runs on a blocking thread: scrapes, served by the async
         // workers, never wait behind it.
         let clock = Arc::new(std::sync::Mutex::new(StuckClock::default()));
+        // Fencings and coordinator moves per transactional id, across cycles.
+        let watch = Arc::new(std::sync::Mutex::new(TransactionWatch::default()));
+        let detail = self.transaction_list_detail;
         let max_series = Arc::new(self.max_series.clone());
         let hanging_margin = self.hanging_margin;
         let exposition = self.exposition;
@@ -77,12 +83,14 @@ impl ClusterLoop {
             };
 
             let mut up = raw.reached;
-            let (clock, max_series) = (clock.clone(), max_series.clone());
+            let (clock, max_series, watch) = (clock.clone(), max_series.clone(), watch.clone());
             let group_granularity = group_granularity.clone();
             let derived = tokio::task::spawn_blocking(move || {
                 let mut clock = clock
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let mut raw = raw;
+                let transactions = inventory::Input::take(&mut raw);
                 let mut derived = derive(
                     raw,
                     &mut clock,
@@ -93,6 +101,20 @@ impl ClusterLoop {
                 for group in &mut derived.groups {
                     group.granularity = group_granularity.of(&group.name, exposition.granularity);
                 }
+                let mut watch = watch.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                let inventory = inventory::derive(
+                    transactions,
+                    &derived.partitions,
+                    &mut watch,
+                    detail,
+                    Instant::now(),
+                    SystemTime::now(),
+                );
+                derived.transactions = TransactionsView {
+                    inventory,
+                    counters: watch.counters(),
+                    recent_fencings: watch.recent().to_vec(),
+                };
                 let series_dropped = match max_series.as_ref() {
                     Some((max, priority)) => enforce_series_limit(
                         &derived.partitions,
@@ -203,6 +225,7 @@ impl ClusterLoop {
                 series_dropped,
                 exposition,
                 brokers: derived.brokers,
+                transactions: derived.transactions,
             })));
             // Rendered before it replaces the previous cycle's body, so that no scrape
             // waits for a render; the next cycle starts after it.
@@ -307,6 +330,7 @@ mod tests {
             metrics: metrics.clone(),
             max_series,
             hanging_margin: Duration::ZERO,
+            transaction_list_detail: 10,
             exposition: Exposition {
                 granularity: Granularity::Partition,
                 kafka_exporter: true,

@@ -27,6 +27,8 @@ pub struct ClusterSnapshot {
     pub exposition: crate::series::Exposition,
     /// Brokers the last cycle's metadata listed: id and address (host:port).
     pub brokers: Vec<(i32, String)>,
+    /// Every open transaction of the cluster, fencings and coordinator moves.
+    pub transactions: crate::inventory::TransactionsView,
 }
 
 /// One partition's offsets and what they imply.
@@ -675,6 +677,8 @@ pub struct Derived {
     pub brokers: Vec<(i32, String)>,
     pub anomalies: Vec<Anomaly>,
     pub failures: Vec<(Stage, StageFailure)>,
+    /// Filled by the scheduler from [`crate::inventory::derive`].
+    pub transactions: crate::inventory::TransactionsView,
 }
 
 /// Turns a raw sample into metric values, advancing the stuck clock.
@@ -843,6 +847,7 @@ pub fn derive(
         brokers: raw.brokers,
         anomalies,
         failures: raw.failures.into_iter().collect(),
+        transactions: Default::default(),
     }
 }
 

@@ -247,6 +247,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
             (2, "kafka-1:9092".into()),
             (3, "kafka-2:9092".into()),
         ],
+        transactions: Default::default(),
     }
 }
 
