@@ -972,4 +972,70 @@ mod tests {
         assert!(page.contains("<a href=\"metrics\">metrics</a>"), "{page}");
         assert!(page.contains("None: every partition"));
     }
+
+    #[test]
+    fn cluster_transactions_on_the_page_and_in_the_api_escaped() {
+        use crate::inventory::{
+            DetailedTransaction, Fencing, TransactionInventory, TransactionsView, WatchCounters,
+        };
+        let hostile = "<b>etl</b>&\"";
+        let mut snapshot = snapshot("prod", Vec::new(), Vec::new());
+        snapshot.transactions = TransactionsView {
+            inventory: Some(TransactionInventory {
+                complete: true,
+                filtered_here: false,
+                by_state: [("Ongoing".to_string(), 3)].into(),
+                unpinning: 2,
+                prepared: None,
+                oldest: vec![DetailedTransaction {
+                    transactional_id: hostile.into(),
+                    producer_id: 4001,
+                    producer_epoch: 7,
+                    state: "Ongoing".into(),
+                    coordinator: 2,
+                    age_seconds: Some(125.0),
+                    timeout_left_seconds: Some(775.0),
+                    timeout_ms: Some(900_000),
+                    partitions: vec![("<i>orders</i>".into(), 3)],
+                    described: true,
+                    pins: false,
+                    two_phase: false,
+                    fencings: 1,
+                    coordinator_moves: 2,
+                }],
+            }),
+            counters: vec![WatchCounters {
+                transactional_id: hostile.into(),
+                fencings: 1,
+                coordinator_moves: 2,
+            }],
+            recent_fencings: vec![Fencing {
+                transactional_id: hostile.into(),
+                fenced_producer_id: 4001,
+                fenced_epoch: 5,
+                producer_id: 4001,
+                producer_epoch: 7,
+                at: SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_790_000_000),
+            }],
+        };
+        let clusters = vec![("prod".to_string(), Some(Arc::new(snapshot)))];
+        let page = render_index(&clusters, &HashMap::new(), "/metrics", SystemTime::now());
+        assert!(!page.contains(hostile) && !page.contains("<i>orders</i>"), "{page}");
+        assert!(page.contains("&lt;b&gt;etl&lt;/b&gt;&amp;&quot;"), "{page}");
+        assert!(page.contains("&lt;i&gt;orders&lt;/i&gt;/3"), "{page}");
+        assert!(page.contains("prod: 3 Ongoing; 2 pin no exported partition"), "{page}");
+        assert!(page.contains("now epoch 7"), "{page}");
+        let bootstrap = HashMap::new();
+        let report = StuckReport::new(&clusters, &bootstrap);
+        let json = serde_json::to_value(&report).unwrap();
+        let t = &json["transactions"][0];
+        assert_eq!(t["open"]["Ongoing"], 3);
+        assert!(t["prepared"].is_null());
+        assert_eq!(t["oldest"][0]["transactional_id"], hostile);
+        assert_eq!(t["oldest"][0]["partitions"][0]["partition"], 3);
+        assert_eq!(t["oldest"][0]["coordinator_moves"], 2);
+        assert_eq!(t["fencings"][0]["fenced_producer_epoch"], 5);
+        assert_eq!(t["fencings"][0]["producer_epoch"], 7);
+        assert_eq!(json["partitions"], serde_json::json!([]));
+    }
 }

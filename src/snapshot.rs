@@ -1346,6 +1346,7 @@ pub(crate) mod tests {
         let raw = RawSample {
             reached: true,
             brokers: Vec::new(),
+            transaction_list: None,
             partitions: vec![
                 partition("orders", 0, Some(900), Some(880)),
                 partition("orders", 1, None, Some(50)), // HW request failed
@@ -1413,6 +1414,7 @@ pub(crate) mod tests {
         let raw = RawSample {
             reached: true,
             brokers: Vec::new(),
+            transaction_list: None,
             partitions: vec![partition("t", 0, Some(10), Some(12))],
             groups: vec![RawGroup {
                 name: "g".into(),
