@@ -1160,11 +1160,6 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             }
             None => DEFAULT_TRANSACTION_LIST_MIN_AGE,
         };
-        if transaction_list_min_age.as_millis() > i64::MAX as u128 {
-            return Err(at("transaction_list_min_age")(
-                "is too long".to_string(),
-            ));
-        }
         let transaction_list_detail = match cluster.transaction_list_detail {
             None => DEFAULT_TRANSACTION_LIST_DETAIL,
             Some(n) if (0..=MAX_TRANSACTION_LIST_DETAIL as i64).contains(&n) => n as usize,
