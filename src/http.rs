@@ -1020,10 +1020,16 @@ mod tests {
         };
         let clusters = vec![("prod".to_string(), Some(Arc::new(snapshot)))];
         let page = render_index(&clusters, &HashMap::new(), "/metrics", SystemTime::now());
-        assert!(!page.contains(hostile) && !page.contains("<i>orders</i>"), "{page}");
+        assert!(
+            !page.contains(hostile) && !page.contains("<i>orders</i>"),
+            "{page}"
+        );
         assert!(page.contains("&lt;b&gt;etl&lt;/b&gt;&amp;&quot;"), "{page}");
         assert!(page.contains("&lt;i&gt;orders&lt;/i&gt;/3"), "{page}");
-        assert!(page.contains("prod: 3 Ongoing; 2 pin no exported partition"), "{page}");
+        assert!(
+            page.contains("prod: 3 Ongoing; 2 pin no exported partition"),
+            "{page}"
+        );
         assert!(page.contains("now epoch 7"), "{page}");
         let bootstrap = HashMap::new();
         let report = StuckReport::new(&clusters, &bootstrap);

@@ -238,7 +238,8 @@ impl TransactionWatch {
             }
         }
         let ids = &self.ids;
-        self.recent.retain(|f| ids.contains_key(&f.transactional_id));
+        self.recent
+            .retain(|f| ids.contains_key(&f.transactional_id));
     }
 
     /// Fencings and coordinator moves of one id (0, 0 when none or not watched).
@@ -316,7 +317,8 @@ pub fn derive(
     let mut pinning: HashSet<i64> = HashSet::new();
     let mut unknown: HashSet<(&str, i32)> = HashSet::new();
     for p in partitions {
-        let held = matches!((p.high_watermark, p.last_stable_offset), (Some(hw), Some(lso)) if hw > lso);
+        let held =
+            matches!((p.high_watermark, p.last_stable_offset), (Some(hw), Some(lso)) if hw > lso);
         if !held {
             continue;
         }
@@ -433,7 +435,12 @@ mod tests {
         // Transaction version 2: every commit bumps the epoch; none is a fencing.
         let mut before = seen(7, 3, "Ongoing");
         for epoch in 4..20 {
-            for state in ["CompleteCommit", "Ongoing", "PrepareCommit", "CompleteAbort"] {
+            for state in [
+                "CompleteCommit",
+                "Ongoing",
+                "PrepareCommit",
+                "CompleteAbort",
+            ] {
                 let now = seen(7, epoch, state);
                 assert!(!is_fencing(&before, &now), "{before:?} -> {now:?}");
                 before = now;
@@ -441,19 +448,37 @@ mod tests {
             before = seen(7, epoch, "Ongoing");
         }
         // Epoch exhausted: a new producer id with a completed transaction.
-        assert!(!is_fencing(&seen(7, 32766, "Ongoing"), &seen(8, 0, "CompleteCommit")));
+        assert!(!is_fencing(
+            &seen(7, 32766, "Ongoing"),
+            &seen(8, 0, "CompleteCommit")
+        ));
         // Transaction version 1: commits keep the epoch.
-        assert!(!is_fencing(&seen(7, 3, "Ongoing"), &seen(7, 3, "CompleteCommit")));
+        assert!(!is_fencing(
+            &seen(7, 3, "Ongoing"),
+            &seen(7, 3, "CompleteCommit")
+        ));
         // The coordinator's timeout abort bumps the epoch, but leaves CompleteAbort.
-        assert!(!is_fencing(&seen(7, 3, "Ongoing"), &seen(7, 4, "CompleteAbort")));
+        assert!(!is_fencing(
+            &seen(7, 3, "Ongoing"),
+            &seen(7, 4, "CompleteAbort")
+        ));
         // A new instance: observed on Kafka 4.4 with Java clients (epoch 0 -> 2, Empty).
         assert!(is_fencing(&seen(7, 0, "Ongoing"), &seen(7, 2, "Empty")));
-        assert!(is_fencing(&seen(7, 0, "Ongoing"), &seen(7, 1, "PrepareEpochFence")));
+        assert!(is_fencing(
+            &seen(7, 0, "Ongoing"),
+            &seen(7, 1, "PrepareEpochFence")
+        ));
         assert!(is_fencing(&seen(7, 5, "Ongoing"), &seen(9, 0, "Empty")));
         // Only from a transaction seen open, and only once.
-        assert!(!is_fencing(&seen(7, 1, "PrepareEpochFence"), &seen(7, 2, "Empty")));
+        assert!(!is_fencing(
+            &seen(7, 1, "PrepareEpochFence"),
+            &seen(7, 2, "Empty")
+        ));
         assert!(!is_fencing(&seen(7, 2, "Empty"), &seen(7, 2, "Empty")));
-        assert!(!is_fencing(&seen(7, 2, "CompleteCommit"), &seen(7, 3, "Empty")));
+        assert!(!is_fencing(
+            &seen(7, 2, "CompleteCommit"),
+            &seen(7, 3, "Empty")
+        ));
     }
 
     #[test]
@@ -464,7 +489,11 @@ mod tests {
         watch.observe(&described("etl", "Ongoing", 0, 1, 60_000, 1), t0, wall);
         watch.observe(&described("etl", "Ongoing", 0, 1, 60_000, 1), t0, wall);
         assert_eq!(watch.events("etl"), (0, 0));
-        watch.observe(&described("etl", "PrepareEpochFence", 1, 1, 60_000, 1), t0, wall);
+        watch.observe(
+            &described("etl", "PrepareEpochFence", 1, 1, 60_000, 1),
+            t0,
+            wall,
+        );
         watch.observe(&described("etl", "Empty", 2, -1, 60_000, 1), t0, wall);
         assert_eq!(watch.events("etl"), (1, 0));
         assert_eq!(watch.recent()[0].fenced_epoch, 0);
@@ -489,7 +518,11 @@ mod tests {
         let wall = SystemTime::now();
         for i in 0..MAX_WATCHED + 50 {
             let at = t0 + Duration::from_millis(i as u64);
-            watch.observe(&described(&format!("id-{i}"), "Ongoing", 0, 1, 60_000, 1), at, wall);
+            watch.observe(
+                &described(&format!("id-{i}"), "Ongoing", 0, 1, 60_000, 1),
+                at,
+                wall,
+            );
         }
         watch.forget(t0 + Duration::from_secs(1));
         assert_eq!(watch.len(), MAX_WATCHED);
@@ -506,7 +539,10 @@ mod tests {
     ) -> ListedTransaction {
         ListedTransaction {
             transaction: t,
-            partitions: partitions.iter().map(|(t, p)| (t.to_string(), *p)).collect(),
+            partitions: partitions
+                .iter()
+                .map(|(t, p)| (t.to_string(), *p))
+                .collect(),
             described,
         }
     }
@@ -572,8 +608,7 @@ mod tests {
             named: Vec::new(),
         };
         let mut watch = TransactionWatch::default();
-        let inventory =
-            derive(input, &partitions, &mut watch, 3, Instant::now(), wall).unwrap();
+        let inventory = derive(input, &partitions, &mut watch, 3, Instant::now(), wall).unwrap();
         assert_eq!(
             inventory.by_state,
             BTreeMap::from([("Ongoing".into(), 4), ("PrepareCommit".into(), 1)])
@@ -582,15 +617,26 @@ mod tests {
         // may hold orders/1, whose holder is unknown.
         assert_eq!(inventory.unpinning, 3);
         assert_eq!(inventory.prepared, Some(1));
-        let ids: Vec<&str> = inventory.oldest.iter().map(|t| t.transactional_id.as_str()).collect();
+        let ids: Vec<&str> = inventory
+            .oldest
+            .iter()
+            .map(|t| t.transactional_id.as_str())
+            .collect();
         assert_eq!(ids, ["pins", "elsewhere", "xa"]);
         let oldest = &inventory.oldest[0];
         assert_eq!(oldest.age_seconds, Some(100.0));
-        assert_eq!(oldest.timeout_left_seconds, Some(0.0), "overdue: nothing left");
+        assert_eq!(
+            oldest.timeout_left_seconds,
+            Some(0.0),
+            "overdue: nothing left"
+        );
         assert!(oldest.pins);
         assert_eq!(inventory.oldest[1].age_seconds, Some(60.0));
         assert_eq!(inventory.oldest[1].timeout_left_seconds, Some(0.0));
-        assert_eq!(inventory.oldest[2].timeout_left_seconds, None, "never timed out");
+        assert_eq!(
+            inventory.oldest[2].timeout_left_seconds, None,
+            "never timed out"
+        );
         assert!(inventory.oldest[2].two_phase);
         assert_eq!(watch.len(), 3, "the detailed ones are watched");
 

@@ -101,7 +101,9 @@ impl ClusterLoop {
                 for group in &mut derived.groups {
                     group.granularity = group_granularity.of(&group.name, exposition.granularity);
                 }
-                let mut watch = watch.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                let mut watch = watch
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
                 let inventory = inventory::derive(
                     transactions,
                     &derived.partitions,

@@ -612,7 +612,10 @@ fn tool_open_transactions(
         .output()
         .expect("kafka-transactions.sh list");
     let text = String::from_utf8_lossy(&output.stdout).to_string();
-    assert!(output.status.success(), "kafka-transactions.sh list: {text}");
+    assert!(
+        output.status.success(),
+        "kafka-transactions.sh list: {text}"
+    );
     text.lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
         .filter(|row| row.len() == 4 && row[0].starts_with(prefix))
@@ -657,8 +660,14 @@ async fn three_brokers_transaction_list_equals_kafka_transactions_list() {
         &format!("^{topic}$"),
         "^$",
         &[
-            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_MIN_AGE", "8s"),
-            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL", "1000"),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_MIN_AGE",
+                "8s",
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL",
+                "1000",
+            ),
         ],
     )
     .await;
@@ -686,7 +695,11 @@ async fn three_brokers_transaction_list_equals_kafka_transactions_list() {
     };
     let deadline = Instant::now() + Duration::from_secs(40);
     while shown().await.len() < held.len() {
-        assert!(Instant::now() < deadline, "the long ones never listed: {:?}", shown().await);
+        assert!(
+            Instant::now() < deadline,
+            "the long ones never listed: {:?}",
+            shown().await
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     let young = tokio::task::block_in_place(|| {
@@ -708,7 +721,11 @@ async fn three_brokers_transaction_list_equals_kafka_transactions_list() {
     assert_eq!(after, old, "the exporter after the tool");
     let coordinators: BTreeSet<&str> = old.values().map(|(_, _, c)| c.as_str()).collect();
     assert_eq!(coordinators, ["1", "2", "3"].into(), "{old:?}");
-    assert_eq!(all.len(), held.len() + 1, "plus the young one, not the idle one: {all:?}");
+    assert_eq!(
+        all.len(),
+        held.len() + 1,
+        "plus the young one, not the idle one: {all:?}"
+    );
     assert!(all.contains_key(&format!("{prefix}-young")));
     let s = exporter.scrape().await;
     assert!(
@@ -806,13 +823,17 @@ async fn three_brokers_transaction_coordinator_failover() {
     );
     // Forensics named it on broker 3, then on its new coordinator: one move.
     exporter
-        .wait_for("the coordinator move counted", Duration::from_secs(5), |s| {
-            (s.value(
-                "kafka_transaction_coordinator_moves_total",
-                &[("transactional_id", id.as_str())],
-            ) == Some(1.0))
-            .then_some(())
-        })
+        .wait_for(
+            "the coordinator move counted",
+            Duration::from_secs(5),
+            |s| {
+                (s.value(
+                    "kafka_transaction_coordinator_moves_total",
+                    &[("transactional_id", id.as_str())],
+                ) == Some(1.0))
+                .then_some(())
+            },
+        )
         .await;
     let s = exporter.scrape().await;
     assert_eq!(s.value("kafka_partition_hw_minus_lso", &labels), Some(3.0));

@@ -71,7 +71,10 @@ fn the_reference_config_loads() {
     assert!(prod.read_records);
     assert_eq!(prod.read_window, 1000);
     assert!(prod.transaction_list);
-    assert_eq!(prod.transaction_list_min_age, std::time::Duration::from_secs(10));
+    assert_eq!(
+        prod.transaction_list_min_age,
+        std::time::Duration::from_secs(10)
+    );
     assert_eq!(prod.transaction_list_detail, 10);
     use kafka_lso_exporter::config::Granularity;
     assert_eq!(prod.granularity, Granularity::Topic);
@@ -97,8 +100,14 @@ fn numbers_and_switches_from_environment_variables() {
             ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTIONS", "False"),
             ("KAFKA_LSO_EXPORTER_CLUSTERS__0__MAX_SERIES", "5000"),
             ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST", "false"),
-            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_MIN_AGE", "90s"),
-            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL", "25"),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_MIN_AGE",
+                "90s",
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL",
+                "25",
+            ),
         ]),
         &Overrides::default(),
     )
@@ -493,7 +502,10 @@ fn bad_configs() -> Vec<BadConfig> {
         (
             "transaction_list_detail negative (environment)",
             CLUSTER.to_string(),
-            vec![("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL", "-1")],
+            vec![(
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL",
+                "-1",
+            )],
             "clusters[0].transaction_list_detail",
             "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL",
         ),

@@ -268,7 +268,9 @@ fn cluster_transactions(at: SystemTime) -> TransactionsView {
             age_seconds: Some(age),
             timeout_left_seconds: left,
             timeout_ms: Some(if left.is_some() { 60_000 } else { i32::MAX }),
-            partitions: (0..partitions as i32).map(|p| ("orders".into(), p)).collect(),
+            partitions: (0..partitions as i32)
+                .map(|p| ("orders".into(), p))
+                .collect(),
             described: true,
             pins: true,
             two_phase: left.is_none(),

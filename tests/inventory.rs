@@ -17,7 +17,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::*;
 use rdkafka::producer::Producer;
 
-const OPEN_STATES: [&str; 4] = ["Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"];
+const OPEN_STATES: [&str; 4] = [
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "PrepareEpochFence",
+];
 
 fn anchored(name: &str) -> String {
     format!("^{}$", name.replace('.', "\\.").replace('-', "\\-"))
@@ -38,8 +43,14 @@ async fn exporter(topic: &str, min_age: u64) -> Exporter {
         &anchored(topic),
         "^$",
         &[
-            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_MIN_AGE", &min_age),
-            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL", "1000"),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_MIN_AGE",
+                &min_age,
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL",
+                "1000",
+            ),
         ],
     )
     .await
@@ -164,17 +175,21 @@ async fn the_list_equals_kafka_transactions_list() {
     let long_id = format!("{prefix}-long");
     let hidden_id = format!("{prefix}-hidden");
     exporter
-        .wait_for("the long transactions listed", Duration::from_secs(30), |s| {
-            let listed = |id: &str| {
-                s.series(
-                    "kafka_coordinator_transaction_age_seconds",
-                    &[("transactional_id", id)],
-                )
-                .count()
-                    == 1
-            };
-            (listed(&long_id) && listed(&hidden_id)).then_some(())
-        })
+        .wait_for(
+            "the long transactions listed",
+            Duration::from_secs(30),
+            |s| {
+                let listed = |id: &str| {
+                    s.series(
+                        "kafka_coordinator_transaction_age_seconds",
+                        &[("transactional_id", id)],
+                    )
+                    .count()
+                        == 1
+                };
+                (listed(&long_id) && listed(&hidden_id)).then_some(())
+            },
+        )
         .await;
     // A young one, opened now: open, but not for MIN_AGE yet.
     let young = transactional_producer(&format!("{prefix}-young"));
@@ -196,14 +211,21 @@ async fn the_list_equals_kafka_transactions_list() {
         shown.keys().collect::<Vec<_>>()
     );
     let expected: BTreeSet<String> = [long_id.clone(), hidden_id.clone()].into();
-    assert_eq!(old.keys().cloned().collect::<BTreeSet<_>>(), expected, "the tool, filtered: {old:?}");
+    assert_eq!(
+        old.keys().cloned().collect::<BTreeSet<_>>(),
+        expected,
+        "the tool, filtered: {old:?}"
+    );
     assert_eq!(
         shown.keys().cloned().collect::<BTreeSet<_>>(),
         expected,
         "the exporter: {shown:?}"
     );
     let young_id = format!("{prefix}-young");
-    assert!(all.contains_key(&young_id), "the young one is open: {all:?}");
+    assert!(
+        all.contains_key(&young_id),
+        "the young one is open: {all:?}"
+    );
     assert_eq!(all.len(), 3, "idle and empty ids are not open: {all:?}");
     for (id, (state, producer_id, coordinator)) in &old {
         let t = &shown[id];
@@ -217,11 +239,20 @@ async fn the_list_equals_kafka_transactions_list() {
     let entry = &shown[&long_id];
     let age = entry["age_seconds"].as_f64().unwrap();
     let truth = (now_ms() - long_opened) as f64 / 1000.0;
-    assert!(age <= truth + 0.5 && age >= truth - 6.0, "age {age}s, truth {truth}s");
+    assert!(
+        age <= truth + 0.5 && age >= truth - 6.0,
+        "age {age}s, truth {truth}s"
+    );
     let left = entry["timeout_left_seconds"].as_f64().unwrap();
-    assert!((left - (60.0 - age)).abs() < 0.01, "left {left}s, age {age}s");
+    assert!(
+        (left - (60.0 - age)).abs() < 0.01,
+        "left {left}s, age {age}s"
+    );
     assert_eq!(entry["timeout_ms"], 60_000);
-    assert_eq!(entry["partitions"], serde_json::json!([{"topic": topic, "partition": 0}]));
+    assert_eq!(
+        entry["partitions"],
+        serde_json::json!([{"topic": topic, "partition": 0}])
+    );
     assert_eq!(entry["pins_exported_partition"], true);
     assert_eq!(shown[&hidden_id]["pins_exported_partition"], false);
     assert_eq!(
@@ -235,14 +266,20 @@ async fn the_list_equals_kafka_transactions_list() {
         Some(1.0)
     );
     let (labels, _) = scrape
-        .series("kafka_coordinator_transaction_timeout_left_seconds", &detail)
+        .series(
+            "kafka_coordinator_transaction_timeout_left_seconds",
+            &detail,
+        )
         .next()
         .expect("time left of the long one");
     assert_eq!(labels["state"], "Ongoing");
     assert_eq!(labels["coordinator"], old[&long_id].2);
     assert!(
         scrape
-            .value("kafka_cluster_unpinning_open_transactions", &[("kafka_cluster", "test")])
+            .value(
+                "kafka_cluster_unpinning_open_transactions",
+                &[("kafka_cluster", "test")]
+            )
             .unwrap()
             >= 1.0,
         "the hidden one pins no exported partition"
@@ -259,21 +296,29 @@ async fn the_list_equals_kafka_transactions_list() {
     // KIP-939: a prepared count only where a broker speaks two-phase commit.
     assert_eq!(
         scrape
-            .value("kafka_cluster_prepared_transactions", &[("kafka_cluster", "test")])
+            .value(
+                "kafka_cluster_prepared_transactions",
+                &[("kafka_cluster", "test")]
+            )
             .is_some(),
         brokers_speak_two_phase_commit(),
         "{}",
         scrape.text
     );
     let (_, page) = exporter.get("/").await;
-    assert!(page.contains(&long_id) && page.contains("pins no exported partition"), "{page}");
+    assert!(
+        page.contains(&long_id) && page.contains("pins no exported partition"),
+        "{page}"
+    );
 
     // Committed: gone from the list within a cycle or two.
     long.commit_transaction(Duration::from_secs(30)).unwrap();
     hidden.abort_transaction(Duration::from_secs(30)).unwrap();
     exporter
         .wait_for("the ended ones gone", Duration::from_secs(5), |s| {
-            (s.series("kafka_coordinator_transaction_age_seconds", &detail).count() == 0)
+            (s.series("kafka_coordinator_transaction_age_seconds", &detail)
+                .count()
+                == 0)
                 .then_some(())
         })
         .await;
@@ -306,10 +351,9 @@ impl JavaProducer {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 // The client logs to standard output too.
-                if line == "ready" || line == "ok" || line.starts_with("error ") {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
+                let answer = line == "ready" || line == "ok" || line.starts_with("error ");
+                if answer && tx.send(line).is_err() {
+                    break;
                 }
             }
         });
@@ -348,7 +392,10 @@ impl Drop for JavaProducer {
 /// The fencings of `id` on /metrics (0 while the series is absent).
 fn fencings(scrape: &Scrape, id: &str) -> f64 {
     scrape
-        .value("kafka_transaction_fencings_total", &[("transactional_id", id)])
+        .value(
+            "kafka_transaction_fencings_total",
+            &[("transactional_id", id)],
+        )
         .unwrap_or(0.0)
 }
 
@@ -414,7 +461,8 @@ async fn a_new_instance_fences_and_healthy_commits_do_not() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert!(
-        after["producer_epoch"].as_i64().unwrap() >= before["producer_epoch"].as_i64().unwrap() + 21,
+        after["producer_epoch"].as_i64().unwrap()
+            >= before["producer_epoch"].as_i64().unwrap() + 21,
         "transaction version 2 bumps the epoch at every commit: {before} -> {after}"
     );
 
@@ -427,7 +475,9 @@ async fn a_new_instance_fences_and_healthy_commits_do_not() {
         })
         .await;
     assert_eq!(first.run("commit"), "error ProducerFencedException");
-    assert!(rd_first.commit_transaction(Duration::from_secs(10)).is_err());
+    assert!(rd_first
+        .commit_transaction(Duration::from_secs(10))
+        .is_err());
     let scrape = exporter.scrape().await;
     assert_eq!(fencings(&scrape, &fenced_id), 1.0, "{fenced}");
     assert_eq!(fencings(&scrape, &v1_id), 1.0, "{fenced}");

@@ -37,8 +37,12 @@ pub trait Sampler: Send + Sync + 'static {
 }
 
 /// The coordinator states of an open transaction (ListTransactions' state filter).
-pub const OPEN_TRANSACTION_STATES: [&str; 4] =
-    ["Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"];
+pub const OPEN_TRANSACTION_STATES: [&str; 4] = [
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "PrepareEpochFence",
+];
 
 /// The steps of a sampling cycle, in order; also the `stage` label of
 /// `kafka_lso_exporter_errors_total`.

@@ -28,10 +28,9 @@ use kafka_protocol::ResponseError;
 use crate::config::ClusterConfig;
 use crate::kafka::wire::WireClient;
 use crate::kafka::{
-    CoordinatorTransaction, CoordinatorView, ListedTransaction, RawSample, Stage,
-    TransactionList, OPEN_TRANSACTION_STATES,
+    CoordinatorTransaction, CoordinatorView, ListedTransaction, RawSample, Stage, TransactionList,
+    OPEN_TRANSACTION_STATES,
 };
-
 
 /// InitProducerId's API key.
 const INIT_PRODUCER_ID: i16 = 22;
@@ -118,10 +117,12 @@ impl Inventory {
                         .send(addr, &request, "ListTransactions", deadline)
                         .await
                         .map_err(|e| e.to_string())
-                        .and_then(|answer| match ResponseError::try_from_code(answer.error_code) {
-                            Some(error) => Err(format!("ListTransactions on {addr}: {error}")),
-                            None => Ok(answer.transaction_states),
-                        }),
+                        .and_then(
+                            |answer| match ResponseError::try_from_code(answer.error_code) {
+                                Some(error) => Err(format!("ListTransactions on {addr}: {error}")),
+                                None => Ok(answer.transaction_states),
+                            },
+                        ),
                 };
                 let listed: Vec<CoordinatorTransaction> = match listed {
                     Ok(states) => states
@@ -275,7 +276,11 @@ impl Inventory {
         list.open.sort_by(|a, b| {
             start_key(&a.transaction)
                 .cmp(&start_key(&b.transaction))
-                .then_with(|| a.transaction.transactional_id.cmp(&b.transaction.transactional_id))
+                .then_with(|| {
+                    a.transaction
+                        .transactional_id
+                        .cmp(&b.transaction.transactional_id)
+                })
         });
         list.followed
             .sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
@@ -285,7 +290,12 @@ impl Inventory {
             .open
             .iter()
             .take(self.detail)
-            .map(|t| (t.transaction.transactional_id.clone(), t.transaction.coordinator))
+            .map(|t| {
+                (
+                    t.transaction.transactional_id.clone(),
+                    t.transaction.coordinator,
+                )
+            })
             .collect();
         for (id, found) in &known {
             if OPEN_TRANSACTION_STATES.contains(&found.state.as_str()) {
