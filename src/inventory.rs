@@ -11,9 +11,10 @@
 //! the coordinator also bumps the epoch at the end of *every* transaction, so "the epoch
 //! went up" says nothing. What a healthy producer never shows is the state an
 //! InitProducerId leaves behind: a transactional id the exporter saw `Ongoing` that is next
-//! seen `Empty` (a new instance initialised it, no transaction since) or
-//! `PrepareEpochFence` (the coordinator is aborting it for a new instance), with another
-//! producer id or epoch, counts one fencing ([`is_fencing`]). A new instance that already
+//! seen `Empty` (a new instance initialised it, no transaction since; only the abort it
+//! forced, PrepareAbort or CompleteAbort, may be seen in between) or `PrepareEpochFence`
+//! (the coordinator is aborting it for a new instance), with another producer id or epoch,
+//! counts one fencing ([`is_fencing`]). A new instance that already
 //! began a transaction of its own by the next cycle is indistinguishable from a healthy
 //! producer that committed twice, and is not counted.
 
@@ -165,6 +166,10 @@ pub struct WatchCounters {
 #[derive(Debug, Clone)]
 struct Watched {
     last: Seen,
+    /// The last `Ongoing` view while only the way to an abort was seen since: a fence
+    /// passes through PrepareEpochFence, PrepareAbort and CompleteAbort before the new
+    /// instance's InitProducerId leaves the id `Empty`.
+    open: Option<Seen>,
     fencings: u64,
     moves: u64,
     seen_at: Instant,
@@ -185,14 +190,18 @@ impl TransactionWatch {
         let seen = Seen::from(t);
         match self.ids.get_mut(&t.transactional_id) {
             Some(watched) => {
-                if is_fencing(&watched.last, &seen) {
+                let fenced = watched
+                    .open
+                    .as_ref()
+                    .is_some_and(|open| is_fencing(open, &seen));
+                if fenced {
                     watched.fencings += 1;
                     self.recent.insert(
                         0,
                         Fencing {
                             transactional_id: t.transactional_id.clone(),
-                            fenced_producer_id: watched.last.producer_id,
-                            fenced_epoch: watched.last.producer_epoch,
+                            fenced_producer_id: watched.open.as_ref().map_or(-1, |o| o.producer_id),
+                            fenced_epoch: watched.open.as_ref().map_or(-1, |o| o.producer_epoch),
                             producer_id: seen.producer_id,
                             producer_epoch: seen.producer_epoch,
                             at: wall,
@@ -203,6 +212,11 @@ impl TransactionWatch {
                 if watched.last.coordinator != seen.coordinator {
                     watched.moves += 1;
                 }
+                watched.open = match seen.state.as_str() {
+                    "Ongoing" => Some(seen.clone()),
+                    "PrepareAbort" | "CompleteAbort" if !fenced => watched.open.take(),
+                    _ => None,
+                };
                 watched.last = seen;
                 watched.seen_at = now;
             }
@@ -210,6 +224,7 @@ impl TransactionWatch {
                 self.ids.insert(
                     t.transactional_id.clone(),
                     Watched {
+                        open: (seen.state == "Ongoing").then(|| seen.clone()),
                         last: seen,
                         fencings: 0,
                         moves: 0,
@@ -498,14 +513,40 @@ mod tests {
         assert_eq!(watch.events("etl"), (1, 0));
         assert_eq!(watch.recent()[0].fenced_epoch, 0);
         assert_eq!(watch.recent()[0].producer_epoch, 1);
-        watch.observe(&described("etl", "Ongoing", 2, 5, 60_000, 2), t0, wall);
-        watch.observe(&described("etl", "Ongoing", 2, 5, 60_000, 2), t0, wall);
-        assert_eq!(watch.events("etl"), (1, 1));
+        // A fence seen half way: the abort it forces, then the new instance's Empty.
+        watch.observe(&described("etl", "Ongoing", 2, 3, 60_000, 1), t0, wall);
+        watch.observe(
+            &described("etl", "CompleteAbort", 3, 3, 60_000, 1),
+            t0,
+            wall,
+        );
+        watch.observe(&described("etl", "Empty", 4, -1, 60_000, 1), t0, wall);
+        assert_eq!(watch.events("etl"), (2, 0));
+        assert_eq!(watch.recent()[0].fenced_epoch, 2);
+        // A healthy transaction-version-2 producer aborting, then going on: no fencing;
+        // nor does a later Empty after a commit count.
+        watch.observe(&described("etl", "Ongoing", 4, 5, 60_000, 1), t0, wall);
+        watch.observe(
+            &described("etl", "CompleteAbort", 5, 5, 60_000, 1),
+            t0,
+            wall,
+        );
+        watch.observe(&described("etl", "Ongoing", 5, 6, 60_000, 1), t0, wall);
+        watch.observe(
+            &described("etl", "CompleteCommit", 6, 6, 60_000, 1),
+            t0,
+            wall,
+        );
+        watch.observe(&described("etl", "Empty", 7, -1, 60_000, 1), t0, wall);
+        assert_eq!(watch.events("etl"), (2, 0));
+        watch.observe(&described("etl", "Ongoing", 7, 8, 60_000, 2), t0, wall);
+        watch.observe(&described("etl", "Ongoing", 7, 8, 60_000, 2), t0, wall);
+        assert_eq!(watch.events("etl"), (2, 1));
         assert_eq!(
             watch.counters(),
             vec![WatchCounters {
                 transactional_id: "etl".into(),
-                fencings: 1,
+                fencings: 2,
                 coordinator_moves: 1
             }]
         );

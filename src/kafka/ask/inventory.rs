@@ -42,8 +42,14 @@ pub struct Inventory {
     detail: usize,
     /// Transactional ids seen open in the previous cycle (detailed or named by forensics),
     /// with the broker that coordinated them: asked again when no longer listed.
-    watched: Mutex<HashMap<String, i32>>,
+    /// With each, how many more cycles it is followed once no longer open.
+    watched: Mutex<HashMap<String, (i32, u32)>>,
 }
+
+/// Cycles an id is followed after it stopped being open, while its coordinator shows it
+/// on the way to an abort (PrepareAbort, CompleteAbort): a new producer instance fencing
+/// it initialises only once the abort is complete.
+const FOLLOW_CYCLES: u32 = 3;
 
 /// At most this many ids are followed up in one cycle.
 const MAX_FOLLOWED: usize = 1000;
@@ -79,7 +85,7 @@ impl Inventory {
                 }
             }
         }
-        let watched: HashMap<String, i32> = self
+        let watched: HashMap<String, (i32, u32)> = self
             .watched
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -148,7 +154,7 @@ impl Inventory {
                 ask.extend(
                     watched
                         .iter()
-                        .filter(|(id, &at)| at == broker && !listed_ids.contains(id.as_str()))
+                        .filter(|(id, &(at, _))| at == broker && !listed_ids.contains(id.as_str()))
                         .map(|(id, _)| id.clone())
                         .take(MAX_FOLLOWED),
                 );
@@ -286,26 +292,35 @@ impl Inventory {
             .sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
 
         // Watched next cycle: the detailed ones and those forensics named, while open.
-        let mut next: HashMap<String, i32> = list
+        let mut next: HashMap<String, (i32, u32)> = list
             .open
             .iter()
             .take(self.detail)
             .map(|t| {
                 (
                     t.transaction.transactional_id.clone(),
-                    t.transaction.coordinator,
+                    (t.transaction.coordinator, FOLLOW_CYCLES),
                 )
             })
             .collect();
         for (id, found) in &known {
             if OPEN_TRANSACTION_STATES.contains(&found.state.as_str()) {
-                next.insert(id.clone(), found.coordinator);
+                next.insert(id.clone(), (found.coordinator, FOLLOW_CYCLES));
+            }
+        }
+        // Followed a few cycles more while on the way to an abort.
+        for found in &list.followed {
+            let left = watched.get(&found.transactional_id).map_or(0, |w| w.1);
+            let aborting = matches!(found.state.as_str(), "PrepareAbort" | "CompleteAbort");
+            if aborting && left > 1 {
+                next.entry(found.transactional_id.clone())
+                    .or_insert((found.coordinator, left - 1));
             }
         }
         // A broker that did not answer may still coordinate what was watched there.
-        for (id, &at) in &watched {
+        for (id, &(at, left)) in &watched {
             if unanswered.contains(&at) {
-                next.entry(id.clone()).or_insert(at);
+                next.entry(id.clone()).or_insert((at, left));
             }
         }
         if next.len() > MAX_FOLLOWED {
