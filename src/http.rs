@@ -164,6 +164,9 @@ pub struct ClusterTransactions<'a> {
     pub cluster: &'a str,
     /// Every broker answered ListTransactions: the counts are the cluster's.
     pub complete: bool,
+    /// Some broker lacks ListTransactions v1 (Kafka before 3.8): the exporter filtered
+    /// its transactions by age itself.
+    pub filtered_by_exporter: bool,
     /// Open transactions older than `transaction_list_min_age`, by coordinator state.
     pub open: &'a std::collections::BTreeMap<String, u64>,
     /// Of those, the ones that hold the LSO of no exported partition.
@@ -347,6 +350,7 @@ impl<'a> StuckReport<'a> {
                 Some(ClusterTransactions {
                     cluster: name,
                     complete: inventory.complete,
+                    filtered_by_exporter: inventory.filtered_here,
                     open: &inventory.by_state,
                     unpinning: inventory.unpinning,
                     prepared: inventory.prepared,
