@@ -1347,6 +1347,7 @@ pub(crate) mod tests {
             reached: true,
             brokers: Vec::new(),
             transaction_list: None,
+            described_transactions: Vec::new(),
             partitions: vec![
                 partition("orders", 0, Some(900), Some(880)),
                 partition("orders", 1, None, Some(50)), // HW request failed
@@ -1415,6 +1416,7 @@ pub(crate) mod tests {
             reached: true,
             brokers: Vec::new(),
             transaction_list: None,
+            described_transactions: Vec::new(),
             partitions: vec![partition("t", 0, Some(10), Some(12))],
             groups: vec![RawGroup {
                 name: "g".into(),

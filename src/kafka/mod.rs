@@ -275,6 +275,9 @@ pub struct RawSample {
     /// Every open transaction the coordinators list; `None` when the inventory is off
     /// for the cluster or could not be taken in this cycle.
     pub transaction_list: Option<TransactionList>,
+    /// What forensics' DescribeTransactions answered in this cycle, with each
+    /// transaction's partitions: the inventory does not ask for them again.
+    pub described_transactions: Vec<ListedTransaction>,
 }
 
 /// The cluster's open transactions as the coordinators list them (ListTransactions on

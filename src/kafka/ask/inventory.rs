@@ -9,7 +9,9 @@
 //! 2. DescribeTransactions, one request per coordinator that listed some, for what was
 //!    listed (start time, timeout, epoch, partitions), and for the transactional ids
 //!    watched in the previous cycle that are no longer listed open: how they ended
-//!    (committed, aborted, or fenced by a new producer instance).
+//!    (committed, aborted, or fenced by a new producer instance). What forensics already
+//!    described in the cycle (the transactions that pin exported partitions) is not asked
+//!    again: a coordinator whose long transactions all pin costs no second request.
 //!
 //! Every broker is a pipeline of its own, bounded by the stage's deadline: one that does
 //! not answer costs only the transactions it coordinates.
@@ -85,6 +87,12 @@ impl Inventory {
                 }
             }
         }
+        // Forensics' DescribeTransactions of this cycle: not asked again.
+        let shared: HashMap<String, ListedTransaction> = sample
+            .described_transactions
+            .iter()
+            .map(|t| (t.transaction.transactional_id.clone(), t.clone()))
+            .collect();
         let watched: HashMap<String, (i32, u32)> = self
             .watched
             .lock()
@@ -97,7 +105,7 @@ impl Inventory {
             .map(|s| StrBytes::from_static_str(s))
             .collect();
         let answers = join_all(brokers.iter().map(|(&broker, addr)| {
-            let (request, watched) = (&request, &watched);
+            let (request, watched, shared) = (&request, &watched, &shared);
             async move {
                 let version = self
                     .wire
@@ -150,11 +158,19 @@ impl Inventory {
                 // lists open (how they ended).
                 let listed_ids: HashSet<&str> =
                     listed.iter().map(|t| t.transactional_id.as_str()).collect();
-                let mut ask: Vec<String> = listed_ids.iter().map(|id| id.to_string()).collect();
+                let mut ask: Vec<String> = listed_ids
+                    .iter()
+                    .filter(|id| !shared.contains_key(**id))
+                    .map(|id| id.to_string())
+                    .collect();
                 ask.extend(
                     watched
                         .iter()
-                        .filter(|(id, &(at, _))| at == broker && !listed_ids.contains(id.as_str()))
+                        .filter(|(id, &(at, _))| {
+                            at == broker
+                                && !listed_ids.contains(id.as_str())
+                                && !shared.contains_key(id.as_str())
+                        })
                         .map(|(id, _)| id.clone())
                         .take(MAX_FOLLOWED),
                 );
@@ -250,6 +266,7 @@ impl Inventory {
                         partitions,
                         described: true,
                     },
+                    None if shared.contains_key(&id) => shared[&id].clone(),
                     None => ListedTransaction {
                         transaction: from_list,
                         partitions: Vec::new(),
