@@ -224,6 +224,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             exposition,
             brokers: Vec::new(),
             retention_ms: derived.retention_ms,
+            transactions: Default::default(),
         })));
         derive_s.push(t.elapsed().as_secs_f64());
 

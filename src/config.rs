@@ -36,6 +36,13 @@ pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(300);
 pub const DEFAULT_READ_WINDOW: u64 = 1000;
 /// Largest `clusters[].read_window`: the window is kept in memory per partition.
 pub const MAX_READ_WINDOW: u64 = 100_000;
+/// Default of `clusters[].transaction_list_min_age`.
+pub const DEFAULT_TRANSACTION_LIST_MIN_AGE: Duration = Duration::from_secs(10);
+/// Default of `clusters[].transaction_list_detail`.
+pub const DEFAULT_TRANSACTION_LIST_DETAIL: usize = 10;
+/// Largest `clusters[].transaction_list_detail`: each detailed transaction is a handful of
+/// series with its transactional id as a label.
+pub const MAX_TRANSACTION_LIST_DETAIL: usize = 1000;
 
 const RESERVED_CLIENT_KEYS: &[&str] = &[
     "bootstrap.servers",
@@ -210,6 +217,13 @@ pub struct ClusterConfig {
     /// A group with something to read whose committed offset has not moved for this long
     /// is stalled (or stopped); see [`crate::progress`].
     pub stall_after: Duration,
+    /// List every open transaction of the cluster from the coordinators (needs
+    /// `transactions`).
+    pub transaction_list: bool,
+    /// Only transactions open at least this long are listed.
+    pub transaction_list_min_age: Duration,
+    /// How many of the oldest listed transactions get series of their own.
+    pub transaction_list_detail: usize,
     /// Read record-batch headers (Fetch) so that lags never count commit/abort markers or
     /// aborted records, and for time lag and withheld age.
     pub read_records: bool,
@@ -534,6 +548,12 @@ struct RawCluster {
     hanging_margin: Option<String>,
     #[serde(default)]
     stall_after: Option<String>,
+    #[serde(default = "default_true", deserialize_with = "boolean")]
+    transaction_list: bool,
+    #[serde(default)]
+    transaction_list_min_age: Option<String>,
+    #[serde(default, deserialize_with = "integer")]
+    transaction_list_detail: Option<i64>,
     #[serde(default = "default_true", deserialize_with = "boolean")]
     read_records: bool,
     #[serde(default, deserialize_with = "integer")]
@@ -1147,6 +1167,23 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             }
             None => DEFAULT_STALL_AFTER,
         };
+        let transaction_list_min_age = match &cluster.transaction_list_min_age {
+            Some(text) => {
+                let k = key("transaction_list_min_age");
+                let refs: Vec<&str> = k.iter().map(String::as_str).collect();
+                parse_duration(figment, &refs, text)?
+            }
+            None => DEFAULT_TRANSACTION_LIST_MIN_AGE,
+        };
+        let transaction_list_detail = match cluster.transaction_list_detail {
+            None => DEFAULT_TRANSACTION_LIST_DETAIL,
+            Some(n) if (0..=MAX_TRANSACTION_LIST_DETAIL as i64).contains(&n) => n as usize,
+            Some(n) => {
+                return Err(at("transaction_list_detail")(format!(
+                    "{n} is out of range (0 to {MAX_TRANSACTION_LIST_DETAIL} transactions)"
+                )))
+            }
+        };
         let read_window = match cluster.read_window {
             None => DEFAULT_READ_WINDOW,
             Some(n) if (0..=MAX_READ_WINDOW as i64).contains(&n) => n as u64,
@@ -1242,6 +1279,9 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             transactions: cluster.transactions,
             hanging_margin,
             stall_after,
+            transaction_list: cluster.transaction_list,
+            transaction_list_min_age,
+            transaction_list_detail,
             read_records: cluster.read_records,
             read_window,
             granularity: cluster.granularity,
@@ -1523,6 +1563,9 @@ mod hostile {
         "transactions",
         "hanging_margin",
         "stall_after",
+        "transaction_list",
+        "transaction_list_min_age",
+        "transaction_list_detail",
         "read_records",
         "read_window",
         "granularity",

@@ -157,6 +157,9 @@ pub struct StuckReport<'a> {
     /// (see docs/metrics.md), or that lost records to retention; those losing or
     /// closest to losing records first.
     pub groups: Vec<GroupProgress<'a>>,
+    /// Per cluster, the oldest open transactions the coordinators list, and the latest
+    /// fencings.
+    pub transactions: Vec<ClusterTransactions<'a>>,
 }
 
 /// A group that needs a look: not committing, going back, blocked or not keeping up.
@@ -174,6 +177,68 @@ pub struct GroupProgress<'a> {
     pub retention_margin_seconds: Option<f64>,
     /// Records deleted by retention before it consumed them, over its partitions.
     pub lost_records: i64,
+}
+
+/// What the coordinators list of one cluster's open transactions.
+#[derive(Debug, Serialize)]
+pub struct ClusterTransactions<'a> {
+    pub cluster: &'a str,
+    /// Every broker answered ListTransactions: the counts are the cluster's.
+    pub complete: bool,
+    /// Some broker lacks ListTransactions v1 (Kafka before 3.8): the exporter filtered
+    /// its transactions by age itself.
+    pub filtered_by_exporter: bool,
+    /// Open transactions older than `transaction_list_min_age`, by coordinator state.
+    pub open: &'a std::collections::BTreeMap<String, u64>,
+    /// Of those, the ones that hold the LSO of no exported partition.
+    pub unpinning: u64,
+    /// Two-phase (KIP-939) transactions; `null` where no broker speaks KIP-939.
+    pub prepared: Option<u64>,
+    /// The `transaction_list_detail` oldest, oldest first.
+    pub oldest: Vec<ListedTransaction<'a>>,
+    /// The latest fencings the exporter saw, newest first.
+    pub fencings: Vec<FencingReport<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ListedTransaction<'a> {
+    pub transactional_id: &'a str,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub state: &'a str,
+    /// The id of the broker that coordinates it.
+    pub coordinator: i32,
+    /// From the coordinator's start time; `null` when it could not be described.
+    pub age_seconds: Option<f64>,
+    /// Before the coordinator aborts it; `null` when it never does (two-phase) or when
+    /// it could not be described.
+    pub timeout_left_seconds: Option<f64>,
+    pub timeout_ms: Option<i32>,
+    pub partitions: Vec<TopicPartition<'a>>,
+    /// It holds the LSO of an exported partition.
+    pub pins_exported_partition: bool,
+    pub two_phase: bool,
+    pub fencings: u64,
+    pub coordinator_moves: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TopicPartition<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FencingReport<'a> {
+    pub transactional_id: &'a str,
+    /// The producer whose transaction was fenced.
+    pub fenced_producer_id: i64,
+    pub fenced_producer_epoch: i16,
+    /// The producer that holds the id now, with its new epoch.
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// Unix time of the cycle that saw it.
+    pub seen_at: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -341,7 +406,68 @@ impl<'a> StuckReport<'a> {
                         .total_cmp(&a.commit_stall_seconds.unwrap_or(0.0)),
                 )
         });
-        StuckReport { partitions, groups }
+        let transactions = clusters
+            .iter()
+            .filter_map(|(name, snapshot)| {
+                let view = &snapshot.as_ref()?.transactions;
+                let inventory = view.inventory.as_ref()?;
+                Some(ClusterTransactions {
+                    cluster: name,
+                    complete: inventory.complete,
+                    filtered_by_exporter: inventory.filtered_here,
+                    open: &inventory.by_state,
+                    unpinning: inventory.unpinning,
+                    prepared: inventory.prepared,
+                    oldest: inventory
+                        .oldest
+                        .iter()
+                        .map(|t| ListedTransaction {
+                            transactional_id: &t.transactional_id,
+                            producer_id: t.producer_id,
+                            producer_epoch: t.producer_epoch,
+                            state: &t.state,
+                            coordinator: t.coordinator,
+                            age_seconds: t.age_seconds,
+                            timeout_left_seconds: t.timeout_left_seconds,
+                            timeout_ms: t.timeout_ms,
+                            partitions: t
+                                .partitions
+                                .iter()
+                                .map(|(topic, partition)| TopicPartition {
+                                    topic,
+                                    partition: *partition,
+                                })
+                                .collect(),
+                            pins_exported_partition: t.pins,
+                            two_phase: t.two_phase,
+                            fencings: t.fencings,
+                            coordinator_moves: t.coordinator_moves,
+                        })
+                        .collect(),
+                    fencings: view
+                        .recent_fencings
+                        .iter()
+                        .map(|f| FencingReport {
+                            transactional_id: &f.transactional_id,
+                            fenced_producer_id: f.fenced_producer_id,
+                            fenced_producer_epoch: f.fenced_epoch,
+                            producer_id: f.producer_id,
+                            producer_epoch: f.producer_epoch,
+                            seen_at: f
+                                .at
+                                .duration_since(SystemTime::UNIX_EPOCH)
+                                .unwrap_or_default()
+                                .as_secs_f64(),
+                        })
+                        .collect(),
+                })
+            })
+            .collect();
+        StuckReport {
+            partitions,
+            transactions,
+            groups,
+        }
     }
 }
 
@@ -556,8 +682,91 @@ pub fn render_index(
         out.push_str("</table>\n");
         out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; lagging: it commits, but its lag has only grown for <code>stall_after</code>. The commit clock starts with the exporter. The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
     }
+    render_cluster_transactions(&mut out, &report.transactions);
     out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own, never from a timestamp the producer wrote. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic. A transaction's age comes from its coordinator's start time, else the LogAppendTime of its first record, else the first cycle that saw it; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
     out
+}
+
+/// The section of `/` on every open transaction the coordinators list.
+fn render_cluster_transactions(out: &mut String, clusters: &[ClusterTransactions]) {
+    if clusters.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Oldest open transactions in the cluster (from the coordinators)</h2>\n");
+    for c in clusters {
+        let counts: Vec<String> = c
+            .open
+            .iter()
+            .map(|(state, n)| format!("{n} {}", escape(state)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "<p>{}: {}{}; {} pin no exported partition{}{}</p>",
+            escape(c.cluster),
+            if counts.is_empty() {
+                "no open transaction".to_string()
+            } else {
+                counts.join(", ")
+            },
+            if c.complete {
+                ""
+            } else {
+                " (incomplete: a broker did not answer)"
+            },
+            c.unpinning,
+            c.prepared
+                .map_or(String::new(), |n| format!("; {n} two-phase (KIP-939)")),
+            if c.fencings.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; latest fencing: {} (producer {} epoch {} fenced, now epoch {})",
+                    escape(c.fencings[0].transactional_id),
+                    c.fencings[0].fenced_producer_id,
+                    c.fencings[0].fenced_producer_epoch,
+                    c.fencings[0].producer_epoch
+                )
+            }
+        );
+        if c.oldest.is_empty() {
+            continue;
+        }
+        out.push_str("<table><tr><th class=\"l\">transactional.id</th><th>producer id/epoch</th><th class=\"l\">state</th><th class=\"l\">coordinator</th><th>age</th><th>time left</th><th class=\"l\">partitions</th><th>fencings</th><th>coordinator moves</th></tr>\n");
+        for t in &c.oldest {
+            let partitions = if t.partitions.is_empty() {
+                "-".to_string()
+            } else {
+                t.partitions
+                    .iter()
+                    .map(|p| format!("{}/{}", escape(p.topic), p.partition))
+                    .collect::<Vec<_>>()
+                    .join("<br>")
+            };
+            let left = match (t.timeout_left_seconds, t.two_phase) {
+                (_, true) => "never times out (two-phase)".to_string(),
+                (Some(left), false) => human_duration(left),
+                (None, false) => "unknown".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "<tr><td class=\"l\">{}</td><td>{}/{}</td><td class=\"l\">{}</td><td class=\"l\">broker {}</td><td>{}</td><td>{left}</td><td class=\"l\">{partitions}{}</td><td>{}</td><td>{}</td></tr>",
+                escape(t.transactional_id),
+                t.producer_id,
+                t.producer_epoch,
+                escape(t.state),
+                t.coordinator,
+                t.age_seconds.map_or("unknown".to_string(), human_duration),
+                if t.pins_exported_partition {
+                    ""
+                } else {
+                    "<br><i>pins no exported partition</i>"
+                },
+                t.fencings,
+                t.coordinator_moves
+            );
+        }
+        out.push_str("</table>\n");
+    }
 }
 
 fn human_duration(seconds: f64) -> String {
@@ -661,6 +870,7 @@ mod tests {
             exposition: Default::default(),
             brokers: Vec::new(),
             retention_ms: Default::default(),
+            transactions: Default::default(),
         }
     }
 
@@ -914,5 +1124,77 @@ mod tests {
         assert!(page.contains("<td class=\"l\">prod</td><td>starting</td>"));
         assert!(page.contains("<a href=\"metrics\">metrics</a>"), "{page}");
         assert!(page.contains("None: every partition"));
+    }
+
+    #[test]
+    fn cluster_transactions_on_the_page_and_in_the_api_escaped() {
+        use crate::inventory::{
+            DetailedTransaction, Fencing, TransactionInventory, TransactionsView, WatchCounters,
+        };
+        let hostile = "<b>etl</b>&\"";
+        let mut snapshot = snapshot("prod", Vec::new(), Vec::new());
+        snapshot.transactions = TransactionsView {
+            inventory: Some(TransactionInventory {
+                complete: true,
+                filtered_here: false,
+                by_state: [("Ongoing".to_string(), 3)].into(),
+                unpinning: 2,
+                prepared: None,
+                oldest: vec![DetailedTransaction {
+                    transactional_id: hostile.into(),
+                    producer_id: 4001,
+                    producer_epoch: 7,
+                    state: "Ongoing".into(),
+                    coordinator: 2,
+                    age_seconds: Some(125.0),
+                    timeout_left_seconds: Some(775.0),
+                    timeout_ms: Some(900_000),
+                    partitions: vec![("<i>orders</i>".into(), 3)],
+                    described: true,
+                    pins: false,
+                    two_phase: false,
+                    fencings: 1,
+                    coordinator_moves: 2,
+                }],
+            }),
+            counters: vec![WatchCounters {
+                transactional_id: hostile.into(),
+                fencings: 1,
+                coordinator_moves: 2,
+            }],
+            recent_fencings: vec![Fencing {
+                transactional_id: hostile.into(),
+                fenced_producer_id: 4001,
+                fenced_epoch: 5,
+                producer_id: 4001,
+                producer_epoch: 7,
+                at: SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_790_000_000),
+            }],
+        };
+        let clusters = vec![("prod".to_string(), Some(Arc::new(snapshot)))];
+        let page = render_index(&clusters, &HashMap::new(), "/metrics", SystemTime::now());
+        assert!(
+            !page.contains(hostile) && !page.contains("<i>orders</i>"),
+            "{page}"
+        );
+        assert!(page.contains("&lt;b&gt;etl&lt;/b&gt;&amp;&quot;"), "{page}");
+        assert!(page.contains("&lt;i&gt;orders&lt;/i&gt;/3"), "{page}");
+        assert!(
+            page.contains("prod: 3 Ongoing; 2 pin no exported partition"),
+            "{page}"
+        );
+        assert!(page.contains("now epoch 7"), "{page}");
+        let bootstrap = HashMap::new();
+        let report = StuckReport::new(&clusters, &bootstrap);
+        let json = serde_json::to_value(&report).unwrap();
+        let t = &json["transactions"][0];
+        assert_eq!(t["open"]["Ongoing"], 3);
+        assert!(t["prepared"].is_null());
+        assert_eq!(t["oldest"][0]["transactional_id"], hostile);
+        assert_eq!(t["oldest"][0]["partitions"][0]["partition"], 3);
+        assert_eq!(t["oldest"][0]["coordinator_moves"], 2);
+        assert_eq!(t["fencings"][0]["fenced_producer_epoch"], 5);
+        assert_eq!(t["fencings"][0]["producer_epoch"], 7);
+        assert_eq!(json["partitions"], serde_json::json!([]));
     }
 }

@@ -11,6 +11,7 @@
 mod compat;
 pub mod config;
 pub mod http;
+pub mod inventory;
 pub mod kafka;
 pub mod logfmt;
 pub mod metrics;
@@ -117,6 +118,7 @@ pub async fn run_with(
                 .map(|max| (max, cluster.priority_groups.clone())),
             hanging_margin: cluster.hanging_margin,
             stall_after: cluster.stall_after,
+            transaction_list_detail: cluster.transaction_list_detail,
             exposition: Exposition {
                 granularity: cluster.granularity,
                 kafka_exporter: cluster.compat_kafka_exporter,

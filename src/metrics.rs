@@ -262,6 +262,7 @@ impl Metrics {
             Stage::HighWatermark,
             Stage::DescribeProducers,
             Stage::DescribeTransactions,
+            Stage::ListTransactions,
             Stage::ReadRecords,
             Stage::DescribeGroups,
             Stage::ShareGroupOffsets,
@@ -642,6 +643,7 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
         encode_partitions(&mut encoder, &shown)?;
         encode_topics(&mut encoder, &shown)?;
         encode_groups(&mut encoder, &shown)?;
+        encode_cluster_transactions(&mut encoder, &shown)?;
         encode_exporter(&mut encoder, &shown)?;
         crate::compat::encode(&mut encoder, &shown)?;
         Ok(())
@@ -1125,6 +1127,136 @@ fn encode_group_topics(
         }
     }
     Ok(())
+}
+
+/// Every open transaction of the cluster (the coordinators' inventory), fencings and
+/// coordinator moves.
+fn encode_cluster_transactions(
+    encoder: &mut DescriptorEncoder,
+    shown: &[Shown],
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "kafka_cluster_open_transactions",
+        "Transactions the coordinators list open longer than transaction_list_min_age, by coordinator state; absent when a broker did not answer",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        let Some(inventory) = complete(cluster) else {
+            continue;
+        };
+        for state in crate::kafka::OPEN_TRANSACTION_STATES
+            .iter()
+            .map(|s| s.to_string())
+            .chain(
+                inventory
+                    .by_state
+                    .keys()
+                    .filter(|s| !crate::kafka::OPEN_TRANSACTION_STATES.contains(&s.as_str()))
+                    .cloned(),
+            )
+        {
+            let count = inventory.by_state.get(&state).copied().unwrap_or(0);
+            let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("state", &state)];
+            gauge(&mut family, &labels, count as i64)?;
+        }
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "kafka_cluster_unpinning_open_transactions",
+        "Of kafka_cluster_open_transactions, those that hold the last stable offset of no exported partition (they write only to unsampled topics, sit behind an older transaction, or wrote nowhere yet)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        if let Some(inventory) = complete(cluster) {
+            let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster())];
+            gauge(&mut family, &labels, inventory.unpinning as i64)?;
+        }
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "kafka_cluster_prepared_transactions",
+        "Open two-phase (KIP-939) transactions: the coordinator never times them out, only their producer or an operator ends them; absent where no broker speaks KIP-939",
+        None,
+        MetricType::Gauge,
+    )?;
+    for cluster in shown {
+        if let Some(prepared) = complete(cluster).and_then(|i| i.prepared) {
+            let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster())];
+            gauge(&mut family, &labels, prepared as i64)?;
+        }
+    }
+
+    type DetailValue = fn(&crate::inventory::DetailedTransaction) -> Option<Value>;
+    let detail_families: [(&str, &str, DetailValue); 3] = [
+        ("kafka_coordinator_transaction_age_seconds", "Age of one of the transaction_list_detail oldest open transactions of the cluster, from its coordinator's start time", |t| {
+            t.age_seconds.map(Value::Seconds)
+        }),
+        ("kafka_coordinator_transaction_timeout_left_seconds", "Seconds before the coordinator aborts the transaction (its timeout minus its age, at least 0); absent when the coordinator never times it out (two-phase)", |t| {
+            t.timeout_left_seconds.map(Value::Seconds)
+        }),
+        ("kafka_coordinator_transaction_partitions", "Partitions the transaction wrote to, as its coordinator lists them", |t| {
+            t.described.then_some(Value::Count(t.partitions.len() as i64))
+        }),
+    ];
+    for (name, help, value) in detail_families {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for cluster in shown {
+            let Some(inventory) = &cluster.snapshot.transactions.inventory else {
+                continue;
+            };
+            for t in &inventory.oldest {
+                let Some(v) = value(t) else { continue };
+                let producer_id = t.producer_id.to_string();
+                let producer_epoch = t.producer_epoch.to_string();
+                let coordinator = t.coordinator.to_string();
+                let labels: &Labels = &[
+                    (CLUSTER_LABEL, cluster.cluster()),
+                    ("transactional_id", &t.transactional_id),
+                    ("producer_id", &producer_id),
+                    ("producer_epoch", &producer_epoch),
+                    ("state", &t.state),
+                    ("coordinator", &coordinator),
+                ];
+                gauge(&mut family, &labels, v)?;
+            }
+        }
+    }
+
+    type EventCount = fn(&crate::inventory::WatchCounters) -> u64;
+    let event_families: [(&str, &str, EventCount); 2] = [
+        ("kafka_transaction_fencings", "Times a new producer instance took over the transactional id while the exporter watched one of its transactions open (seen Ongoing, then Empty or PrepareEpochFence under another producer id or epoch); never a healthy producer's commits", |c| c.fencings),
+        ("kafka_transaction_coordinator_moves", "Times the transactional id's coordinator changed between two cycles that saw it", |c| c.coordinator_moves),
+    ];
+    for (name, help, count) in event_families {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+        for cluster in shown {
+            for c in &cluster.snapshot.transactions.counters {
+                let labels: &Labels = &[
+                    (CLUSTER_LABEL, cluster.cluster()),
+                    ("transactional_id", &c.transactional_id),
+                ];
+                family
+                    .encode_family(&labels)?
+                    .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(
+                        &count(c),
+                        None,
+                    )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The cluster's inventory when every broker answered.
+fn complete(cluster: &Shown) -> Option<&crate::inventory::TransactionInventory> {
+    cluster
+        .snapshot
+        .transactions
+        .inventory
+        .as_ref()
+        .filter(|i| i.complete)
 }
 
 /// The exporter's own per-cluster state.

@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
 use crate::config::{GroupGranularity, NameFilter};
+use crate::inventory::{self, TransactionWatch, TransactionsView};
 use crate::kafka::{RawSample, Sampler};
 use crate::metrics::Metrics;
 use crate::progress::{self, CommitWatch};
@@ -29,6 +30,8 @@ pub struct ClusterLoop {
     pub hanging_margin: Duration,
     /// See `clusters[].stall_after`.
     pub stall_after: Duration,
+    /// See `clusters[].transaction_list_detail`.
+    pub transaction_list_detail: usize,
     /// How `/metrics` shows the cluster (`granularity`, `compat`).
     pub exposition: Exposition,
     /// Groups whose granularity differs from the cluster's.
@@ -42,8 +45,11 @@ impl ClusterLoop {
         // group-partitions), so it runs on a blocking thread: scrapes, served by the async
         // workers, never wait behind it.
         let clock = Arc::new(std::sync::Mutex::new(StuckClock::default()));
-        let watch = Arc::new(std::sync::Mutex::new(CommitWatch::default()));
+        let commits = Arc::new(std::sync::Mutex::new(CommitWatch::default()));
         let stall_after = self.stall_after;
+        // Fencings and coordinator moves per transactional id, across cycles.
+        let watch = Arc::new(std::sync::Mutex::new(TransactionWatch::default()));
+        let detail = self.transaction_list_detail;
         let max_series = Arc::new(self.max_series.clone());
         let hanging_margin = self.hanging_margin;
         let exposition = self.exposition;
@@ -82,23 +88,41 @@ impl ClusterLoop {
             };
 
             let mut up = raw.reached;
-            let (clock, max_series) = (clock.clone(), max_series.clone());
-            let watch = watch.clone();
+            let (clock, max_series, watch) = (clock.clone(), max_series.clone(), watch.clone());
+            let commits = commits.clone();
             let group_granularity = group_granularity.clone();
             let derived = tokio::task::spawn_blocking(move || {
                 let mut clock = clock
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let mut raw = raw;
+                let transactions = inventory::Input::take(&mut raw);
                 let now = Instant::now();
                 let reached = raw.reached;
                 let mut derived = derive(raw, &mut clock, now, SystemTime::now(), hanging_margin);
-                let mut watch = watch
+                let mut commits = commits
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
-                progress::apply(&mut derived, &mut watch, now, stall_after, reached);
+                progress::apply(&mut derived, &mut commits, now, stall_after, reached);
                 for group in &mut derived.groups {
                     group.granularity = group_granularity.of(&group.name, exposition.granularity);
                 }
+                let mut watch = watch
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let inventory = inventory::derive(
+                    transactions,
+                    &derived.partitions,
+                    &mut watch,
+                    detail,
+                    Instant::now(),
+                    SystemTime::now(),
+                );
+                derived.transactions = TransactionsView {
+                    inventory,
+                    counters: watch.counters(),
+                    recent_fencings: watch.recent().to_vec(),
+                };
                 let series_dropped = match max_series.as_ref() {
                     Some((max, priority)) => enforce_series_limit(
                         &derived.partitions,
@@ -213,6 +237,7 @@ impl ClusterLoop {
                 exposition,
                 brokers: derived.brokers,
                 retention_ms: derived.retention_ms,
+                transactions: derived.transactions,
             })));
             // Rendered before it replaces the previous cycle's body, so that no scrape
             // waits for a render; the next cycle starts after it.
@@ -318,6 +343,7 @@ mod tests {
             max_series,
             hanging_margin: Duration::ZERO,
             stall_after: Duration::from_secs(300),
+            transaction_list_detail: 10,
             exposition: Exposition {
                 granularity: Granularity::Partition,
                 kafka_exporter: true,

@@ -29,6 +29,8 @@ pub struct ClusterSnapshot {
     pub brokers: Vec<(i32, String)>,
     /// The sampled topics' `retention.ms` (-1: unlimited), where it could be read.
     pub retention_ms: HashMap<Arc<str>, i64>,
+    /// Every open transaction of the cluster, fencings and coordinator moves.
+    pub transactions: crate::inventory::TransactionsView,
 }
 
 /// One partition's offsets and what they imply.
@@ -754,6 +756,8 @@ pub struct Derived {
     pub retention_ms: HashMap<Arc<str>, i64>,
     /// Per topic, the cost of exactly-once counted so far ([`RawSample::eos_cost`]).
     pub eos_cost: std::collections::BTreeMap<Arc<str>, crate::kafka::records::EosCost>,
+    /// Filled by the scheduler from [`crate::inventory::derive`].
+    pub transactions: crate::inventory::TransactionsView,
 }
 
 /// Turns a raw sample into metric values, advancing the stuck clock.
@@ -947,6 +951,7 @@ pub fn derive(
         failures: raw.failures.into_iter().collect(),
         retention_ms: raw.retention_ms,
         eos_cost: raw.eos_cost,
+        transactions: Default::default(),
     }
 }
 
@@ -1568,6 +1573,8 @@ pub(crate) mod tests {
             brokers: Vec::new(),
             retention_ms: Default::default(),
             eos_cost: Default::default(),
+            transaction_list: None,
+            described_transactions: Vec::new(),
             partitions: vec![
                 partition("orders", 0, Some(900), Some(880)),
                 partition("orders", 1, None, Some(50)), // HW request failed
@@ -1637,6 +1644,8 @@ pub(crate) mod tests {
             brokers: Vec::new(),
             retention_ms: Default::default(),
             eos_cost: Default::default(),
+            transaction_list: None,
+            described_transactions: Vec::new(),
             partitions: vec![partition("t", 0, Some(10), Some(12))],
             groups: vec![RawGroup {
                 name: "g".into(),

@@ -598,6 +598,168 @@ async fn three_brokers_leader_failover_mid_transaction() {
     exporter.stop().await;
 }
 
+/// `kafka-transactions.sh list` (with `extra` arguments) on the cluster: the ids starting
+/// with `prefix` in an open state -> (state, producer id, coordinator).
+fn tool_open_transactions(
+    prefix: &str,
+    extra: &[&str],
+) -> BTreeMap<String, (String, String, String)> {
+    let output = Command::new(repo_root().join("scripts/kafka-local"))
+        .args(["transactions", "list"])
+        .args(extra)
+        .env("KAFKA_BROKERS", BROKERS.to_string())
+        .env("KAFKA_LOCAL_PORT", first_port().to_string())
+        .output()
+        .expect("kafka-transactions.sh list");
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "kafka-transactions.sh list: {text}"
+    );
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|row| row.len() == 4 && row[0].starts_with(prefix))
+        .filter(|row| row[3] == "Ongoing" || row[3].starts_with("Prepare"))
+        .map(|row| {
+            (
+                row[0].to_string(),
+                (row[3].to_string(), row[2].to_string(), row[1].to_string()),
+            )
+        })
+        .collect()
+}
+
+/// Transactional ids coordinated by each of the three brokers, long open, one idle and
+/// one young: the exporter's list of the cluster equals `kafka-transactions.sh list`
+/// restricted to the open states and with its duration filter, coordinator by
+/// coordinator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_brokers_transaction_list_equals_kafka_transactions_list() {
+    let _turn = exclusive().await;
+    require_three_brokers();
+    ensure_internal_topics().await;
+    let prefix = unique("inventory");
+    let topic = format!("{prefix}-t");
+    create_replicated_topic(&topic, &[1, 2, 3]).await;
+    let (held, _idle) = tokio::task::block_in_place(|| {
+        let held: Vec<(String, Producer_)> = (1..=BROKERS)
+            .map(|b| {
+                let id = id_coordinated_by("__transaction_state", &format!("{prefix}-long"), b);
+                let producer = pin(&topic, b - 1, &id, 0);
+                (id, producer)
+            })
+            .collect();
+        let idle = transactional_producer(&format!("{prefix}-idle"));
+        idle.begin_transaction().unwrap();
+        send(&idle, &topic, 0, 1);
+        idle.commit_transaction(Duration::from_secs(30)).unwrap();
+        (held, idle)
+    });
+    // Long enough that the young one stays younger while the tools run.
+    let exporter = Exporter::start(
+        &format!("^{topic}$"),
+        "^$",
+        &[
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_MIN_AGE",
+                "8s",
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL",
+                "1000",
+            ),
+        ],
+    )
+    .await;
+    let shown = || async {
+        let (status, body) = exporter.get("/api/v1/stuck").await;
+        assert_eq!(status, 200);
+        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+        json["transactions"][0]["oldest"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|t| t["transactional_id"].as_str().unwrap().starts_with(&prefix))
+            .map(|t| {
+                (
+                    t["transactional_id"].as_str().unwrap().to_string(),
+                    (
+                        t["state"].as_str().unwrap().to_string(),
+                        t["producer_id"].to_string(),
+                        t["coordinator"].to_string(),
+                    ),
+                )
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while shown().await.len() < held.len() {
+        assert!(
+            Instant::now() < deadline,
+            "the long ones never listed: {:?}",
+            shown().await
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let young_id = format!("{prefix}-young");
+    let (young, young_opened) = tokio::task::block_in_place(|| {
+        let young = transactional_producer(&young_id);
+        young.begin_transaction().unwrap();
+        let opened = Instant::now();
+        send(&young, &topic, 0, 1);
+        (young, opened)
+    });
+    let before = shown().await;
+    assert!(!before.contains_key(&young_id), "{before:?}");
+    let (all, old) = tokio::task::block_in_place(|| {
+        std::thread::scope(|scope| {
+            let all = scope.spawn(|| tool_open_transactions(&prefix, &[]));
+            let old = tool_open_transactions(&prefix, &["--duration-filter", "8000"]);
+            (all.join().unwrap(), old)
+        })
+    });
+    // The young one is compared only while surely younger than the minimum age (the
+    // tools' JVMs take seconds).
+    let tools_done = young_opened.elapsed();
+    let mut after = shown().await;
+    let mut old = old;
+    if tools_done < Duration::from_secs(8) {
+        assert!(!old.contains_key(&young_id), "{old:?}");
+    }
+    if young_opened.elapsed() < Duration::from_secs(7) {
+        assert!(!after.contains_key(&young_id), "{after:?}");
+    }
+    old.remove(&young_id);
+    after.remove(&young_id);
+    assert_eq!(before, old, "the exporter before the tool");
+    assert_eq!(after, old, "the exporter after the tool");
+    let coordinators: BTreeSet<&str> = old.values().map(|(_, _, c)| c.as_str()).collect();
+    assert_eq!(coordinators, ["1", "2", "3"].into(), "{old:?}");
+    assert_eq!(
+        all.len(),
+        held.len() + 1,
+        "plus the young one, not the idle one: {all:?}"
+    );
+    assert!(all.contains_key(&young_id));
+    let s = exporter.scrape().await;
+    assert!(
+        s.value(
+            "kafka_cluster_open_transactions",
+            &[("kafka_cluster", "test"), ("state", "Ongoing")]
+        )
+        .unwrap()
+            >= held.len() as f64
+    );
+    tokio::task::block_in_place(|| {
+        young.abort_transaction(Duration::from_secs(30)).unwrap();
+        for (_, producer) in held {
+            commit(producer);
+        }
+    });
+    exporter.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_brokers_transaction_coordinator_failover() {
     let _turn = exclusive().await;
@@ -674,6 +836,20 @@ async fn three_brokers_transaction_coordinator_failover() {
             .any(|(_, s)| s == "not_found" || s == "disagrees"),
         "a dead coordinator made the transaction look orphaned: {said:?}"
     );
+    // Forensics named it on broker 3, then on its new coordinator: one move.
+    exporter
+        .wait_for(
+            "the coordinator move counted",
+            Duration::from_secs(5),
+            |s| {
+                (s.value(
+                    "kafka_transaction_coordinator_moves_total",
+                    &[("transactional_id", id.as_str())],
+                ) == Some(1.0))
+                .then_some(())
+            },
+        )
+        .await;
     let s = exporter.scrape().await;
     assert_eq!(s.value("kafka_partition_hw_minus_lso", &labels), Some(3.0));
     assert_eq!(

@@ -70,6 +70,12 @@ fn the_reference_config_loads() {
     );
     assert!(prod.read_records);
     assert_eq!(prod.read_window, 1000);
+    assert!(prod.transaction_list);
+    assert_eq!(
+        prod.transaction_list_min_age,
+        std::time::Duration::from_secs(10)
+    );
+    assert_eq!(prod.transaction_list_detail, 10);
     use kafka_lso_exporter::config::Granularity;
     assert_eq!(prod.granularity, Granularity::Topic);
     assert_eq!(
@@ -93,6 +99,15 @@ fn numbers_and_switches_from_environment_variables() {
             ("KAFKA_LSO_EXPORTER_CLUSTERS__0__READ_RECORDS", "false"),
             ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTIONS", "False"),
             ("KAFKA_LSO_EXPORTER_CLUSTERS__0__MAX_SERIES", "5000"),
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST", "false"),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_MIN_AGE",
+                "90s",
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL",
+                "25",
+            ),
         ]),
         &Overrides::default(),
     )
@@ -102,6 +117,12 @@ fn numbers_and_switches_from_environment_variables() {
     assert!(!cluster.read_records);
     assert!(!cluster.transactions);
     assert_eq!(cluster.max_series, Some(5000));
+    assert!(!cluster.transaction_list);
+    assert_eq!(
+        cluster.transaction_list_min_age,
+        std::time::Duration::from_secs(90)
+    );
+    assert_eq!(cluster.transaction_list_detail, 25);
 }
 
 #[test]
@@ -463,6 +484,37 @@ fn bad_configs() -> Vec<BadConfig> {
             vec![("KAFKA_LSO_EXPORTER_CLUSTERS__0__READ_WINDOW", "lots")],
             "clusters[0].read_window",
             "KAFKA_LSO_EXPORTER_CLUSTERS__0__READ_WINDOW",
+        ),
+        (
+            "transaction_list_min_age not a duration",
+            format!("{CLUSTER}transaction_list_min_age = \"ten\"\n"),
+            vec![],
+            "clusters[0].transaction_list_min_age",
+            "bad-",
+        ),
+        (
+            "transaction_list_detail out of range",
+            format!("{CLUSTER}transaction_list_detail = 100000\n"),
+            vec![],
+            "clusters[0].transaction_list_detail",
+            "bad-",
+        ),
+        (
+            "transaction_list_detail negative (environment)",
+            CLUSTER.to_string(),
+            vec![(
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL",
+                "-1",
+            )],
+            "clusters[0].transaction_list_detail",
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL",
+        ),
+        (
+            "transaction_list not a boolean",
+            format!("{CLUSTER}transaction_list = \"yes please\"\n"),
+            vec![],
+            "clusters[0].transaction_list",
+            "bad-",
         ),
         (
             "read_records not a boolean",

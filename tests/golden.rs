@@ -6,7 +6,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kafka_lso_exporter::inventory::{
+    DetailedTransaction, Fencing, TransactionInventory, TransactionsView, WatchCounters,
+};
 
 use kafka_lso_exporter::kafka::{Replication, Stage};
 use kafka_lso_exporter::metrics::{to_prometheus_text, Metrics};
@@ -268,6 +272,65 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
             (3, "kafka-2:9092".into()),
         ],
         retention_ms: [(Arc::from("orders"), 604_800_000)].into_iter().collect(),
+        transactions: cluster_transactions(at),
+    }
+}
+
+/// The cluster's open transactions: two Ongoing (one of them two-phase), one committing;
+/// the oldest two in detail; one id fenced once, another whose coordinator moved.
+fn cluster_transactions(at: SystemTime) -> TransactionsView {
+    let detailed = |id: &str, epoch: i16, age: f64, left: Option<f64>, partitions: usize| {
+        DetailedTransaction {
+            transactional_id: id.into(),
+            producer_id: 4001,
+            producer_epoch: epoch,
+            state: "Ongoing".into(),
+            coordinator: 2,
+            age_seconds: Some(age),
+            timeout_left_seconds: left,
+            timeout_ms: Some(if left.is_some() { 60_000 } else { i32::MAX }),
+            partitions: (0..partitions as i32)
+                .map(|p| ("orders".into(), p))
+                .collect(),
+            described: true,
+            pins: true,
+            two_phase: left.is_none(),
+            fencings: 0,
+            coordinator_moves: 0,
+        }
+    };
+    TransactionsView {
+        inventory: Some(TransactionInventory {
+            complete: true,
+            filtered_here: false,
+            by_state: [("Ongoing".to_string(), 2), ("PrepareCommit".to_string(), 1)].into(),
+            unpinning: 1,
+            prepared: Some(1),
+            oldest: vec![
+                detailed("etl-orders \"7\"", 7, 190.25, Some(0.0), 2),
+                detailed("xa-ledger", 0, 45.5, None, 1),
+            ],
+        }),
+        counters: vec![
+            WatchCounters {
+                transactional_id: "etl-orders \"7\"".into(),
+                fencings: 1,
+                coordinator_moves: 0,
+            },
+            WatchCounters {
+                transactional_id: "xa-ledger".into(),
+                fencings: 0,
+                coordinator_moves: 2,
+            },
+        ],
+        recent_fencings: vec![Fencing {
+            transactional_id: "etl-orders \"7\"".into(),
+            fenced_producer_id: 4001,
+            fenced_epoch: 5,
+            producer_id: 4001,
+            producer_epoch: 7,
+            at,
+        }],
     }
 }
 
@@ -418,12 +481,14 @@ fn series_count_matches_the_render() {
         let (_, text) = render(exposition);
         // The guard counts partition, topic and group series: not the exporter's own, nor
         // the brokers of kafka_exporter's families (a handful per cluster), nor the
-        // counters of the cost of exactly-once (four per topic whose log was read).
+        // counters of the cost of exactly-once (four per topic whose log was read), nor the
         let eos_cost = [
             "kafka_topic_transaction_markers_total",
             "kafka_topic_aborted_records_total",
             "kafka_topic_scanned_offsets_total",
         ];
+        // cluster's transaction inventory (bounded by transaction_list_detail and the
+        // watch's cap on its own).
         let sampled = text
             .lines()
             .filter(|l| {
@@ -431,6 +496,10 @@ fn series_count_matches_the_render() {
                     && !l.starts_with("kafka_lso_exporter_")
                     && !l.starts_with("kafka_broker")
                     && !eos_cost.iter().any(|name| l.starts_with(name))
+                    && !l.starts_with("kafka_cluster_")
+                    && !l.starts_with("kafka_coordinator_transaction_")
+                    && !l.starts_with("kafka_transaction_fencings")
+                    && !l.starts_with("kafka_transaction_coordinator_moves")
             })
             .count();
         assert_eq!(
@@ -539,6 +608,17 @@ fn every_catalog_metric_is_present_with_its_labels() {
         ("kafka_lso_exporter_anomalies_total{kafka_cluster=\"prod\",kind=\"lso_above_high_watermark\"} 1", true),
         ("kafka_lso_exporter_cycle_duration_seconds_count{kafka_cluster=\"prod\"} 1", true),
         ("kafka_lso_exporter_build_info{version=\"VERSION\",revision=\"REVISION\"} 1", true),
+        // Every transaction in the cluster, from the coordinators.
+        ("kafka_cluster_open_transactions{kafka_cluster=\"prod\",state=\"Ongoing\"} 2", true),
+        ("kafka_cluster_open_transactions{kafka_cluster=\"prod\",state=\"PrepareEpochFence\"} 0", true),
+        ("kafka_cluster_unpinning_open_transactions{kafka_cluster=\"prod\"} 1", true),
+        ("kafka_cluster_prepared_transactions{kafka_cluster=\"prod\"} 1", true),
+        ("kafka_coordinator_transaction_age_seconds{kafka_cluster=\"prod\",transactional_id=\"xa-ledger\",producer_id=\"4001\",producer_epoch=\"0\",state=\"Ongoing\",coordinator=\"2\"} 45.5", true),
+        ("kafka_coordinator_transaction_timeout_left_seconds{kafka_cluster=\"prod\",transactional_id=\"xa-ledger\"", false),
+        ("kafka_coordinator_transaction_partitions{kafka_cluster=\"prod\",transactional_id=\"etl-orders \\\"7\\\"\",producer_id=\"4001\",producer_epoch=\"7\",state=\"Ongoing\",coordinator=\"2\"} 2", true),
+        ("kafka_transaction_fencings_total{kafka_cluster=\"prod\",transactional_id=\"etl-orders \\\"7\\\"\"} 1", true),
+        ("kafka_transaction_coordinator_moves_total{kafka_cluster=\"prod\",transactional_id=\"xa-ledger\"} 2", true),
+        ("kafka_lso_exporter_errors_total{kafka_cluster=\"prod\",stage=\"list_transactions\"} 0", true),
         // An open transaction: identity in the info series (always 1), age on its own.
         ("kafka_transaction_open_info{kafka_cluster=\"prod\",topic=\"orders\",partition=\"0\",transactional_id=\"etl-orders \\\"7\\\"\",producer_id=\"4001\",producer_epoch=\"7\",start_offset=\"880\"} 1", true),
         ("kafka_transaction_open_age_seconds{kafka_cluster=\"prod\",topic=\"orders\",partition=\"0\",transactional_id=\"etl-orders \\\"7\\\"\",producer_id=\"4001\",producer_epoch=\"7\",start_offset=\"880\"} 190.25", true),

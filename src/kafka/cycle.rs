@@ -17,6 +17,8 @@
 //!    the metadata names ([`super::ask::log_offsets`]);
 //! 5. for partitions with HW > LSO only, the open transactions holding them
 //!    ([`super::forensics`]);
+//!    then every open transaction of the cluster from the coordinators
+//!    ([`super::ask::inventory`]);
 //! 6. record-batch headers near the groups' committed offsets and at the LSO, for lag
 //!    that never counts markers and for time lag ([`super::reads`]).
 //!
@@ -44,6 +46,7 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::ask::forensics::Forensics;
 use super::ask::groups::ShareReader;
+use super::ask::inventory::Inventory;
 use super::ask::log_offsets::{self, Kind};
 use super::ask::metadata::{self, Candidates};
 use super::ask::offsets::{self, Coordinators};
@@ -84,6 +87,8 @@ pub struct KafkaSampler {
     cluster: String,
     /// Who holds each pinned LSO; `None` when off for this cluster.
     forensics: Option<Forensics>,
+    /// Every open transaction of the cluster; `None` when off for this cluster.
+    inventory: Option<Inventory>,
     /// Record-batch headers for exact and time lag; `None` when off for this cluster.
     reads: Option<Reads>,
     /// The topics' `retention.ms`, through the own client.
@@ -242,6 +247,7 @@ impl KafkaSampler {
             topics: config.topics.clone(),
             groups: config.groups.clone(),
             forensics: wire.clone().and_then(|w| Forensics::new(config, w)),
+            inventory: wire.clone().and_then(|w| Inventory::new(config, w)),
             reads: wire.clone().and_then(|w| Reads::new(config, w)),
             topic_configs: wire.clone().map(|w| TopicConfigs::new(&config.name, w)),
             wire_offsets: Fallback::default(),
@@ -802,6 +808,15 @@ impl KafkaSampler {
             let forensics_deadline = Instant::now() + remaining(deadline) / 2;
             forensics
                 .describe(&mut sample, &pinned, &brokers, forensics_deadline)
+                .await;
+        }
+
+        // 5b. Every open transaction of the cluster, from the coordinators: a third of the
+        // time left, so that a broker that does not answer leaves the reads time.
+        if let Some(inventory) = &self.inventory {
+            let inventory_deadline = Instant::now() + remaining(deadline) / 3;
+            inventory
+                .list(&mut sample, &brokers, inventory_deadline)
                 .await;
         }
 

@@ -36,6 +36,14 @@ pub trait Sampler: Send + Sync + 'static {
     fn sample(&self, deadline: Instant) -> futures_util::future::BoxFuture<'_, RawSample>;
 }
 
+/// The coordinator states of an open transaction (ListTransactions' state filter).
+pub const OPEN_TRANSACTION_STATES: [&str; 4] = [
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "PrepareEpochFence",
+];
+
 /// The steps of a sampling cycle, in order; also the `stage` label of
 /// `kafka_lso_exporter_errors_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,6 +58,7 @@ pub enum Stage {
     HighWatermark,
     DescribeProducers,
     DescribeTransactions,
+    ListTransactions,
     ReadRecords,
     TopicConfigs,
 }
@@ -65,6 +74,7 @@ impl Stage {
             Stage::HighWatermark => "high_watermark",
             Stage::DescribeProducers => "describe_producers",
             Stage::DescribeTransactions => "describe_transactions",
+            Stage::ListTransactions => "list_transactions",
             Stage::ReadRecords => "read_records",
             Stage::DescribeGroups => "describe_groups",
             Stage::ShareGroupOffsets => "share_group_offsets",
@@ -178,7 +188,7 @@ pub enum CoordinatorView {
 }
 
 /// DescribeTransactions' answer for one transactional id.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CoordinatorTransaction {
     pub transactional_id: String,
     /// The broker that coordinates it (answered DescribeTransactions).
@@ -269,6 +279,43 @@ pub struct RawSample {
     /// Per topic, the cost of exactly-once in the windows read so far (over the life of
     /// the process): topics of which no window was read are absent.
     pub eos_cost: BTreeMap<Arc<str>, records::EosCost>,
+    /// Every open transaction the coordinators list; `None` when the inventory is off
+    /// for the cluster or could not be taken in this cycle.
+    pub transaction_list: Option<TransactionList>,
+    /// What forensics' DescribeTransactions answered in this cycle, with each
+    /// transaction's partitions: the inventory does not ask for them again.
+    pub described_transactions: Vec<ListedTransaction>,
+}
+
+/// The cluster's open transactions as the coordinators list them (ListTransactions on
+/// every broker), each described by its coordinator (DescribeTransactions).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TransactionList {
+    /// Every broker answered ListTransactions: the counts are the cluster's.
+    pub complete: bool,
+    /// Some broker lacks ListTransactions v1 (KIP-994, Kafka 3.8): its transactions were
+    /// listed without the duration filter and filtered by the exporter on their start time.
+    pub filtered_here: bool,
+    /// Some broker advertises InitProducerId v6 (KIP-939): producers can open two-phase
+    /// transactions, which the coordinator never times out.
+    pub two_phase_commit: bool,
+    /// Open transactions listed at least `transaction_list_min_age` old.
+    pub open: Vec<ListedTransaction>,
+    /// What the coordinators said of transactional ids the exporter watched in the
+    /// previous cycle and which are no longer listed open (how they ended).
+    pub followed: Vec<CoordinatorTransaction>,
+}
+
+/// One listed open transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedTransaction {
+    /// DescribeTransactions' answer; where describing it failed, what ListTransactions
+    /// said (id, producer id, state, coordinator) with start time and timeout -1.
+    pub transaction: CoordinatorTransaction,
+    /// The partitions of the current transaction (empty when not described).
+    pub partitions: Vec<(String, i32)>,
+    /// DescribeTransactions answered for it.
+    pub described: bool,
 }
 
 impl RawSample {

@@ -4,6 +4,7 @@
 
 pub mod forensics;
 pub mod groups;
+pub mod inventory;
 pub mod log_offsets;
 pub mod metadata;
 pub mod offsets;

@@ -131,6 +131,9 @@ pub struct Connection {
     stream: Pin<Box<dyn Stream>>,
     /// API key -> the highest version both sides speak.
     versions: HashMap<i16, i16>,
+    /// The highest version the broker advertises of every API, also those this client
+    /// does not speak (what it says of the cluster's features, e.g. KIP-939).
+    advertised: HashMap<i16, i16>,
     next_correlation_id: i32,
     last_used: Instant,
     /// End of the SASL session (KIP-368), when the broker set one.
@@ -168,6 +171,7 @@ impl Connection {
             addr: addr.to_string(),
             stream,
             versions: HashMap::new(),
+            advertised: HashMap::new(),
             next_correlation_id: 1,
             last_used: Instant::now(),
             expires: None,
@@ -280,6 +284,7 @@ impl Connection {
         let body = self.send_raw(&request, 3, "ApiVersions").await?;
         let answer = decode_api_versions(body).map_err(|e| self.protocol_error(e))?;
         for api in answer.api_keys {
+            self.advertised.insert(api.api_key, api.max_version);
             if let Some((min, max)) = ours(api.api_key) {
                 let version = max.min(api.max_version);
                 if version >= min.max(api.min_version) {
@@ -616,6 +621,27 @@ impl Pool {
             let mut slot = slot.lock().await;
             let (connection, _) = self.checkout(&mut slot, addr).await?;
             let version = connection.version::<R>();
+            *slot = Some(connection);
+            Ok(version)
+        };
+        tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), work)
+            .await
+            .unwrap_or(Err(WireError::Deadline))
+    }
+
+    /// The highest version of API `key` that `addr` advertises (connecting first if
+    /// needed), or `None` when it advertises none.
+    pub async fn advertised(
+        &self,
+        addr: &str,
+        key: i16,
+        deadline: Instant,
+    ) -> Result<Option<i16>, WireError> {
+        let slot = self.slot(addr, Lane::Main);
+        let work = async {
+            let mut slot = slot.lock().await;
+            let (connection, _) = self.checkout(&mut slot, addr).await?;
+            let version = connection.advertised.get(&key).copied();
             *slot = Some(connection);
             Ok(version)
         };
