@@ -300,10 +300,11 @@ local text = import 'lib/text.libsonnet';
         name: 'kafka-lso-exporter.consumer-groups',
         rules: [
           // Per group: stalled and stopped count as one condition, so that a group going
-          // from one to the other keeps its `for`.
+          // from one to the other keeps its `for`; the last status within a minute, so that
+          // one cycle without it (a coordinator that did not answer) does not restart it.
           {
             alert: 'KafkaConsumerGroupCommitStalled',
-            expr: 'max without (status) (kafka_consumergroup_status%s) == 1' % sel(['status=~"stalled|stopped"']),
+            expr: 'max without (status) (last_over_time(kafka_consumergroup_status%s[1m])) == 1' % sel(['status=~"stalled|stopped"']),
             'for': c.commitStalledFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -349,7 +350,7 @@ local text = import 'lib/text.libsonnet';
             expr: |||
               (
                 kafka_consumergroup_topic_min_retention_margin_seconds%(s)s
-                  and on (%(cl)s, group) (kafka_consumergroup_status%(status)s == 1)
+                  and on (%(cl)s, group) (last_over_time(kafka_consumergroup_status%(status)s[1m]) == 1)
                   and on (%(cl)s, group, topic) (
                     kafka_consumergroup_topic_min_retention_margin_seconds%(s)s
                       < on (%(cl)s, topic) group_left () kafka_topic_retention_seconds%(s)s

@@ -1163,9 +1163,21 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             Some(text) => {
                 let k = key("stall_after");
                 let refs: Vec<&str> = k.iter().map(String::as_str).collect();
-                parse_duration(figment, &refs, text)?
+                let stall_after = parse_duration(figment, &refs, text)?;
+                // Shorter, a group that commits once per cycle would look stalled.
+                if stall_after < 2 * interval {
+                    return Err(invalid(
+                        figment,
+                        &refs,
+                        format!(
+                            "{text} is shorter than two sampling intervals ({})",
+                            humantime::format_duration(2 * interval)
+                        ),
+                    ));
+                }
+                stall_after
             }
-            None => DEFAULT_STALL_AFTER,
+            None => DEFAULT_STALL_AFTER.max(2 * interval),
         };
         let transaction_list_min_age = match &cluster.transaction_list_min_age {
             Some(text) => {

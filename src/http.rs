@@ -167,7 +167,8 @@ pub struct StuckReport<'a> {
 pub struct GroupProgress<'a> {
     pub cluster: &'a str,
     pub group: &'a str,
-    /// ok, lagging, blocked, rewinding, stalled or stopped: the worst of its partitions.
+    /// ok, lagging, blocked, rewinding, stalled or stopped: the worst of its partitions;
+    /// unknown while no lag of it is known in this cycle.
     pub status: &'static str,
     /// The longest time its committed offset has not moved on a partition where it has
     /// something to read; `null` when no lag is known.
@@ -372,14 +373,16 @@ impl<'a> StuckReport<'a> {
                     .iter()
                     .filter_map(|o| o.lost_records)
                     .fold(0i64, i64::saturating_add);
-                let Some(status) = group.status else { continue };
-                if status == crate::progress::GroupStatus::Ok && lost_records == 0 {
+                let ok = group
+                    .status
+                    .is_none_or(|s| s == crate::progress::GroupStatus::Ok);
+                if ok && lost_records == 0 {
                     continue;
                 }
                 groups.push(GroupProgress {
                     cluster: name,
                     group: &group.name,
-                    status: status.as_str(),
+                    status: group.status.map_or("unknown", |s| s.as_str()),
                     commit_stall_seconds: offsets
                         .iter()
                         .filter_map(|o| o.commit_stall_seconds)

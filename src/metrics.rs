@@ -55,7 +55,7 @@ struct AnomalyLabels {
     kind: &'static str,
 }
 
-/// Labels of a per-topic counter; a marker counter adds `type`.
+/// Labels of a per-topic counter; a marker counter adds `marker`.
 type TopicLabels = Vec<(&'static str, String)>;
 
 /// The cost of exactly-once per topic ([`EosCost`]): counters whose totals the cluster's

@@ -76,6 +76,11 @@ struct Entry {
     growing_since: Option<(Instant, i64)>,
     /// When the committed offset last went back.
     rewound_at: Option<Instant>,
+    /// When last seen inside the log, nothing was left up to the HW that it would
+    /// receive (caught up, or only commit/abort markers).
+    nothing_up_to_hw: bool,
+    /// The committed offset was below the log start.
+    below_log_start: bool,
 }
 
 /// Per group and partition, what the commit stall and the status need from earlier
@@ -98,19 +103,28 @@ impl CommitWatch {
 
 /// Records a group has to read on a partition: up to the HW when it committed past the
 /// LSO (it reads uncommitted), else up to the LSO (what a read_committed consumer may
-/// read now). `None` while the lag is unknown.
-fn readable(g: &GroupPartitionState) -> Option<i64> {
+/// read now); 0 where the read at its committed offset found nothing it would receive
+/// there (only commit/abort markers: the lag counts them where the log was not read in
+/// full); and, below the log start, only what is still in the log. `None` while the lag
+/// is unknown.
+fn readable(g: &GroupPartitionState, log_start: Option<i64>) -> Option<i64> {
     let lag = g.lag?;
-    Some(if lag.committed_beyond_lso > 0 {
-        lag.hw_lag
+    let (lag, nothing_there) = if lag.committed_beyond_lso > 0 {
+        (lag.hw_lag, g.hw_lag_seconds == Some(0.0))
     } else {
-        lag.lso_lag
-    })
+        (lag.lso_lag, g.lso_lag_seconds == Some(0.0))
+    };
+    if nothing_there {
+        return Some(0);
+    }
+    let deleted = log_start.map_or(0, |l| l.saturating_sub(g.committed_offset).max(0));
+    Some(lag.saturating_sub(deleted).max(0))
 }
 
 /// Fills the commit stall, the status and the retention margin of every group that is
-/// not a share group, advancing `watch` to `now`. `retention_ms` holds the topics'
-/// `retention.ms` where known (-1 unlimited).
+/// not a share group, advancing `watch` to `now`. `reached`: the cycle reached the
+/// cluster (entries of groups it no longer lists are forgotten only then, and only when
+/// every broker listed its groups).
 pub fn apply(
     derived: &mut Derived,
     watch: &mut CommitWatch,
@@ -123,8 +137,12 @@ pub fn apply(
         .iter()
         .map(|p| ((&*p.topic, p.partition), p))
         .collect();
+    let listed_all = !derived
+        .failures
+        .iter()
+        .any(|(stage, _)| *stage == crate::kafka::Stage::ListGroups);
     let retention_ms = &derived.retention_ms;
-    let mut seen: std::collections::HashSet<(&str, &str, i32)> = Default::default();
+    let mut seen: std::collections::HashSet<(String, Arc<str>, i32)> = Default::default();
     let mut kept_groups: std::collections::HashSet<&str> = Default::default();
     for group in &mut derived.groups {
         if group.group_type == "share" {
@@ -138,13 +156,18 @@ pub fn apply(
         let mut status: Option<GroupStatus> = None;
         for g in offsets.iter_mut() {
             let partition = partitions.get(&(&*g.topic, g.partition)).copied();
-            retention(g, partition, retention_ms);
-            seen.insert((&group.name, &g.topic, g.partition));
+            let log_start = partition.and_then(|p| p.log_start_offset);
             let key = (group.name.clone(), g.topic.clone(), g.partition);
-            let Some(behind) = readable(g) else {
+            seen.insert(key.clone());
+            let previous = watch.entries.get(&key);
+            let retention_seconds = retention_ms
+                .get(&g.topic)
+                .filter(|ms| **ms >= 0)
+                .map(|ms| *ms as f64 / 1000.0);
+            retention(g, log_start, retention_seconds, previous);
+            let Some(behind) = readable(g, log_start) else {
                 continue;
             };
-            let previous = watch.entries.get(&key);
             let moved = previous.is_some_and(|e| e.committed != g.committed_offset);
             let mut entry = previous.cloned().unwrap_or(Entry {
                 committed: g.committed_offset,
@@ -153,11 +176,18 @@ pub fn apply(
                 lag_before: behind,
                 growing_since: None,
                 rewound_at: None,
+                nothing_up_to_hw: false,
+                below_log_start: false,
             });
             if previous.is_some_and(|e| g.committed_offset < e.committed) {
                 entry.rewound_at = Some(now);
             }
             entry.committed = g.committed_offset;
+            entry.below_log_start = log_start.is_some_and(|l| g.committed_offset < l);
+            if !entry.below_log_start {
+                entry.nothing_up_to_hw =
+                    g.lag.is_some_and(|l| l.hw_lag == 0) || g.hw_lag_seconds == Some(0.0);
+            }
             if behind == 0 {
                 entry.stalled_since = None;
                 entry.growing_since = None;
@@ -176,10 +206,12 @@ pub fn apply(
                 .stalled_since
                 .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
             g.commit_stall_seconds = Some(stall.as_secs_f64());
+            // Nothing to read below the LSO of a pinned partition, and not past it.
             let blocked = partition
                 .and_then(|p| p.visibility)
                 .is_some_and(|v| v.hw_minus_lso > 0)
-                && g.lag.is_some_and(|l| l.waits_at_lso());
+                && g.lag.is_some_and(|l| l.committed_beyond_lso == 0)
+                && behind == 0;
             let here = if stall >= stall_after && behind > entry.lag_then {
                 GroupStatus::Stopped
             } else if stall >= stall_after {
@@ -203,38 +235,57 @@ pub fn apply(
         }
         group.status = status;
     }
-    if reached {
+    if reached && listed_all {
         // Groups and partitions gone from the cluster (or the filters) are forgotten; a
-        // group whose offsets could not be fetched keeps its entries.
-        watch.entries.retain(|(group, topic, partition), _| {
-            kept_groups.contains(group.as_str())
-                || seen.contains(&(group.as_str(), &**topic, *partition))
-        });
+        // group whose offsets could not be fetched keeps its entries, and so does every
+        // group while some broker could not list its groups.
+        watch
+            .entries
+            .retain(|key, _| kept_groups.contains(key.0.as_str()) || seen.contains(key));
     }
 }
 
 /// The retention margin of one group-partition (see [`GroupPartitionState`]).
+///
+/// A committed offset below the log start counts as lost only once a second cycle saw it
+/// there (committed offsets are read before the log start in a cycle: a consumer that
+/// committed and deleted the records below, as Kafka Streams purges its repartition
+/// topics, would otherwise look as if it lost them for one cycle), and only when the
+/// group had something left up to the HW when it was last seen inside the log (an
+/// exactly-once group caught up at a commit marker loses nothing when retention deletes
+/// the marker). Until a second cycle confirms it, the lost count and the seconds are
+/// absent.
 fn retention(
     g: &mut GroupPartitionState,
-    partition: Option<&PartitionState>,
-    retention_ms: &HashMap<Arc<str>, i64>,
+    log_start: Option<i64>,
+    retention_seconds: Option<f64>,
+    previous: Option<&Entry>,
 ) {
-    let Some(log_start) = partition.and_then(|p| p.log_start_offset) else {
+    let Some(log_start) = log_start else {
         return;
     };
     let margin = g.committed_offset.saturating_sub(log_start);
     g.retention_margin = Some(margin.max(0));
-    g.lost_records = Some(margin.saturating_neg().max(0));
-    let retention_seconds = retention_ms
-        .get(&g.topic)
-        .filter(|ms| **ms >= 0)
-        .map(|ms| *ms as f64 / 1000.0);
-    g.retention_margin_seconds = match (retention_seconds, g.hw_lag_seconds) {
-        // Already gone: nothing of it is left to lose.
-        (Some(_), _) if margin < 0 => Some(0.0),
-        (Some(retention), Some(age)) => Some(retention - age),
-        _ => None,
+    if margin >= 0 {
+        g.lost_records = Some(0);
+        g.retention_margin_seconds = retention_seconds
+            .zip(g.hw_lag_seconds)
+            .map(|(retention, age)| retention - age);
+        return;
+    }
+    let Some(previous) =
+        previous.filter(|e| e.committed == g.committed_offset && e.below_log_start)
+    else {
+        return;
     };
+    if previous.nothing_up_to_hw {
+        // Nothing it had to read was deleted: as if caught up.
+        g.lost_records = Some(0);
+        g.retention_margin_seconds = retention_seconds;
+    } else {
+        g.lost_records = Some(margin.saturating_neg());
+        g.retention_margin_seconds = retention_seconds.map(|_| 0.0);
+    }
 }
 
 #[cfg(test)]
@@ -413,14 +464,27 @@ mod tests {
         assert_eq!(g.retention_margin, Some(60));
         assert_eq!(g.lost_records, Some(0));
         assert_eq!(g.retention_margin_seconds, Some(15.0));
-        // The log start passed the committed offset: 30 records lost, no margin left.
-        let (g, _) = cycle(
+        // The log start passed the committed offset: once a second cycle sees it there,
+        // 30 records lost, no margin left.
+        for confirmed in [false, true] {
+            let (g, _) = cycle(
+                &mut watch,
+                t0,
+                "classic",
+                partition("orders", 130, 150, 140),
+                offset("orders", 100, 150, 140, None),
+            );
+            assert_eq!(g.lost_records.is_some(), confirmed);
+        }
+        let (g, status) = cycle(
             &mut watch,
             t0,
             "classic",
             partition("orders", 130, 150, 140),
             offset("orders", 100, 150, 140, None),
         );
+        // What is left to read: from the log start to the LSO.
+        assert_eq!(status, Some(GroupStatus::Ok));
         assert_eq!(g.retention_margin, Some(0));
         assert_eq!(g.lost_records, Some(30));
         assert_eq!(g.retention_margin_seconds, Some(0.0));
@@ -442,6 +506,69 @@ mod tests {
         );
         assert_eq!(g.retention_margin_seconds, None);
         assert_eq!(g.retention_margin, Some(120));
+    }
+
+    #[test]
+    fn a_loss_counts_only_when_a_second_cycle_confirms_it_and_something_was_left() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        // Kafka Streams commits 200 and purges its repartition topic up to it between the
+        // exporter's two reads: one cycle sees committed 150 below log start 200.
+        let mut watch = CommitWatch::default();
+        cycle(
+            &mut watch,
+            at(0),
+            "classic",
+            partition("orders", 100, 260, 260),
+            offset("orders", 150, 260, 260, Some(2.0)),
+        );
+        let (g, _) = cycle(
+            &mut watch,
+            at(10),
+            "classic",
+            partition("orders", 200, 270, 270),
+            offset("orders", 150, 270, 270, Some(2.0)),
+        );
+        assert_eq!(
+            (g.lost_records, g.retention_margin_seconds),
+            (None, None),
+            "not confirmed yet"
+        );
+        let (g, _) = cycle(
+            &mut watch,
+            at(20),
+            "classic",
+            partition("orders", 200, 280, 280),
+            offset("orders", 200, 280, 280, Some(2.0)),
+        );
+        assert_eq!(
+            g.lost_records,
+            Some(0),
+            "it had committed 200: nothing lost"
+        );
+
+        // An exactly-once group caught up at a commit marker (lag 1, nothing to receive):
+        // not stalled however long, and retention deleting the marker loses nothing.
+        let mut watch = CommitWatch::default();
+        let marker_only = |log_start: i64| {
+            let mut o = offset("orders", 99, 100, 100, Some(0.0));
+            if log_start > 99 {
+                o.lso_lag_seconds = None;
+                o.hw_lag_seconds = None;
+            }
+            (partition("orders", log_start, 100, 100), o)
+        };
+        for t in [0u64, 100, 200, 300, 400] {
+            let log_start = if t < 300 { 0 } else { 100 };
+            let (p, o) = marker_only(log_start);
+            let (g, status) = cycle(&mut watch, at(t), "classic", p, o);
+            assert_eq!(status, Some(GroupStatus::Ok), "t={t}");
+            assert_eq!(g.commit_stall_seconds, Some(0.0), "t={t}");
+            if t == 400 {
+                assert_eq!(g.lost_records, Some(0));
+                assert_eq!(g.retention_margin_seconds, Some(60.0));
+            }
+        }
     }
 
     #[test]

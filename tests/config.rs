@@ -472,6 +472,13 @@ fn bad_configs() -> Vec<BadConfig> {
             "bad-",
         ),
         (
+            "stall_after shorter than two intervals",
+            format!("interval = \"30s\"\n{CLUSTER}stall_after = \"45s\"\n"),
+            vec![],
+            "clusters[0].stall_after",
+            "bad-",
+        ),
+        (
             "read_window out of range",
             format!("{CLUSTER}read_window = 1000000\n"),
             vec![],

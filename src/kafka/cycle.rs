@@ -92,7 +92,7 @@ pub struct KafkaSampler {
     /// Record-batch headers for exact and time lag; `None` when off for this cluster.
     reads: Option<Reads>,
     /// The topics' `retention.ms`, through the own client.
-    topic_configs: Option<TopicConfigs>,
+    topic_configs: Option<Arc<TopicConfigs>>,
     /// OAUTHBEARER tokens, shared by both clients.
     tokens: Option<Arc<TokenSource>>,
     /// The token last given to librdkafka (see `push_token`).
@@ -249,7 +249,9 @@ impl KafkaSampler {
             forensics: wire.clone().and_then(|w| Forensics::new(config, w)),
             inventory: wire.clone().and_then(|w| Inventory::new(config, w)),
             reads: wire.clone().and_then(|w| Reads::new(config, w)),
-            topic_configs: wire.clone().map(|w| TopicConfigs::new(&config.name, w)),
+            topic_configs: wire
+                .clone()
+                .map(|w| Arc::new(TopicConfigs::new(&config.name, w))),
             wire_offsets: Fallback::default(),
             wire_metadata: Fallback::default(),
             candidates: Candidates::new(&config.bootstrap_servers),
@@ -727,24 +729,18 @@ impl KafkaSampler {
         // 2. Groups, 3. their committed offsets: at most half of the time left, so that a
         // broker that does not answer leaves the partitions' offsets, asked next, time of
         // their own.
-        // The topics' retention.ms (DescribeConfigs, cached) is read meanwhile.
+        // The topics' retention.ms (DescribeConfigs, cached, refreshed in the background).
         let groups_deadline = Instant::now() + remaining(deadline) / 2;
-        let mut topics: Vec<Arc<str>> = targets.iter().map(|(t, _, _)| t.clone()).collect();
-        topics.dedup();
-        let retention = async {
-            match &self.topic_configs {
-                Some(configs) => configs.retention(&topics, &brokers, groups_deadline).await,
-                None => Default::default(),
+        if let Some(configs) = &self.topic_configs {
+            let mut topics: Vec<Arc<str>> = targets.iter().map(|(t, _, _)| t.clone()).collect();
+            topics.dedup();
+            let (retention_ms, failure) = configs.retention(&topics, &brokers);
+            sample.retention_ms = retention_ms;
+            if let Some(error) = failure {
+                sample.fail(Stage::TopicConfigs, 1, error);
             }
-        };
-        let (listed, (retention_ms, retention_failure)) = tokio::join!(
-            self.groups(&mut sample, &brokers, groups_deadline),
-            retention
-        );
-        sample.retention_ms = retention_ms;
-        if let Some(error) = retention_failure {
-            sample.fail(Stage::TopicConfigs, 1, error);
         }
+        let listed = self.groups(&mut sample, &brokers, groups_deadline).await;
         if let Some((mut groups, offsets_done)) = listed {
             groups.sort_by(|a, b| a.name.cmp(&b.name));
             groups.dedup_by(|a, b| a.name == b.name);

@@ -2,9 +2,11 @@
 //! (unlimited, -1, on a compacted topic: `cleanup.policy` without `delete`):
 //! DescribeConfigs on the topics, read when a topic is first seen and again every
 //! [`REFRESH`], all topics due in one request to one broker (any broker answers for topic
-//! configurations). At rest a cycle sends nothing.
+//! configurations), in the background of the cycles. At rest a cycle sends nothing; a
+//! topic the broker refuses (no `DescribeConfigs` on it) is asked for again after
+//! [`REFRESH`] like the others.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,15 +32,23 @@ pub struct TopicConfigs {
 
 #[derive(Default)]
 struct State {
-    /// Per topic: `retention.ms` (-1: unlimited) and when it is due again.
-    known: HashMap<Arc<str>, (i64, Instant)>,
-    /// No topic is asked for before then (after a failure).
+    /// Per topic: `retention.ms` (-1: unlimited; `None`: the broker refused it, e.g. no
+    /// DescribeConfigs permission) and when it is due again.
+    known: HashMap<Arc<str>, (Option<i64>, Instant)>,
+    /// No topic is asked for before then (after a failed request).
     quiet_until: Option<Instant>,
+    /// A refresh runs in the background.
+    reading: bool,
+    /// Why the last refresh failed, until a cycle reports it.
+    failure: Option<String>,
     /// Which broker to ask next: the brokers take turns.
     turn: usize,
     /// A failure was logged since the last success.
     warned: bool,
 }
+
+/// How long one refresh may take.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl TopicConfigs {
     pub fn new(cluster: &str, wire: Arc<WireClient>) -> TopicConfigs {
@@ -53,66 +63,87 @@ impl TopicConfigs {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `retention.ms` of each of `topics` (sorted, distinct): from the cache, after
-    /// asking for the topics not yet known or due again. A failure leaves the cached
-    /// values in place (a topic never read has none) and is returned, for `topic_configs`
-    /// in the cycle's errors.
-    pub async fn retention(
-        &self,
+    /// `retention.ms` of each of `topics` as far as it is known, and why the last refresh
+    /// failed (once, for `topic_configs` in the cycle's errors). Topics not yet read, or
+    /// due again, are read in the background (one DescribeConfigs for all of them, to
+    /// one broker): the cycle never waits for it, and a broker that does not answer costs
+    /// the values of the topics it was asked about until the next try, nothing else.
+    pub fn retention(
+        self: &Arc<Self>,
         topics: &[Arc<str>],
         brokers: &BTreeMap<i32, String>,
-        deadline: Instant,
     ) -> (HashMap<Arc<str>, i64>, Option<String>) {
-        let mut failure = None;
         let now = Instant::now();
-        let (due, addr) = {
-            let mut state = self.lock();
-            state.known.retain(|topic, _| topics.contains(topic));
-            let quiet = state.quiet_until.is_some_and(|until| now < until);
+        let wanted: HashSet<&str> = topics.iter().map(|t| &**t).collect();
+        let mut state = self.lock();
+        state.known.retain(|topic, _| wanted.contains(&**topic));
+        let quiet = state.quiet_until.is_some_and(|until| now < until);
+        if !quiet && !state.reading && !brokers.is_empty() {
             let due: Vec<Arc<str>> = topics
                 .iter()
                 .filter(|t| state.known.get(*t).is_none_or(|(_, at)| now >= *at))
                 .cloned()
                 .collect();
-            let addr = (!brokers.is_empty()).then(|| {
+            if !due.is_empty() {
                 state.turn = state.turn.wrapping_add(1);
-                brokers.values().nth(state.turn % brokers.len()).cloned()
-            });
-            (if quiet { Vec::new() } else { due }, addr.flatten())
-        };
-        if let (false, Some(addr)) = (due.is_empty(), addr) {
-            match self.read(&addr, &due, deadline).await {
-                Ok(read) => {
-                    let mut state = self.lock();
-                    let next = Instant::now() + REFRESH;
-                    for (topic, retention) in read {
-                        state.known.insert(topic, (retention, next));
-                    }
-                    state.quiet_until = None;
-                    state.warned = false;
-                }
-                Err(error) => {
-                    let mut state = self.lock();
-                    state.quiet_until = Some(Instant::now() + RETRY);
-                    if !state.warned {
-                        state.warned = true;
-                        tracing::warn!(
-                            cluster = %self.cluster,
-                            "cannot read the topics' retention.ms ({error}); the groups' retention margin in seconds is absent \
-                             for topics not read yet (needs DescribeConfigs on the topics); asked again in {} s",
-                            RETRY.as_secs()
-                        );
-                    }
-                    failure = Some(error);
+                let addr = brokers.values().nth(state.turn % brokers.len()).cloned();
+                if let Some(addr) = addr {
+                    state.reading = true;
+                    let this = self.clone();
+                    tokio::spawn(async move { this.refresh(addr, due).await });
                 }
             }
         }
-        let state = self.lock();
         let known = topics
             .iter()
-            .filter_map(|t| state.known.get(t).map(|(ms, _)| (t.clone(), *ms)))
+            .filter_map(|t| {
+                let (ms, _) = state.known.get(t)?;
+                Some((t.clone(), (*ms)?))
+            })
             .collect();
-        (known, failure)
+        (known, state.failure.take())
+    }
+
+    async fn refresh(&self, addr: String, due: Vec<Arc<str>>) {
+        let read = self.read(&addr, &due, Instant::now() + READ_TIMEOUT).await;
+        let mut state = self.lock();
+        state.reading = false;
+        match read {
+            Ok((read, refused)) => {
+                let next = Instant::now() + REFRESH;
+                for topic in due {
+                    let value = read.get(&topic).copied();
+                    state.known.insert(topic, (value, next));
+                }
+                state.quiet_until = None;
+                match refused {
+                    Some(reason) if !state.warned => {
+                        state.warned = true;
+                        tracing::warn!(
+                            cluster = %self.cluster,
+                            "cannot read the retention.ms of some topics ({reason}); their groups' retention margin in \
+                             seconds is absent (needs DescribeConfigs on the topics); asked again in {} min",
+                            REFRESH.as_secs() / 60
+                        );
+                    }
+                    Some(_) => {}
+                    None => state.warned = false,
+                }
+            }
+            Err(error) => {
+                state.quiet_until = Some(Instant::now() + RETRY);
+                if !state.warned {
+                    state.warned = true;
+                    tracing::warn!(
+                        cluster = %self.cluster,
+                        "cannot read the topics' retention.ms ({error}); the groups' retention margin in seconds is absent \
+                         for topics not read yet; asked again in {} s",
+                        RETRY.as_secs()
+                    );
+                }
+                state.failure = Some(error);
+            }
+        }
     }
 
     /// One DescribeConfigs for `retention.ms` of `topics`; a topic the broker reports an
@@ -122,7 +153,7 @@ impl TopicConfigs {
         addr: &str,
         topics: &[Arc<str>],
         deadline: Instant,
-    ) -> Result<Vec<(Arc<str>, i64)>, String> {
+    ) -> Result<(HashMap<Arc<str>, i64>, Option<String>), String> {
         let mut request = DescribeConfigsRequest::default();
         request.resources = topics
             .iter()
@@ -143,7 +174,8 @@ impl TopicConfigs {
             .send(addr, &request, "DescribeConfigs", deadline)
             .await
             .map_err(|e| format!("DescribeConfigs on {addr}: {e}"))?;
-        let mut read = Vec::new();
+        let by_name: HashMap<&str, &Arc<str>> = topics.iter().map(|t| (&**t, t)).collect();
+        let mut read = HashMap::new();
         let mut first_error = None;
         for result in &answer.results {
             if let Some(error) = ResponseError::try_from_code(result.error_code) {
@@ -168,16 +200,11 @@ impl TopicConfigs {
             let value = config("retention.ms")
                 .and_then(|ms| ms.parse::<i64>().ok())
                 .map(|ms| if deletes { ms } else { -1 });
-            let topic = topics
-                .iter()
-                .find(|t| ***t == *result.resource_name.as_str());
-            if let (Some(topic), Some(value)) = (topic, value) {
-                read.push((topic.clone(), value));
+            if let (Some(topic), Some(value)) = (by_name.get(result.resource_name.as_str()), value)
+            {
+                read.insert((*topic).clone(), value);
             }
         }
-        match first_error {
-            Some(error) if read.is_empty() => Err(error),
-            _ => Ok(read),
-        }
+        Ok((read, first_error))
     }
 }
