@@ -11,12 +11,20 @@
 //! the coordinator also bumps the epoch at the end of *every* transaction, so "the epoch
 //! went up" says nothing. What a healthy producer never shows is the state an
 //! InitProducerId leaves behind: a transactional id the exporter saw `Ongoing` that is next
-//! seen `Empty` (a new instance initialised it, no transaction since; only the abort it
-//! forced, PrepareAbort or CompleteAbort, may be seen in between) or `PrepareEpochFence`
-//! (the coordinator is aborting it for a new instance), with another producer id or epoch,
-//! counts one fencing ([`is_fencing`]). A new instance that already
-//! began a transaction of its own by the next cycle is indistinguishable from a healthy
-//! producer that committed twice, and is not counted.
+//! seen `Empty` (only the abort states, PrepareAbort or CompleteAbort, may be seen in
+//! between) or `PrepareEpochFence`, with another producer id or epoch, counts one
+//! ([`is_fencing`]). That is "the open transaction was ended by a new producer
+//! initialisation": a new instance fenced it, or the application ended it and restarted
+//! between two observations (a rolling deploy of an idle exactly-once application). The
+//! coordinator's states do not tell the two apart: a fence passes through
+//! PrepareEpochFence, PrepareAbort and CompleteAbort within a second, and a commit
+//! followed by a restart under transaction version 2 leaves the same `Empty` two epochs up.
+//! Only the one case that cannot be a fence is left out: the same producer id exactly one
+//! epoch up (transaction version 1: the producer ended the transaction itself, which
+//! keeps the epoch, and a restart bumped it once; a fence bumps it once to abort and once
+//! more for the new instance). A new instance that already began a transaction of its own
+//! by the next cycle is indistinguishable from a healthy producer that committed twice,
+//! and is not counted.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
@@ -38,7 +46,8 @@ pub const RECENT_FENCINGS: usize = 10;
 /// What a snapshot shows of the cluster's transactions.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TransactionsView {
-    /// `None` when the inventory is off or failed on every broker.
+    /// `None` when the inventory is off (`transaction_list = false`) or was not taken in
+    /// the cycle; when a broker did not answer, an inventory that is not `complete`.
     pub inventory: Option<TransactionInventory>,
     /// Transactional ids with a fencing or a coordinator move, sorted by id.
     pub counters: Vec<WatchCounters>,
@@ -80,7 +89,9 @@ pub struct TransactionInventory {
     pub filtered_here: bool,
     /// Open transactions by coordinator state.
     pub by_state: BTreeMap<String, u64>,
-    /// Of those, the ones that pin no exported partition.
+    /// Of those, the described ones that pin no exported partition (a lower bound: one
+    /// that could not be described, or writes to a partition whose holder is unknown in
+    /// the cycle, is not counted).
     pub unpinning: u64,
     /// Two-phase (KIP-939) transactions; `None` where no broker speaks KIP-939.
     pub prepared: Option<u64>,
@@ -100,13 +111,14 @@ pub struct DetailedTransaction {
     /// Since the coordinator's start time; `None` when not described.
     pub age_seconds: Option<f64>,
     /// Timeout minus age, at least 0; `None` when not described or when the coordinator
-    /// never times it out (two-phase).
+    /// does not time it out (two-phase, or already being committed or aborted).
     pub timeout_left_seconds: Option<f64>,
     pub timeout_ms: Option<i32>,
     /// The partitions it wrote to, as its coordinator lists them.
     pub partitions: Vec<(String, i32)>,
     pub described: bool,
-    /// It holds the LSO of an exported partition.
+    /// It holds (or, where the holder is unknown, may hold) the LSO of an exported
+    /// partition; `false` when not described.
     pub pins: bool,
     /// A two-phase (KIP-939) transaction: only its producer or an operator ends it.
     pub two_phase: bool,
@@ -134,14 +146,18 @@ impl From<&CoordinatorTransaction> for Seen {
     }
 }
 
-/// `true` when `now` shows that a new producer instance initialised the transactional id
-/// that `before` showed in a transaction (see the module docs): a healthy producer,
-/// whatever its transaction version, never goes from `Ongoing` to `Empty` or
-/// `PrepareEpochFence`.
+/// `true` when `now` shows that a new producer initialisation ended the transaction that
+/// `before` showed open (see the module docs): a new instance fenced it, or the
+/// application restarted. A healthy producer, whatever its transaction version, never goes
+/// from `Ongoing` to `Empty` or `PrepareEpochFence`.
 pub fn is_fencing(before: &Seen, now: &Seen) -> bool {
+    let restart_after_own_end = now.state == "Empty"
+        && now.producer_id == before.producer_id
+        && i32::from(now.producer_epoch) == i32::from(before.producer_epoch) + 1;
     before.state == "Ongoing"
         && matches!(now.state.as_str(), "Empty" | "PrepareEpochFence")
         && (now.producer_id != before.producer_id || now.producer_epoch != before.producer_epoch)
+        && !restart_after_own_end
 }
 
 /// A fencing the exporter saw: the id, the epoch it had, and the producer it has now.
@@ -181,6 +197,9 @@ struct Watched {
 pub struct TransactionWatch {
     ids: HashMap<String, Watched>,
     recent: Vec<Fencing>,
+    /// Changes at every [`TransactionWatch::forget`]: ties among the ids to forget are
+    /// broken differently each time.
+    rotation: u64,
 }
 
 impl TransactionWatch {
@@ -235,20 +254,29 @@ impl TransactionWatch {
         }
     }
 
-    /// Forgets ids not observed for [`FORGET_AFTER`], then the least recently observed
-    /// beyond [`MAX_WATCHED`].
+    /// Forgets ids not observed for [`FORGET_AFTER`], then, beyond [`MAX_WATCHED`], ids
+    /// without events before ids with events, the least recently observed first, ties
+    /// broken differently in every call (not always the same ids).
     pub fn forget(&mut self, now: Instant) {
         self.ids
             .retain(|_, w| now.saturating_duration_since(w.seen_at) < FORGET_AFTER);
+        self.rotation = self.rotation.wrapping_add(1);
         if self.ids.len() > MAX_WATCHED {
-            let mut by_age: Vec<(Instant, String)> = self
+            let rotation = self.rotation;
+            let tie = |id: &str| {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (rotation, id).hash(&mut h);
+                h.finish()
+            };
+            let mut by_age: Vec<(bool, Instant, u64, String)> = self
                 .ids
                 .iter()
-                .map(|(id, w)| (w.seen_at, id.clone()))
+                .map(|(id, w)| (w.fencings > 0 || w.moves > 0, w.seen_at, tie(id), id.clone()))
                 .collect();
             by_age.sort();
             let excess = self.ids.len() - MAX_WATCHED;
-            for (_, id) in by_age.into_iter().take(excess) {
+            for (_, _, _, id) in by_age.into_iter().take(excess) {
                 self.ids.remove(&id);
             }
         }
@@ -328,13 +356,16 @@ pub fn derive(
     };
 
     // Producers that hold the LSO of an exported partition, as forensics saw them, and
-    // partitions whose holder is unknown this cycle.
+    // partitions whose holder is unknown this cycle (withheld but not named, or HW or LSO
+    // unknown: their leader did not answer).
     let mut pinning: HashSet<i64> = HashSet::new();
     let mut unknown: HashSet<(&str, i32)> = HashSet::new();
     for p in partitions {
-        let held =
-            matches!((p.high_watermark, p.last_stable_offset), (Some(hw), Some(lso)) if hw > lso);
-        if !held {
+        let (Some(hw), Some(lso)) = (p.high_watermark, p.last_stable_offset) else {
+            unknown.insert((&p.topic, p.partition));
+            continue;
+        };
+        if hw <= lso {
             continue;
         }
         match &p.transactions {
@@ -349,10 +380,15 @@ pub fn derive(
         }
     }
 
+    // One entry per transactional id: while a `__transaction_state` partition moves, two
+    // coordinators may list the same id in one cycle. The list is sorted with the
+    // described ones first, so the first kept is the best known.
+    let mut ids: HashSet<&str> = HashSet::new();
     let open: Vec<_> = list
         .open
         .iter()
         .filter(|t| is_open(&t.transaction.state))
+        .filter(|t| ids.insert(t.transaction.transactional_id.as_str()))
         .collect();
     let mut inventory = TransactionInventory {
         complete: list.complete,
@@ -363,7 +399,10 @@ pub fn derive(
     for (rank, listed) in open.iter().enumerate() {
         let t = &listed.transaction;
         *inventory.by_state.entry(t.state.clone()).or_default() += 1;
-        let pins = pinning.contains(&t.producer_id)
+        // Not described: its partitions are unknown, so it is not counted as unpinning
+        // (the count is a lower bound).
+        let pins = !listed.described
+            || pinning.contains(&t.producer_id)
             || listed
                 .partitions
                 .iter()
@@ -371,7 +410,8 @@ pub fn derive(
         if !pins {
             inventory.unpinning += 1;
         }
-        let two_phase = listed.described && t.timeout_ms == TWO_PHASE_TIMEOUT_MS;
+        let two_phase =
+            list.two_phase_commit && listed.described && t.timeout_ms == TWO_PHASE_TIMEOUT_MS;
         prepared += u64::from(two_phase);
         if rank < detail {
             if listed.described {
@@ -379,8 +419,10 @@ pub fn derive(
             }
             let age_seconds = (listed.described && t.start_time_ms >= 0)
                 .then(|| (now_ms - t.start_time_ms).max(0) as f64 / 1000.0);
+            // Only an `Ongoing` transaction is timed out: the coordinator completes one
+            // that is being committed or aborted on its own.
             let timeout_left_seconds = age_seconds
-                .filter(|_| !two_phase && t.timeout_ms >= 0)
+                .filter(|_| !two_phase && t.timeout_ms >= 0 && t.state == "Ongoing")
                 .map(|age| (f64::from(t.timeout_ms) / 1000.0 - age).max(0.0));
             inventory.oldest.push(DetailedTransaction {
                 transactional_id: t.transactional_id.clone(),
@@ -393,7 +435,7 @@ pub fn derive(
                 timeout_ms: listed.described.then_some(t.timeout_ms),
                 partitions: listed.partitions.clone(),
                 described: listed.described,
-                pins,
+                pins: listed.described && pins,
                 two_phase,
                 fencings: 0,
                 coordinator_moves: 0,

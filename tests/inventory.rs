@@ -546,7 +546,7 @@ async fn a_new_instance_fences_and_healthy_commits_do_not() {
     );
     assert!(fencing["producer_epoch"].as_i64().unwrap() > fenced_epoch);
     let (_, page) = exporter.get("/").await;
-    assert!(page.contains("latest fencing"), "{page}");
+    assert!(page.contains("latest open transaction ended by a new producer initialisation"), "{page}");
 
     drop(rd_second);
     assert_eq!(healthy.run("abort"), "ok");
