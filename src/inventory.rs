@@ -521,6 +521,9 @@ mod tests {
         ));
         // A new instance: observed on Kafka 4.4 with Java clients (epoch 0 -> 2, Empty).
         assert!(is_fencing(&seen(7, 0, "Ongoing"), &seen(7, 2, "Empty")));
+        // One epoch up is a transaction-version-1 producer that ended its transaction
+        // itself (same epoch), then restarted (one bump): a fence bumps twice.
+        assert!(!is_fencing(&seen(7, 0, "Ongoing"), &seen(7, 1, "Empty")));
         assert!(is_fencing(
             &seen(7, 0, "Ongoing"),
             &seen(7, 1, "PrepareEpochFence")
@@ -595,6 +598,99 @@ mod tests {
     }
 
     #[test]
+    fn commit_then_restart_between_two_cycles() {
+        let t0 = Instant::now();
+        let wall = SystemTime::now();
+        // Transaction version 1: commit at epoch 3 (CompleteCommit 3), then the new
+        // instance's InitProducerId (Empty 4), no cycle in between: not counted.
+        let mut watch = TransactionWatch::default();
+        watch.observe(&described("app", "Ongoing", 3, 1, 60_000, 1), t0, wall);
+        watch.observe(&described("app", "Empty", 4, -1, 60_000, 1), t0, wall);
+        assert_eq!(watch.events("app"), (0, 0));
+        // Transaction version 2: the commit bumps to 4, InitProducerId to 5; the same
+        // Empty two epochs up as a fence leaves. Counted: the open transaction was ended
+        // by a new producer initialisation (a fence or a restart; nothing tells them
+        // apart), which the HELP text, the docs and `/` say.
+        let mut watch = TransactionWatch::default();
+        watch.observe(&described("app", "Ongoing", 3, 1, 60_000, 1), t0, wall);
+        watch.observe(&described("app", "Empty", 5, -1, 60_000, 1), t0, wall);
+        assert_eq!(watch.events("app"), (1, 0));
+        // A cycle saw the commit: never counted, whatever the version.
+        for (commit_epoch, init_epoch) in [(3, 4), (4, 5)] {
+            let mut watch = TransactionWatch::default();
+            watch.observe(&described("app", "Ongoing", 3, 1, 60_000, 1), t0, wall);
+            watch.observe(
+                &described("app", "CompleteCommit", commit_epoch, 1, 60_000, 1),
+                t0,
+                wall,
+            );
+            watch.observe(&described("app", "Empty", init_epoch, -1, 60_000, 1), t0, wall);
+            assert_eq!(watch.events("app"), (0, 0));
+        }
+        // Healthy producers committing, seen in every cycle or only while open: never.
+        for bump in [0i16, 1] {
+            let mut watch = TransactionWatch::default();
+            let mut epoch = 3i16;
+            for start in 0..50 {
+                watch.observe(&described("app", "Ongoing", epoch, start, 60_000, 1), t0, wall);
+                if start % 2 == 0 {
+                    watch.observe(
+                        &described("app", "CompleteCommit", epoch + bump, start, 60_000, 1),
+                        t0,
+                        wall,
+                    );
+                }
+                epoch += bump;
+            }
+            assert_eq!(watch.events("app"), (0, 0), "bump {bump}");
+        }
+    }
+
+    #[test]
+    fn the_watch_keeps_ids_with_events_and_evicts_fairly() {
+        let t0 = Instant::now();
+        let wall = SystemTime::now();
+        let mut watch = TransactionWatch::default();
+        // One id with a coordinator move, seen first (the least recently).
+        watch.observe(&described("moved", "Ongoing", 0, 1, 60_000, 1), t0, wall);
+        watch.observe(&described("moved", "Ongoing", 0, 1, 60_000, 2), t0, wall);
+        // Then more than can be kept, all at the same instant.
+        let at = t0 + Duration::from_millis(1);
+        for i in 0..MAX_WATCHED + 10 {
+            watch.observe(
+                &described(&format!("id-{i}"), "Ongoing", 0, 1, 60_000, 1),
+                at,
+                wall,
+            );
+        }
+        watch.forget(at);
+        assert_eq!(watch.len(), MAX_WATCHED);
+        assert_eq!(watch.events("moved"), (0, 1), "ids with events go last");
+        // Ties are broken differently from one cycle to the next.
+        let mut evicted: Vec<HashSet<String>> = Vec::new();
+        for _ in 0..3 {
+            let before: HashSet<String> = watch.ids.keys().cloned().collect();
+            for i in 0..MAX_WATCHED + 10 {
+                watch.observe(
+                    &described(&format!("id-{i}"), "Ongoing", 0, 1, 60_000, 1),
+                    at,
+                    wall,
+                );
+            }
+            let all: HashSet<String> = watch.ids.keys().cloned().collect();
+            watch.forget(at);
+            let kept: HashSet<String> = watch.ids.keys().cloned().collect();
+            assert!(kept.contains("moved"));
+            evicted.push(all.difference(&kept).cloned().collect());
+            let _ = before;
+        }
+        assert!(
+            evicted[0] != evicted[1] || evicted[1] != evicted[2],
+            "the same ids evicted every cycle: {evicted:?}"
+        );
+    }
+
+    #[test]
     fn the_watch_is_bounded() {
         let mut watch = TransactionWatch::default();
         let t0 = Instant::now();
@@ -645,6 +741,13 @@ mod tests {
         ended.producer_id = 45;
         let mut unknown = described("undescribed", "Ongoing", -1, -1, -1, 3);
         unknown.producer_id = 46;
+        let mut leaderless = described("leaderless", "Ongoing", 0, 980_000, 60_000, 1);
+        leaderless.producer_id = 47;
+        // Listed by two coordinators in one cycle (its log partition is moving).
+        let mut twice = described("twice", "Ongoing", 0, 985_000, 60_000, 1);
+        twice.producer_id = 48;
+        let mut twice_elsewhere = twice.clone();
+        twice_elsewhere.coordinator = 2;
         let list = TransactionList {
             complete: true,
             filtered_here: false,
@@ -655,6 +758,9 @@ mod tests {
                 listed(two_phase, &[], true),
                 listed(committing, &[("orders", 1)], true),
                 listed(ended, &[], true),
+                listed(leaderless, &[("orders", 2)], true),
+                listed(twice, &[("unexported", 2)], true),
+                listed(twice_elsewhere, &[("unexported", 2)], true),
                 listed(unknown, &[], false),
             ],
             followed: Vec::new(),
@@ -684,8 +790,16 @@ mod tests {
             }),
             replication: None,
         };
-        // orders/0 held by "pins"; orders/1's holder is unknown this cycle.
-        let partitions = vec![partition(0, 880_000, Some(41)), partition(1, 890_000, None)];
+        // orders/0 held by "pins"; orders/1's holder is unknown this cycle; orders/2's
+        // leader did not answer (HW and LSO unknown).
+        let mut down = partition(2, 0, None);
+        (down.high_watermark, down.last_stable_offset) = (None, None);
+        let partitions = vec![
+            partition(0, 880_000, Some(41)),
+            partition(1, 890_000, None),
+            down,
+        ];
+        let list_again = list.clone();
         let input = Input {
             list: Some(list),
             named: Vec::new(),
@@ -694,10 +808,12 @@ mod tests {
         let inventory = derive(input, &partitions, &mut watch, 3, Instant::now(), wall).unwrap();
         assert_eq!(
             inventory.by_state,
-            BTreeMap::from([("Ongoing".into(), 4), ("PrepareCommit".into(), 1)])
+            BTreeMap::from([("Ongoing".into(), 6), ("PrepareCommit".into(), 1)]),
+            "one entry per transactional id"
         );
-        // "elsewhere", "xa" and the undescribed one pin nothing exported; "committing"
-        // may hold orders/1, whose holder is unknown.
+        // "elsewhere", "xa" and "twice" (once) pin nothing exported; "committing" may
+        // hold orders/1, whose holder is unknown, and "leaderless" orders/2, whose HW
+        // and LSO are unknown; the undescribed one's partitions are unknown.
         assert_eq!(inventory.unpinning, 3);
         assert_eq!(inventory.prepared, Some(1));
         let ids: Vec<&str> = inventory
@@ -722,6 +838,43 @@ mod tests {
         );
         assert!(inventory.oldest[2].two_phase);
         assert_eq!(watch.len(), 3, "the detailed ones are watched");
+
+        // All detailed: one entry for "twice"; no time left for PrepareCommit, which the
+        // coordinator completes on its own; the undescribed one not shown unpinning.
+        let input = Input {
+            list: Some(list_again.clone()),
+            named: Vec::new(),
+        };
+        let inventory = derive(input, &partitions, &mut watch, 100, Instant::now(), wall).unwrap();
+        let ids: Vec<&str> = inventory
+            .oldest
+            .iter()
+            .map(|t| t.transactional_id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            ["pins", "elsewhere", "xa", "committing", "leaderless", "twice", "undescribed"]
+        );
+        assert_eq!(inventory.oldest[3].state, "PrepareCommit");
+        assert_eq!(inventory.oldest[3].age_seconds, Some(40.0));
+        assert_eq!(inventory.oldest[3].timeout_left_seconds, None);
+        assert!(inventory.oldest[4].pins, "HW and LSO unknown: may pin");
+        assert_eq!(inventory.oldest[5].coordinator, 1);
+        assert!(!inventory.oldest[6].described);
+
+        // Brokers without KIP-939: a timeout of i32::MAX is not two-phase.
+        let mut no_kip939 = list_again;
+        no_kip939.two_phase_commit = false;
+        let input = Input {
+            list: Some(no_kip939),
+            named: Vec::new(),
+        };
+        let inventory = derive(input, &partitions, &mut watch, 100, Instant::now(), wall).unwrap();
+        assert_eq!(inventory.prepared, None);
+        assert!(!inventory.oldest[2].two_phase);
+        assert!(inventory.oldest[2]
+            .timeout_left_seconds
+            .is_some_and(|left| left > 2_000_000.0));
 
         // Without KIP-939 on any broker, no prepared count.
         let input = Input {
