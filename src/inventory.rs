@@ -272,7 +272,14 @@ impl TransactionWatch {
             let mut by_age: Vec<(bool, Instant, u64, String)> = self
                 .ids
                 .iter()
-                .map(|(id, w)| (w.fencings > 0 || w.moves > 0, w.seen_at, tie(id), id.clone()))
+                .map(|(id, w)| {
+                    (
+                        w.fencings > 0 || w.moves > 0,
+                        w.seen_at,
+                        tie(id),
+                        id.clone(),
+                    )
+                })
                 .collect();
             by_age.sort();
             let excess = self.ids.len() - MAX_WATCHED;
@@ -624,7 +631,11 @@ mod tests {
                 t0,
                 wall,
             );
-            watch.observe(&described("app", "Empty", init_epoch, -1, 60_000, 1), t0, wall);
+            watch.observe(
+                &described("app", "Empty", init_epoch, -1, 60_000, 1),
+                t0,
+                wall,
+            );
             assert_eq!(watch.events("app"), (0, 0));
         }
         // Healthy producers committing, seen in every cycle or only while open: never.
@@ -632,7 +643,11 @@ mod tests {
             let mut watch = TransactionWatch::default();
             let mut epoch = 3i16;
             for start in 0..50 {
-                watch.observe(&described("app", "Ongoing", epoch, start, 60_000, 1), t0, wall);
+                watch.observe(
+                    &described("app", "Ongoing", epoch, start, 60_000, 1),
+                    t0,
+                    wall,
+                );
                 if start % 2 == 0 {
                     watch.observe(
                         &described("app", "CompleteCommit", epoch + bump, start, 60_000, 1),
@@ -853,7 +868,15 @@ mod tests {
             .collect();
         assert_eq!(
             ids,
-            ["pins", "elsewhere", "xa", "committing", "leaderless", "twice", "undescribed"]
+            [
+                "pins",
+                "elsewhere",
+                "xa",
+                "committing",
+                "leaderless",
+                "twice",
+                "undescribed"
+            ]
         );
         assert_eq!(inventory.oldest[3].state, "PrepareCommit");
         assert_eq!(inventory.oldest[3].age_seconds, Some(40.0));

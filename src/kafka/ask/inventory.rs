@@ -183,8 +183,11 @@ impl Inventory {
                     .collect();
                 candidates.dedup();
                 candidates.sort_by_key(|id| !watched.contains_key(*id));
-                let mut ask: Vec<String> =
-                    candidates.into_iter().take(cap).map(str::to_string).collect();
+                let mut ask: Vec<String> = candidates
+                    .into_iter()
+                    .take(cap)
+                    .map(str::to_string)
+                    .collect();
                 ask.extend(
                     watched
                         .iter()
