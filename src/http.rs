@@ -191,7 +191,8 @@ pub struct ClusterTransactions<'a> {
     pub filtered_by_exporter: bool,
     /// Open transactions older than `transaction_list_min_age`, by coordinator state.
     pub open: &'a std::collections::BTreeMap<String, u64>,
-    /// Of those, the ones that hold the LSO of no exported partition.
+    /// Of those, the described ones that hold the LSO of no exported partition (a lower
+    /// bound: one not described in the cycle is not counted).
     pub unpinning: u64,
     /// Two-phase (KIP-939) transactions; `null` where no broker speaks KIP-939.
     pub prepared: Option<u64>,
@@ -211,12 +212,13 @@ pub struct ListedTransaction<'a> {
     pub coordinator: i32,
     /// From the coordinator's start time; `null` when it could not be described.
     pub age_seconds: Option<f64>,
-    /// Before the coordinator aborts it; `null` when it never does (two-phase) or when
-    /// it could not be described.
+    /// Before the coordinator aborts it; `null` when it does not (two-phase, or already
+    /// being committed or aborted) or when it could not be described.
     pub timeout_left_seconds: Option<f64>,
     pub timeout_ms: Option<i32>,
     pub partitions: Vec<TopicPartition<'a>>,
-    /// It holds the LSO of an exported partition.
+    /// It holds (or may hold, where the holder is unknown) the LSO of an exported
+    /// partition; `false` as well when it could not be described.
     pub pins_exported_partition: bool,
     pub two_phase: bool,
     pub fencings: u64,
@@ -704,7 +706,7 @@ fn render_cluster_transactions(out: &mut String, clusters: &[ClusterTransactions
             .collect();
         let _ = writeln!(
             out,
-            "<p>{}: {}{}; {} pin no exported partition{}{}</p>",
+            "<p>{}: {}{}; at least {} pin no exported partition{}{}</p>",
             escape(c.cluster),
             if counts.is_empty() {
                 "no open transaction".to_string()
@@ -723,7 +725,7 @@ fn render_cluster_transactions(out: &mut String, clusters: &[ClusterTransactions
                 String::new()
             } else {
                 format!(
-                    "; latest fencing: {} (producer {} epoch {} fenced, now epoch {})",
+                    "; latest open transaction ended by a new producer initialisation (a new instance fenced it, or the application restarted): {} (producer {} epoch {}, now epoch {})",
                     escape(c.fencings[0].transactional_id),
                     c.fencings[0].fenced_producer_id,
                     c.fencings[0].fenced_producer_epoch,
@@ -734,7 +736,7 @@ fn render_cluster_transactions(out: &mut String, clusters: &[ClusterTransactions
         if c.oldest.is_empty() {
             continue;
         }
-        out.push_str("<table><tr><th class=\"l\">transactional.id</th><th>producer id/epoch</th><th class=\"l\">state</th><th class=\"l\">coordinator</th><th>age</th><th>time left</th><th class=\"l\">partitions</th><th>fencings</th><th>coordinator moves</th></tr>\n");
+        out.push_str("<table><tr><th class=\"l\">transactional.id</th><th>producer id/epoch</th><th class=\"l\">state</th><th class=\"l\">coordinator</th><th>age</th><th>time left</th><th class=\"l\">partitions</th><th>fencings or restarts</th><th>coordinator moves</th></tr>\n");
         for t in &c.oldest {
             let partitions = if t.partitions.is_empty() {
                 "-".to_string()
@@ -759,7 +761,7 @@ fn render_cluster_transactions(out: &mut String, clusters: &[ClusterTransactions
                 escape(t.state),
                 t.coordinator,
                 t.age_seconds.map_or("unknown".to_string(), human_duration),
-                if t.pins_exported_partition {
+                if t.pins_exported_partition || t.timeout_ms.is_none() {
                     ""
                 } else {
                     "<br><i>pins no exported partition</i>"
@@ -1183,7 +1185,7 @@ mod tests {
         assert!(page.contains("&lt;b&gt;etl&lt;/b&gt;&amp;&quot;"), "{page}");
         assert!(page.contains("&lt;i&gt;orders&lt;/i&gt;/3"), "{page}");
         assert!(
-            page.contains("prod: 3 Ongoing; 2 pin no exported partition"),
+            page.contains("prod: 3 Ongoing; at least 2 pin no exported partition"),
             "{page}"
         );
         assert!(page.contains("now epoch 7"), "{page}");

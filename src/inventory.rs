@@ -11,12 +11,20 @@
 //! the coordinator also bumps the epoch at the end of *every* transaction, so "the epoch
 //! went up" says nothing. What a healthy producer never shows is the state an
 //! InitProducerId leaves behind: a transactional id the exporter saw `Ongoing` that is next
-//! seen `Empty` (a new instance initialised it, no transaction since; only the abort it
-//! forced, PrepareAbort or CompleteAbort, may be seen in between) or `PrepareEpochFence`
-//! (the coordinator is aborting it for a new instance), with another producer id or epoch,
-//! counts one fencing ([`is_fencing`]). A new instance that already
-//! began a transaction of its own by the next cycle is indistinguishable from a healthy
-//! producer that committed twice, and is not counted.
+//! seen `Empty` (only the abort states, PrepareAbort or CompleteAbort, may be seen in
+//! between) or `PrepareEpochFence`, with another producer id or epoch, counts one
+//! ([`is_fencing`]). That is "the open transaction was ended by a new producer
+//! initialisation": a new instance fenced it, or the application ended it and restarted
+//! between two observations (a rolling deploy of an idle exactly-once application). The
+//! coordinator's states do not tell the two apart: a fence passes through
+//! PrepareEpochFence, PrepareAbort and CompleteAbort within a second, and a commit
+//! followed by a restart under transaction version 2 leaves the same `Empty` two epochs up.
+//! Only the one case that cannot be a fence is left out: the same producer id exactly one
+//! epoch up (transaction version 1: the producer ended the transaction itself, which
+//! keeps the epoch, and a restart bumped it once; a fence bumps it once to abort and once
+//! more for the new instance). A new instance that already began a transaction of its own
+//! by the next cycle is indistinguishable from a healthy producer that committed twice,
+//! and is not counted.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
@@ -38,7 +46,8 @@ pub const RECENT_FENCINGS: usize = 10;
 /// What a snapshot shows of the cluster's transactions.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TransactionsView {
-    /// `None` when the inventory is off or failed on every broker.
+    /// `None` when the inventory is off (`transaction_list = false`) or was not taken in
+    /// the cycle; when a broker did not answer, an inventory that is not `complete`.
     pub inventory: Option<TransactionInventory>,
     /// Transactional ids with a fencing or a coordinator move, sorted by id.
     pub counters: Vec<WatchCounters>,
@@ -80,7 +89,9 @@ pub struct TransactionInventory {
     pub filtered_here: bool,
     /// Open transactions by coordinator state.
     pub by_state: BTreeMap<String, u64>,
-    /// Of those, the ones that pin no exported partition.
+    /// Of those, the described ones that pin no exported partition (a lower bound: one
+    /// that could not be described, or writes to a partition whose holder is unknown in
+    /// the cycle, is not counted).
     pub unpinning: u64,
     /// Two-phase (KIP-939) transactions; `None` where no broker speaks KIP-939.
     pub prepared: Option<u64>,
@@ -100,13 +111,14 @@ pub struct DetailedTransaction {
     /// Since the coordinator's start time; `None` when not described.
     pub age_seconds: Option<f64>,
     /// Timeout minus age, at least 0; `None` when not described or when the coordinator
-    /// never times it out (two-phase).
+    /// does not time it out (two-phase, or already being committed or aborted).
     pub timeout_left_seconds: Option<f64>,
     pub timeout_ms: Option<i32>,
     /// The partitions it wrote to, as its coordinator lists them.
     pub partitions: Vec<(String, i32)>,
     pub described: bool,
-    /// It holds the LSO of an exported partition.
+    /// It holds (or, where the holder is unknown, may hold) the LSO of an exported
+    /// partition; `false` when not described.
     pub pins: bool,
     /// A two-phase (KIP-939) transaction: only its producer or an operator ends it.
     pub two_phase: bool,
@@ -134,14 +146,18 @@ impl From<&CoordinatorTransaction> for Seen {
     }
 }
 
-/// `true` when `now` shows that a new producer instance initialised the transactional id
-/// that `before` showed in a transaction (see the module docs): a healthy producer,
-/// whatever its transaction version, never goes from `Ongoing` to `Empty` or
-/// `PrepareEpochFence`.
+/// `true` when `now` shows that a new producer initialisation ended the transaction that
+/// `before` showed open (see the module docs): a new instance fenced it, or the
+/// application restarted. A healthy producer, whatever its transaction version, never goes
+/// from `Ongoing` to `Empty` or `PrepareEpochFence`.
 pub fn is_fencing(before: &Seen, now: &Seen) -> bool {
+    let restart_after_own_end = now.state == "Empty"
+        && now.producer_id == before.producer_id
+        && i32::from(now.producer_epoch) == i32::from(before.producer_epoch) + 1;
     before.state == "Ongoing"
         && matches!(now.state.as_str(), "Empty" | "PrepareEpochFence")
         && (now.producer_id != before.producer_id || now.producer_epoch != before.producer_epoch)
+        && !restart_after_own_end
 }
 
 /// A fencing the exporter saw: the id, the epoch it had, and the producer it has now.
@@ -181,6 +197,9 @@ struct Watched {
 pub struct TransactionWatch {
     ids: HashMap<String, Watched>,
     recent: Vec<Fencing>,
+    /// Changes at every [`TransactionWatch::forget`]: ties among the ids to forget are
+    /// broken differently each time.
+    rotation: u64,
 }
 
 impl TransactionWatch {
@@ -235,20 +254,36 @@ impl TransactionWatch {
         }
     }
 
-    /// Forgets ids not observed for [`FORGET_AFTER`], then the least recently observed
-    /// beyond [`MAX_WATCHED`].
+    /// Forgets ids not observed for [`FORGET_AFTER`], then, beyond [`MAX_WATCHED`], ids
+    /// without events before ids with events, the least recently observed first, ties
+    /// broken differently in every call (not always the same ids).
     pub fn forget(&mut self, now: Instant) {
         self.ids
             .retain(|_, w| now.saturating_duration_since(w.seen_at) < FORGET_AFTER);
+        self.rotation = self.rotation.wrapping_add(1);
         if self.ids.len() > MAX_WATCHED {
-            let mut by_age: Vec<(Instant, String)> = self
+            let rotation = self.rotation;
+            let tie = |id: &str| {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (rotation, id).hash(&mut h);
+                h.finish()
+            };
+            let mut by_age: Vec<(bool, Instant, u64, String)> = self
                 .ids
                 .iter()
-                .map(|(id, w)| (w.seen_at, id.clone()))
+                .map(|(id, w)| {
+                    (
+                        w.fencings > 0 || w.moves > 0,
+                        w.seen_at,
+                        tie(id),
+                        id.clone(),
+                    )
+                })
                 .collect();
             by_age.sort();
             let excess = self.ids.len() - MAX_WATCHED;
-            for (_, id) in by_age.into_iter().take(excess) {
+            for (_, _, _, id) in by_age.into_iter().take(excess) {
                 self.ids.remove(&id);
             }
         }
@@ -328,13 +363,16 @@ pub fn derive(
     };
 
     // Producers that hold the LSO of an exported partition, as forensics saw them, and
-    // partitions whose holder is unknown this cycle.
+    // partitions whose holder is unknown this cycle (withheld but not named, or HW or LSO
+    // unknown: their leader did not answer).
     let mut pinning: HashSet<i64> = HashSet::new();
     let mut unknown: HashSet<(&str, i32)> = HashSet::new();
     for p in partitions {
-        let held =
-            matches!((p.high_watermark, p.last_stable_offset), (Some(hw), Some(lso)) if hw > lso);
-        if !held {
+        let (Some(hw), Some(lso)) = (p.high_watermark, p.last_stable_offset) else {
+            unknown.insert((&p.topic, p.partition));
+            continue;
+        };
+        if hw <= lso {
             continue;
         }
         match &p.transactions {
@@ -349,10 +387,15 @@ pub fn derive(
         }
     }
 
+    // One entry per transactional id: while a `__transaction_state` partition moves, two
+    // coordinators may list the same id in one cycle. The list is sorted with the
+    // described ones first, so the first kept is the best known.
+    let mut ids: HashSet<&str> = HashSet::new();
     let open: Vec<_> = list
         .open
         .iter()
         .filter(|t| is_open(&t.transaction.state))
+        .filter(|t| ids.insert(t.transaction.transactional_id.as_str()))
         .collect();
     let mut inventory = TransactionInventory {
         complete: list.complete,
@@ -363,7 +406,10 @@ pub fn derive(
     for (rank, listed) in open.iter().enumerate() {
         let t = &listed.transaction;
         *inventory.by_state.entry(t.state.clone()).or_default() += 1;
-        let pins = pinning.contains(&t.producer_id)
+        // Not described: its partitions are unknown, so it is not counted as unpinning
+        // (the count is a lower bound).
+        let pins = !listed.described
+            || pinning.contains(&t.producer_id)
             || listed
                 .partitions
                 .iter()
@@ -371,7 +417,8 @@ pub fn derive(
         if !pins {
             inventory.unpinning += 1;
         }
-        let two_phase = listed.described && t.timeout_ms == TWO_PHASE_TIMEOUT_MS;
+        let two_phase =
+            list.two_phase_commit && listed.described && t.timeout_ms == TWO_PHASE_TIMEOUT_MS;
         prepared += u64::from(two_phase);
         if rank < detail {
             if listed.described {
@@ -379,8 +426,10 @@ pub fn derive(
             }
             let age_seconds = (listed.described && t.start_time_ms >= 0)
                 .then(|| (now_ms - t.start_time_ms).max(0) as f64 / 1000.0);
+            // Only an `Ongoing` transaction is timed out: the coordinator completes one
+            // that is being committed or aborted on its own.
             let timeout_left_seconds = age_seconds
-                .filter(|_| !two_phase && t.timeout_ms >= 0)
+                .filter(|_| !two_phase && t.timeout_ms >= 0 && t.state == "Ongoing")
                 .map(|age| (f64::from(t.timeout_ms) / 1000.0 - age).max(0.0));
             inventory.oldest.push(DetailedTransaction {
                 transactional_id: t.transactional_id.clone(),
@@ -393,7 +442,7 @@ pub fn derive(
                 timeout_ms: listed.described.then_some(t.timeout_ms),
                 partitions: listed.partitions.clone(),
                 described: listed.described,
-                pins,
+                pins: listed.described && pins,
                 two_phase,
                 fencings: 0,
                 coordinator_moves: 0,
@@ -479,6 +528,9 @@ mod tests {
         ));
         // A new instance: observed on Kafka 4.4 with Java clients (epoch 0 -> 2, Empty).
         assert!(is_fencing(&seen(7, 0, "Ongoing"), &seen(7, 2, "Empty")));
+        // One epoch up is a transaction-version-1 producer that ended its transaction
+        // itself (same epoch), then restarted (one bump): a fence bumps twice.
+        assert!(!is_fencing(&seen(7, 0, "Ongoing"), &seen(7, 1, "Empty")));
         assert!(is_fencing(
             &seen(7, 0, "Ongoing"),
             &seen(7, 1, "PrepareEpochFence")
@@ -553,6 +605,107 @@ mod tests {
     }
 
     #[test]
+    fn commit_then_restart_between_two_cycles() {
+        let t0 = Instant::now();
+        let wall = SystemTime::now();
+        // Transaction version 1: commit at epoch 3 (CompleteCommit 3), then the new
+        // instance's InitProducerId (Empty 4), no cycle in between: not counted.
+        let mut watch = TransactionWatch::default();
+        watch.observe(&described("app", "Ongoing", 3, 1, 60_000, 1), t0, wall);
+        watch.observe(&described("app", "Empty", 4, -1, 60_000, 1), t0, wall);
+        assert_eq!(watch.events("app"), (0, 0));
+        // Transaction version 2: the commit bumps to 4, InitProducerId to 5; the same
+        // Empty two epochs up as a fence leaves. Counted: the open transaction was ended
+        // by a new producer initialisation (a fence or a restart; nothing tells them
+        // apart), which the HELP text, the docs and `/` say.
+        let mut watch = TransactionWatch::default();
+        watch.observe(&described("app", "Ongoing", 3, 1, 60_000, 1), t0, wall);
+        watch.observe(&described("app", "Empty", 5, -1, 60_000, 1), t0, wall);
+        assert_eq!(watch.events("app"), (1, 0));
+        // A cycle saw the commit: never counted, whatever the version.
+        for (commit_epoch, init_epoch) in [(3, 4), (4, 5)] {
+            let mut watch = TransactionWatch::default();
+            watch.observe(&described("app", "Ongoing", 3, 1, 60_000, 1), t0, wall);
+            watch.observe(
+                &described("app", "CompleteCommit", commit_epoch, 1, 60_000, 1),
+                t0,
+                wall,
+            );
+            watch.observe(
+                &described("app", "Empty", init_epoch, -1, 60_000, 1),
+                t0,
+                wall,
+            );
+            assert_eq!(watch.events("app"), (0, 0));
+        }
+        // Healthy producers committing, seen in every cycle or only while open: never.
+        for bump in [0i16, 1] {
+            let mut watch = TransactionWatch::default();
+            let mut epoch = 3i16;
+            for start in 0..50 {
+                watch.observe(
+                    &described("app", "Ongoing", epoch, start, 60_000, 1),
+                    t0,
+                    wall,
+                );
+                if start % 2 == 0 {
+                    watch.observe(
+                        &described("app", "CompleteCommit", epoch + bump, start, 60_000, 1),
+                        t0,
+                        wall,
+                    );
+                }
+                epoch += bump;
+            }
+            assert_eq!(watch.events("app"), (0, 0), "bump {bump}");
+        }
+    }
+
+    #[test]
+    fn the_watch_keeps_ids_with_events_and_evicts_fairly() {
+        let t0 = Instant::now();
+        let wall = SystemTime::now();
+        let mut watch = TransactionWatch::default();
+        // One id with a coordinator move, seen first (the least recently).
+        watch.observe(&described("moved", "Ongoing", 0, 1, 60_000, 1), t0, wall);
+        watch.observe(&described("moved", "Ongoing", 0, 1, 60_000, 2), t0, wall);
+        // Then more than can be kept, all at the same instant.
+        let at = t0 + Duration::from_millis(1);
+        for i in 0..MAX_WATCHED + 10 {
+            watch.observe(
+                &described(&format!("id-{i}"), "Ongoing", 0, 1, 60_000, 1),
+                at,
+                wall,
+            );
+        }
+        watch.forget(at);
+        assert_eq!(watch.len(), MAX_WATCHED);
+        assert_eq!(watch.events("moved"), (0, 1), "ids with events go last");
+        // Ties are broken differently from one cycle to the next.
+        let mut evicted: Vec<HashSet<String>> = Vec::new();
+        for _ in 0..3 {
+            let before: HashSet<String> = watch.ids.keys().cloned().collect();
+            for i in 0..MAX_WATCHED + 10 {
+                watch.observe(
+                    &described(&format!("id-{i}"), "Ongoing", 0, 1, 60_000, 1),
+                    at,
+                    wall,
+                );
+            }
+            let all: HashSet<String> = watch.ids.keys().cloned().collect();
+            watch.forget(at);
+            let kept: HashSet<String> = watch.ids.keys().cloned().collect();
+            assert!(kept.contains("moved"));
+            evicted.push(all.difference(&kept).cloned().collect());
+            let _ = before;
+        }
+        assert!(
+            evicted[0] != evicted[1] || evicted[1] != evicted[2],
+            "the same ids evicted every cycle: {evicted:?}"
+        );
+    }
+
+    #[test]
     fn the_watch_is_bounded() {
         let mut watch = TransactionWatch::default();
         let t0 = Instant::now();
@@ -603,6 +756,13 @@ mod tests {
         ended.producer_id = 45;
         let mut unknown = described("undescribed", "Ongoing", -1, -1, -1, 3);
         unknown.producer_id = 46;
+        let mut leaderless = described("leaderless", "Ongoing", 0, 980_000, 60_000, 1);
+        leaderless.producer_id = 47;
+        // Listed by two coordinators in one cycle (its log partition is moving).
+        let mut twice = described("twice", "Ongoing", 0, 985_000, 60_000, 1);
+        twice.producer_id = 48;
+        let mut twice_elsewhere = twice.clone();
+        twice_elsewhere.coordinator = 2;
         let list = TransactionList {
             complete: true,
             filtered_here: false,
@@ -613,6 +773,9 @@ mod tests {
                 listed(two_phase, &[], true),
                 listed(committing, &[("orders", 1)], true),
                 listed(ended, &[], true),
+                listed(leaderless, &[("orders", 2)], true),
+                listed(twice, &[("unexported", 2)], true),
+                listed(twice_elsewhere, &[("unexported", 2)], true),
                 listed(unknown, &[], false),
             ],
             followed: Vec::new(),
@@ -642,8 +805,16 @@ mod tests {
             }),
             replication: None,
         };
-        // orders/0 held by "pins"; orders/1's holder is unknown this cycle.
-        let partitions = vec![partition(0, 880_000, Some(41)), partition(1, 890_000, None)];
+        // orders/0 held by "pins"; orders/1's holder is unknown this cycle; orders/2's
+        // leader did not answer (HW and LSO unknown).
+        let mut down = partition(2, 0, None);
+        (down.high_watermark, down.last_stable_offset) = (None, None);
+        let partitions = vec![
+            partition(0, 880_000, Some(41)),
+            partition(1, 890_000, None),
+            down,
+        ];
+        let list_again = list.clone();
         let input = Input {
             list: Some(list),
             named: Vec::new(),
@@ -652,10 +823,12 @@ mod tests {
         let inventory = derive(input, &partitions, &mut watch, 3, Instant::now(), wall).unwrap();
         assert_eq!(
             inventory.by_state,
-            BTreeMap::from([("Ongoing".into(), 4), ("PrepareCommit".into(), 1)])
+            BTreeMap::from([("Ongoing".into(), 6), ("PrepareCommit".into(), 1)]),
+            "one entry per transactional id"
         );
-        // "elsewhere", "xa" and the undescribed one pin nothing exported; "committing"
-        // may hold orders/1, whose holder is unknown.
+        // "elsewhere", "xa" and "twice" (once) pin nothing exported; "committing" may
+        // hold orders/1, whose holder is unknown, and "leaderless" orders/2, whose HW
+        // and LSO are unknown; the undescribed one's partitions are unknown.
         assert_eq!(inventory.unpinning, 3);
         assert_eq!(inventory.prepared, Some(1));
         let ids: Vec<&str> = inventory
@@ -680,6 +853,51 @@ mod tests {
         );
         assert!(inventory.oldest[2].two_phase);
         assert_eq!(watch.len(), 3, "the detailed ones are watched");
+
+        // All detailed: one entry for "twice"; no time left for PrepareCommit, which the
+        // coordinator completes on its own; the undescribed one not shown unpinning.
+        let input = Input {
+            list: Some(list_again.clone()),
+            named: Vec::new(),
+        };
+        let inventory = derive(input, &partitions, &mut watch, 100, Instant::now(), wall).unwrap();
+        let ids: Vec<&str> = inventory
+            .oldest
+            .iter()
+            .map(|t| t.transactional_id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "pins",
+                "elsewhere",
+                "xa",
+                "committing",
+                "leaderless",
+                "twice",
+                "undescribed"
+            ]
+        );
+        assert_eq!(inventory.oldest[3].state, "PrepareCommit");
+        assert_eq!(inventory.oldest[3].age_seconds, Some(40.0));
+        assert_eq!(inventory.oldest[3].timeout_left_seconds, None);
+        assert!(inventory.oldest[4].pins, "HW and LSO unknown: may pin");
+        assert_eq!(inventory.oldest[5].coordinator, 1);
+        assert!(!inventory.oldest[6].described);
+
+        // Brokers without KIP-939: a timeout of i32::MAX is not two-phase.
+        let mut no_kip939 = list_again;
+        no_kip939.two_phase_commit = false;
+        let input = Input {
+            list: Some(no_kip939),
+            named: Vec::new(),
+        };
+        let inventory = derive(input, &partitions, &mut watch, 100, Instant::now(), wall).unwrap();
+        assert_eq!(inventory.prepared, None);
+        assert!(!inventory.oldest[2].two_phase);
+        assert!(inventory.oldest[2]
+            .timeout_left_seconds
+            .is_some_and(|left| left > 2_000_000.0));
 
         // Without KIP-939 on any broker, no prepared count.
         let input = Input {

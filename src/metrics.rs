@@ -1164,7 +1164,7 @@ fn encode_cluster_transactions(
 
     let mut family = encoder.encode_descriptor(
         "kafka_cluster_unpinning_open_transactions",
-        "Of kafka_cluster_open_transactions, those that hold the last stable offset of no exported partition (they write only to unsampled topics, sit behind an older transaction, or wrote nowhere yet)",
+        "Of kafka_cluster_open_transactions, those described that hold the last stable offset of no exported partition (they write only to unsampled topics, sit behind an older transaction, or wrote nowhere yet); a lower bound: one not described in the cycle, or writing to a partition whose holder or LSO is unknown, is not counted",
         None,
         MetricType::Gauge,
     )?;
@@ -1177,7 +1177,7 @@ fn encode_cluster_transactions(
 
     let mut family = encoder.encode_descriptor(
         "kafka_cluster_prepared_transactions",
-        "Open two-phase (KIP-939) transactions: the coordinator never times them out, only their producer or an operator ends them; absent where no broker speaks KIP-939",
+        "Open two-phase (KIP-939) transactions (timeout 2147483647 ms where a broker advertises KIP-939): the coordinator never times them out, only their producer or an operator ends them; absent where no broker speaks KIP-939",
         None,
         MetricType::Gauge,
     )?;
@@ -1193,7 +1193,7 @@ fn encode_cluster_transactions(
         ("kafka_coordinator_transaction_age_seconds", "Age of one of the transaction_list_detail oldest open transactions of the cluster, from its coordinator's start time", |t| {
             t.age_seconds.map(Value::Seconds)
         }),
-        ("kafka_coordinator_transaction_timeout_left_seconds", "Seconds before the coordinator aborts the transaction (its timeout minus its age, at least 0); absent when the coordinator never times it out (two-phase)", |t| {
+        ("kafka_coordinator_transaction_timeout_left_seconds", "Seconds before the coordinator aborts the transaction (its timeout minus its age, at least 0); absent when the coordinator does not time it out (two-phase, or already being committed or aborted)", |t| {
             t.timeout_left_seconds.map(Value::Seconds)
         }),
         ("kafka_coordinator_transaction_partitions", "Partitions the transaction wrote to, as its coordinator lists them", |t| {
@@ -1226,7 +1226,7 @@ fn encode_cluster_transactions(
 
     type EventCount = fn(&crate::inventory::WatchCounters) -> u64;
     let event_families: [(&str, &str, EventCount); 2] = [
-        ("kafka_transaction_fencings", "Times a new producer instance took over the transactional id while the exporter watched one of its transactions open (seen Ongoing, then Empty or PrepareEpochFence under another producer id or epoch); never a healthy producer's commits", |c| c.fencings),
+        ("kafka_transaction_fencings", "Times the id's open transaction was ended by a new producer initialisation: a new instance fenced it, or the application restarted between two observations (seen Ongoing, then Empty or PrepareEpochFence under another producer id or epoch); a healthy producer committing is never counted", |c| c.fencings),
         ("kafka_transaction_coordinator_moves", "Times the transactional id's coordinator changed between two cycles that saw it", |c| c.coordinator_moves),
     ];
     for (name, help, count) in event_families {

@@ -6,12 +6,16 @@
 //!    `transaction_list_min_age` come back. At rest that is one small answer per broker.
 //!    A broker without v1 lists its open transactions of every age, and the exporter
 //!    drops the young ones once described.
-//! 2. DescribeTransactions, one request per coordinator that listed some, for what was
-//!    listed (start time, timeout, epoch, partitions), and for the transactional ids
-//!    watched in the previous cycle that are no longer listed open: how they ended
-//!    (committed, aborted, or fenced by a new producer instance). What forensics already
-//!    described in the cycle (the transactions that pin exported partitions) is not asked
-//!    again: a coordinator whose long transactions all pin costs no second request.
+//! 2. DescribeTransactions, one request per coordinator that listed some, for at most
+//!    `transaction_list_detail` + [`DESCRIBE_MARGIN`] of what it listed (start time,
+//!    timeout, epoch, partitions; those detailed in the previous cycle first, known to be
+//!    old, then in the broker's order), and for the detailed transactional ids seen
+//!    `Ongoing` in the previous cycle that are no longer listed open: how they ended
+//!    (committed, aborted, or ended by a new producer initialisation). What forensics
+//!    already described in the cycle (the transactions that pin exported partitions) is
+//!    not asked again: a coordinator whose long transactions all pin costs no second
+//!    request. A broker without the duration filter has every listed one described: their
+//!    age decides whether they count.
 //!
 //! Every broker is a pipeline of its own, bounded by the stage's deadline: one that does
 //! not answer costs only the transactions it coordinates.
@@ -30,7 +34,7 @@ use kafka_protocol::ResponseError;
 use crate::config::ClusterConfig;
 use crate::kafka::wire::WireClient;
 use crate::kafka::{
-    CoordinatorTransaction, CoordinatorView, ListedTransaction, RawSample, Stage, TransactionList,
+    CoordinatorTransaction, ListedTransaction, RawSample, Stage, TransactionList,
     OPEN_TRANSACTION_STATES,
 };
 
@@ -42,8 +46,8 @@ pub struct Inventory {
     wire: Arc<WireClient>,
     min_age: Duration,
     detail: usize,
-    /// Transactional ids seen open in the previous cycle (detailed or named by forensics),
-    /// with the broker that coordinated them: asked again when no longer listed.
+    /// Transactional ids detailed and seen `Ongoing` in the previous cycle, with the broker
+    /// that coordinated them: asked again when no longer listed.
     /// With each, how many more cycles it is followed once no longer open.
     watched: Mutex<HashMap<String, (i32, u32)>>,
 }
@@ -55,6 +59,22 @@ const FOLLOW_CYCLES: u32 = 3;
 
 /// At most this many ids are followed up in one cycle.
 const MAX_FOLLOWED: usize = 1000;
+
+/// Listed transactions a coordinator describes beyond `transaction_list_detail`: the
+/// oldest are known only once described.
+pub const DESCRIBE_MARGIN: usize = 10;
+
+/// Answers to a DescribeTransactions of one id that say its coordinator moved (or is
+/// loading): not a failure; the id stays watched.
+fn moved(error: ResponseError) -> bool {
+    matches!(
+        error,
+        ResponseError::NotCoordinator
+            | ResponseError::CoordinatorNotAvailable
+            | ResponseError::CoordinatorLoadInProgress
+            | ResponseError::TransactionalIdNotFound
+    )
+}
 
 impl Inventory {
     /// `None` when the cluster's settings turn the inventory off.
@@ -78,15 +98,6 @@ impl Inventory {
         deadline: std::time::Instant,
     ) {
         let min_age_ms = i64::try_from(self.min_age.as_millis()).unwrap_or(i64::MAX);
-        // What forensics described in this cycle: watched next cycle while open.
-        let mut known: HashMap<String, CoordinatorTransaction> = HashMap::new();
-        for p in &sample.partitions {
-            for t in p.open_transactions.iter().flatten() {
-                if let CoordinatorView::Found(found) = &t.coordinator {
-                    known.insert(found.transactional_id.clone(), found.clone());
-                }
-            }
-        }
         // Forensics' DescribeTransactions of this cycle: not asked again.
         let shared: HashMap<String, ListedTransaction> = sample
             .described_transactions
@@ -158,10 +169,24 @@ impl Inventory {
                 // lists open (how they ended).
                 let listed_ids: HashSet<&str> =
                     listed.iter().map(|t| t.transactional_id.as_str()).collect();
-                let mut ask: Vec<String> = listed_ids
+                // At most detail + margin of the listed ones, those detailed before first
+                // (known old); all of them where the broker does not filter by age.
+                let cap = if filtered_here {
+                    usize::MAX
+                } else {
+                    self.detail + DESCRIBE_MARGIN
+                };
+                let mut candidates: Vec<&str> = listed
                     .iter()
-                    .filter(|id| !shared.contains_key(**id))
-                    .map(|id| id.to_string())
+                    .map(|t| t.transactional_id.as_str())
+                    .filter(|id| !shared.contains_key(*id))
+                    .collect();
+                candidates.dedup();
+                candidates.sort_by_key(|id| !watched.contains_key(*id));
+                let mut ask: Vec<String> = candidates
+                    .into_iter()
+                    .take(cap)
+                    .map(str::to_string)
                     .collect();
                 ask.extend(
                     watched
@@ -205,6 +230,8 @@ impl Inventory {
         let (mut list_failures, mut list_error) = (0u64, None::<String>);
         let (mut describe_failures, mut describe_error) = (0u64, None::<String>);
         let mut unanswered: HashSet<i32> = HashSet::new();
+        // Asked ids whose coordinator moved (or is loading) since it listed them.
+        let mut moved_ids: HashMap<String, i32> = HashMap::new();
         for (broker, filtered_here, two_phase, answer) in answers {
             let (listed, described) = match answer {
                 Ok(answer) => answer,
@@ -224,6 +251,10 @@ impl Inventory {
                 Ok(states) => {
                     for state in states {
                         if let Some(error) = ResponseError::try_from_code(state.error_code) {
+                            if moved(error) {
+                                moved_ids.insert(state.transactional_id.0.to_string(), broker);
+                                continue;
+                            }
                             describe_failures += 1;
                             describe_error.get_or_insert_with(|| {
                                 format!(
@@ -273,10 +304,11 @@ impl Inventory {
                         described: false,
                     },
                 };
-                // Without the duration filter, the young ones are dropped here (an
+                // Young ones are dropped here: without the duration filter they are
+                // listed, and a transaction that ended and began anew between
+                // ListTransactions and DescribeTransactions is described young (an
                 // undescribed one is kept: its age is unknown).
-                let young = filtered_here
-                    && entry.described
+                let young = entry.described
                     && entry.transaction.start_time_ms >= 0
                     && now_ms - entry.transaction.start_time_ms < min_age_ms;
                 if !young {
@@ -308,21 +340,34 @@ impl Inventory {
         list.followed
             .sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
 
-        // Watched next cycle: the detailed ones and those forensics named, while open.
-        let mut next: HashMap<String, (i32, u32)> = list
-            .open
-            .iter()
-            .take(self.detail)
-            .map(|t| {
-                (
+        // Watched next cycle: the detailed ones (the first `detail` distinct ids, as
+        // derived), described and `Ongoing`.
+        let mut next: HashMap<String, (i32, u32)> = HashMap::new();
+        let mut detailed: HashSet<&str> = HashSet::new();
+        for t in &list.open {
+            if !OPEN_TRANSACTION_STATES.contains(&t.transaction.state.as_str()) {
+                continue;
+            }
+            if detailed.len() >= self.detail {
+                break;
+            }
+            if !detailed.insert(t.transaction.transactional_id.as_str()) {
+                continue;
+            }
+            if t.described && t.transaction.state == "Ongoing" {
+                next.insert(
                     t.transaction.transactional_id.clone(),
                     (t.transaction.coordinator, FOLLOW_CYCLES),
-                )
-            })
-            .collect();
-        for (id, found) in &known {
-            if OPEN_TRANSACTION_STATES.contains(&found.state.as_str()) {
-                next.insert(id.clone(), (found.coordinator, FOLLOW_CYCLES));
+                );
+            }
+        }
+        // Its coordinator moved: asked again (of the broker that had it) for a few cycles
+        // more, until it is listed where it is now.
+        for (id, at) in moved_ids {
+            if let Some(&(_, left)) = watched.get(&id) {
+                if left > 1 {
+                    next.entry(id).or_insert((at, left - 1));
+                }
             }
         }
         // Followed a few cycles more while on the way to an abort.
