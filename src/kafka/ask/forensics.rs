@@ -48,7 +48,15 @@ struct State {
     max_timeout_ms: Option<i64>,
     /// `max_timeout_ms` is the default, not the broker's: read it again then.
     max_timeout_retry: Option<Instant>,
+    /// Producer ids a coordinator listed, and when it last did.
+    listed_at: HashMap<i64, Instant>,
 }
+
+/// How long a producer id that a coordinator listed counts as unavailable, not as
+/// unknown to every coordinator, once none lists it while its transaction is still open:
+/// a broker that just took over a transaction-log partition can answer ListTransactions
+/// before it has started loading it.
+const MOVING: Duration = Duration::from_secs(30);
 
 /// How long forensics stays off after a broker turned out to lack an API, and how long a
 /// defaulted `transaction.max.timeout.ms` is used before it is read again.
@@ -449,15 +457,30 @@ impl Forensics {
                 }
             }
         }
+        let now = Instant::now();
+        let mut state = self.lock();
+        state
+            .listed_at
+            .retain(|_, at| now.saturating_duration_since(*at) < MOVING);
+        for &id in &listed_ids {
+            state.listed_at.insert(id, now);
+        }
         if complete {
             // Every coordinator answered: a producer id none of them listed has no
-            // transactional id behind it any more (or one this principal may not describe).
+            // transactional id behind it any more (or one this principal may not describe),
+            // unless a coordinator listed it a moment ago: then it is moving to another.
             for &id in producer_ids {
                 if !listed_ids.contains(&id) {
-                    views.entry(id).or_insert(Lookup::NotFound);
+                    let moving = state.listed_at.contains_key(&id);
+                    views.entry(id).or_insert(if moving {
+                        Lookup::Unavailable
+                    } else {
+                        Lookup::NotFound
+                    });
                 }
             }
         }
+        drop(state);
         if let Some(error) = first_error {
             sample.fail(Stage::DescribeTransactions, failures, error);
         }
