@@ -131,13 +131,23 @@ async fn exporter_open(exporter: &Exporter, prefix: &str) -> BTreeMap<String, se
 /// Whether some broker advertises InitProducerId v6 (KIP-939 two-phase commit), by
 /// Kafka's own kafka-broker-api-versions.
 fn brokers_speak_two_phase_commit() -> bool {
+    // The tool moved from the core module (Kafka 3.x) to the tools module in 4.0.
+    let class = if kafka_version() < (4, 0) {
+        "kafka.admin.BrokerApiVersionsCommand"
+    } else {
+        "org.apache.kafka.tools.BrokerApiVersionsCommand"
+    };
     let output = Command::new(repo_root().join("scripts/kafka-local"))
-        .args(["tool", "org.apache.kafka.tools.BrokerApiVersionsCommand"])
+        .args(["tool", class])
         .args(["--bootstrap-server", &bootstrap()])
         .output()
         .expect("run kafka-broker-api-versions");
     let text = String::from_utf8_lossy(&output.stdout).to_string();
-    assert!(output.status.success(), "kafka-broker-api-versions: {text}");
+    assert!(
+        output.status.success(),
+        "kafka-broker-api-versions ({class}): {text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     text.split(',')
         .filter_map(|api| api.trim().strip_prefix("InitProducerId(22): "))
         .map(|range| {
