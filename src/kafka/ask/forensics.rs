@@ -393,40 +393,17 @@ impl Forensics {
                             });
                             continue;
                         }
-                        let partitions: HashSet<(String, i32)> = state
-                            .topics
-                            .iter()
-                            .flat_map(|t| t.partitions.iter().map(|&p| (t.topic.0.to_string(), p)))
-                            .collect();
-                        let mut listed: Vec<(String, i32)> = partitions.iter().cloned().collect();
-                        listed.sort();
+                        let (transaction, listed) = super::described_transaction(&state, broker);
+                        let partitions: HashSet<(String, i32)> = listed.iter().cloned().collect();
                         sample.described_transactions.push(ListedTransaction {
-                            transaction: CoordinatorTransaction {
-                                transactional_id: state.transactional_id.0.to_string(),
-                                coordinator: broker,
-                                state: state.transaction_state.to_string(),
-                                producer_id: state.producer_id.0,
-                                producer_epoch: state.producer_epoch,
-                                start_time_ms: state.transaction_start_time_ms,
-                                timeout_ms: state.transaction_timeout_ms,
-                                includes_partition: false,
-                            },
+                            transaction: transaction.clone(),
                             partitions: listed,
                             described: true,
                         });
                         views.insert(
                             state.producer_id.0,
                             Lookup::Found(Described {
-                                transaction: CoordinatorTransaction {
-                                    transactional_id: state.transactional_id.0.to_string(),
-                                    coordinator: broker,
-                                    state: state.transaction_state.to_string(),
-                                    producer_id: state.producer_id.0,
-                                    producer_epoch: state.producer_epoch,
-                                    start_time_ms: state.transaction_start_time_ms,
-                                    timeout_ms: state.transaction_timeout_ms,
-                                    includes_partition: false,
-                                },
+                                transaction,
                                 partitions,
                             }),
                         );

@@ -264,21 +264,7 @@ impl Inventory {
                             });
                             continue;
                         }
-                        let partitions = state
-                            .topics
-                            .iter()
-                            .flat_map(|t| t.partitions.iter().map(|&p| (t.topic.0.to_string(), p)))
-                            .collect();
-                        let found = CoordinatorTransaction {
-                            transactional_id: state.transactional_id.0.to_string(),
-                            coordinator: broker,
-                            state: state.transaction_state.to_string(),
-                            producer_id: state.producer_id.0,
-                            producer_epoch: state.producer_epoch,
-                            start_time_ms: state.transaction_start_time_ms,
-                            timeout_ms: state.transaction_timeout_ms,
-                            includes_partition: false,
-                        };
+                        let (found, partitions) = super::described_transaction(&state, broker);
                         by_id.insert(found.transactional_id.clone(), (found, partitions));
                     }
                 }
