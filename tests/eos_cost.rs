@@ -12,10 +12,6 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::Producer;
 use rdkafka::{Offset, TopicPartitionList};
 
-fn anchored(name: &str) -> String {
-    format!("^{}$", name.replace('.', "\\."))
-}
-
 /// One transaction: records per partition, and whether it commits.
 struct Transaction {
     records: [usize; 2],

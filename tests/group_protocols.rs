@@ -14,10 +14,6 @@ use common::*;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
-fn anchored(name: &str) -> String {
-    format!("^{}$", name.replace('.', "\\."))
-}
-
 /// A librdkafka member polling in its own thread until dropped (then it leaves).
 struct RdkafkaMember {
     stop: Arc<AtomicBool>,

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::*;
 use rdkafka::producer::Producer;
@@ -25,17 +25,6 @@ const OPEN_STATES: [&str; 4] = [
     "PrepareAbort",
     "PrepareEpochFence",
 ];
-
-fn anchored(name: &str) -> String {
-    format!("^{}$", name.replace('.', "\\.").replace('-', "\\-"))
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
 
 /// An exporter on `topic` that lists transactions open `min_age` seconds, with room for
 /// every transaction of the shared broker in detail.
@@ -58,44 +47,12 @@ async fn exporter(topic: &str, min_age: u64) -> Exporter {
     .await
 }
 
-/// `kafka-transactions.sh` with `args`: its table as one map of column -> value a row.
-fn transactions_tool(args: &[&str]) -> Vec<BTreeMap<String, String>> {
-    let output = Command::new(repo_root().join("scripts/kafka-local"))
-        .arg("transactions")
-        .args(args)
-        .output()
-        .expect("run kafka-transactions.sh");
-    let text = String::from_utf8_lossy(&output.stdout).to_string();
-    assert!(
-        output.status.success(),
-        "kafka-transactions.sh {args:?} failed: {text}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header: Vec<String> = lines
-        .by_ref()
-        .find(|l| l.contains("TransactionalId"))
-        .unwrap_or_else(|| panic!("no header in kafka-transactions.sh output:\n{text}"))
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
-    lines
-        .map(|line| {
-            header
-                .iter()
-                .cloned()
-                .zip(line.split_whitespace().map(str::to_string))
-                .collect()
-        })
-        .collect()
-}
-
 /// What `kafka-transactions.sh list` (with `extra` arguments) lists in an open state, of
 /// the ids starting with `prefix`: id -> (state, producer id, coordinator).
 fn tool_open(prefix: &str, extra: &[&str]) -> BTreeMap<String, (String, String, String)> {
     let mut args = vec!["list"];
     args.extend_from_slice(extra);
-    transactions_tool(&args)
+    transactions_tool(&args, "TransactionalId")
         .into_iter()
         .filter(|row| row["TransactionalId"].starts_with(prefix))
         .filter(|row| OPEN_STATES.contains(&row["TransactionState"].as_str()))
@@ -539,7 +496,10 @@ async fn a_new_instance_fences_and_healthy_commits_do_not() {
     );
 
     // Named with the new epoch, as the coordinator reports it.
-    let described = transactions_tool(&["describe", "--transactional-id", &fenced_id]);
+    let described = transactions_tool(
+        &["describe", "--transactional-id", &fenced_id],
+        "TransactionalId",
+    );
     let (status, body) = exporter.get("/api/v1/stuck").await;
     assert_eq!(status, 200);
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -570,7 +530,7 @@ async fn a_new_instance_fences_and_healthy_commits_do_not() {
 
 /// The epoch and state `kafka-transactions.sh describe` shows for `id`.
 fn described_epoch_state(id: &str) -> (i64, String) {
-    let described = transactions_tool(&["describe", "--transactional-id", id]);
+    let described = transactions_tool(&["describe", "--transactional-id", id], "TransactionalId");
     (
         described[0]["ProducerEpoch"].parse().unwrap(),
         described[0]["TransactionState"].clone(),

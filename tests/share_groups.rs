@@ -11,15 +11,11 @@
 mod common;
 
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::java::{configure_group, ShareMember};
 use common::*;
 use rdkafka::producer::Producer;
-
-fn anchored(name: &str) -> String {
-    format!("^{}$", name.replace('.', "\\."))
-}
 
 /// The broker reports a share group's lag (KIP-1226, DescribeShareGroupOffsets v1).
 fn broker_reports_lag() -> bool {
@@ -49,13 +45,6 @@ fn share_groups_on() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -12,10 +12,6 @@ use std::time::Duration;
 use common::java::StreamsApp;
 use common::*;
 
-fn anchored(name: &str) -> String {
-    format!("^{}$", name.replace('.', "\\."))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_streams_group_described_by_its_own_protocol() {
     require_kafka();

@@ -6,24 +6,13 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::*;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::Producer;
 
 const CYCLE: Duration = Duration::from_secs(1);
-
-fn anchored(name: &str) -> String {
-    format!("^{}$", name.replace('.', "\\.").replace('-', "\\-"))
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
 
 /// The open-transaction series of one partition: (labels, age). Each transaction's
 /// `kafka_transaction_open_info` is 1 and its age is the gauge with the same labels.

@@ -101,6 +101,19 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{nanos}-{n}", std::process::id())
 }
 
+/// A regex that matches exactly `name` (a generated topic or group name).
+pub fn anchored(name: &str) -> String {
+    format!("^{}$", name.replace('.', "\\.").replace('-', "\\-"))
+}
+
+/// Wall-clock milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
 pub fn admin() -> AdminClient<DefaultClientContext> {
     ClientConfig::new()
         .set("bootstrap.servers", bootstrap())
@@ -620,28 +633,38 @@ pub fn group_labels<'a>(
 /// Producer state of one partition as `kafka-transactions.sh describe-producers` prints
 /// it: one map of column -> value per producer.
 pub fn describe_producers(topic: &str, partition: i32) -> Vec<BTreeMap<String, String>> {
-    let output = std::process::Command::new(repo_root().join("scripts/kafka-local"))
-        .args([
-            "transactions",
+    let partition = partition.to_string();
+    transactions_tool(
+        &[
             "describe-producers",
             "--topic",
             topic,
             "--partition",
-            &partition.to_string(),
-        ])
+            &partition,
+        ],
+        "ProducerId",
+    )
+}
+
+/// `kafka-transactions.sh` with `args`: its table, found by a column named `column`, as
+/// one map of column -> value a row.
+pub fn transactions_tool(args: &[&str], column: &str) -> Vec<BTreeMap<String, String>> {
+    let output = std::process::Command::new(repo_root().join("scripts/kafka-local"))
+        .arg("transactions")
+        .args(args)
         .output()
         .expect("run kafka-transactions.sh");
     let text = String::from_utf8_lossy(&output.stdout).to_string();
     assert!(
         output.status.success(),
-        "describe-producers failed: {text}{}",
+        "kafka-transactions.sh {args:?} failed: {text}{}",
         String::from_utf8_lossy(&output.stderr)
     );
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let header: Vec<String> = lines
         .by_ref()
-        .find(|l| l.contains("ProducerId"))
-        .unwrap_or_else(|| panic!("no header in describe-producers output:\n{text}"))
+        .find(|l| l.split_whitespace().any(|c| c == column))
+        .unwrap_or_else(|| panic!("no header in kafka-transactions.sh {args:?} output:\n{text}"))
         .split_whitespace()
         .map(str::to_string)
         .collect();
