@@ -253,21 +253,7 @@ impl Metrics {
     /// Makes every cluster's counters visible at 0 before anything happened, so that
     /// `rate()` and `increase()` see the first failure.
     pub fn init_cluster(&self, cluster: &str) {
-        let stages = [
-            Stage::Metadata,
-            Stage::LogStartOffset,
-            Stage::ListGroups,
-            Stage::GroupOffsets,
-            Stage::LastStableOffset,
-            Stage::HighWatermark,
-            Stage::DescribeProducers,
-            Stage::DescribeTransactions,
-            Stage::ListTransactions,
-            Stage::ReadRecords,
-            Stage::DescribeGroups,
-            Stage::ShareGroupOffsets,
-        ];
-        for stage in stages {
+        for stage in Stage::ALL {
             drop(self.errors.get_or_create(&StageLabels {
                 kafka_cluster: cluster.to_string(),
                 stage: stage.as_str(),
@@ -831,10 +817,10 @@ fn encode_groups(encoder: &mut DescriptorEncoder, shown: &[Shown]) -> Result<(),
             g.lag.map(|l| Value::Count(l.committed_beyond_lso))
         }),
         ("kafka_consumergroup_hw_lag_seconds", "Seconds since the first record the group would still receive up to the high watermark was written; 0 when there is none", |g| {
-            g.hw_lag_seconds.map(Value::Seconds)
+            g.hw_time_lag.map(|t| Value::Seconds(t.seconds()))
         }),
         ("kafka_consumergroup_lso_lag_seconds", "Seconds since the first record a read_committed consumer at the committed offset could read now was written; 0 when there is none", |g| {
-            g.lso_lag_seconds.map(Value::Seconds)
+            g.lso_time_lag.map(|t| Value::Seconds(t.seconds()))
         }),
         ("kafka_consumergroup_commit_stall_seconds", "Seconds since the group's committed offset last moved while it had something to read (counted by the exporter from its start); 0 when it has nothing to read", |g| {
             g.commit_stall_seconds.map(Value::Seconds)

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::snapshot::{Derived, GroupPartitionState, PartitionState};
+use crate::snapshot::{Derived, GroupPartitionState, PartitionState, TimeLag};
 
 /// A group's status, worst of its partitions (the order of [`GroupStatus::ALL`] from the
 /// last: stopped is the worst).
@@ -109,11 +109,12 @@ impl CommitWatch {
 /// is unknown.
 fn readable(g: &GroupPartitionState, log_start: Option<i64>) -> Option<i64> {
     let lag = g.lag?;
-    let (lag, nothing_there) = if lag.committed_beyond_lso > 0 {
-        (lag.hw_lag, g.hw_lag_seconds == Some(0.0))
+    let (lag, time_lag) = if lag.committed_beyond_lso > 0 {
+        (lag.hw_lag, g.hw_time_lag)
     } else {
-        (lag.lso_lag, g.lso_lag_seconds == Some(0.0))
+        (lag.lso_lag, g.lso_time_lag)
     };
+    let nothing_there = time_lag.is_some_and(TimeLag::nothing_left);
     if nothing_there {
         return Some(0);
     }
@@ -185,8 +186,8 @@ pub fn apply(
             entry.committed = g.committed_offset;
             entry.below_log_start = log_start.is_some_and(|l| g.committed_offset < l);
             if !entry.below_log_start {
-                entry.nothing_up_to_hw =
-                    g.lag.is_some_and(|l| l.hw_lag == 0) || g.hw_lag_seconds == Some(0.0);
+                entry.nothing_up_to_hw = g.lag.is_some_and(|l| l.hw_lag == 0)
+                    || g.hw_time_lag.is_some_and(TimeLag::nothing_left);
             }
             if behind == 0 {
                 entry.stalled_since = None;
@@ -269,8 +270,8 @@ fn retention(
     if margin >= 0 {
         g.lost_records = Some(0);
         g.retention_margin_seconds = retention_seconds
-            .zip(g.hw_lag_seconds)
-            .map(|(retention, age)| retention - age);
+            .zip(g.hw_time_lag)
+            .map(|(retention, age)| retention - age.seconds());
         return;
     }
     let Some(previous) =
@@ -316,7 +317,7 @@ mod tests {
         committed: i64,
         hw: i64,
         lso: i64,
-        age: Option<f64>,
+        age: Option<TimeLag>,
     ) -> GroupPartitionState {
         let (lag, _) = crate::snapshot::lag(committed, hw, lso, None);
         GroupPartitionState {
@@ -324,8 +325,8 @@ mod tests {
             partition: 0,
             committed_offset: committed,
             lag: Some(lag),
-            hw_lag_seconds: age,
-            lso_lag_seconds: age,
+            hw_time_lag: age,
+            lso_time_lag: age,
             commit_stall_seconds: None,
             retention_margin: None,
             retention_margin_seconds: None,
@@ -386,10 +387,54 @@ mod tests {
                 at(t),
                 "classic",
                 partition("orders", 0, hw, hw),
-                offset("orders", committed, hw, hw, Some(1.0)),
+                offset("orders", committed, hw, hw, Some(TimeLag::Since(1.0))),
             );
             assert_eq!(g.commit_stall_seconds, Some(stall as f64), "t={t}");
             assert_eq!(got, Some(status), "t={t}");
+        }
+    }
+
+    #[test]
+    fn a_record_that_reads_zero_seconds_old_is_still_something_to_read() {
+        // The producer's clock runs ahead of the exporter's (or CreateTime is set in the
+        // future): the first record left reads 0 s old. The group has stopped: stalled,
+        // then stopped, never ok; and once retention passes its committed offset, the
+        // records deleted are lost, not "nothing was there".
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut watch = CommitWatch::default();
+        let ahead = Some(TimeLag::Since(0.0));
+        let steps = [
+            (0, 0, 120, GroupStatus::Ok),
+            (60, 0, 120, GroupStatus::Stalled),
+            (70, 0, 130, GroupStatus::Stopped),
+        ];
+        for (t, log_start, hw, status) in steps {
+            let (g, got) = cycle(
+                &mut watch,
+                at(t),
+                "classic",
+                partition("orders", log_start, hw, hw),
+                offset("orders", 100, hw, hw, ahead),
+            );
+            assert_eq!(got, Some(status), "t={t}");
+            assert_eq!(g.retention_margin_seconds, Some(60.0), "t={t}");
+        }
+        for t in [80, 90] {
+            let (g, _) = cycle(
+                &mut watch,
+                at(t),
+                "classic",
+                partition("orders", 110, 130, 130),
+                offset("orders", 100, 130, 130, None),
+            );
+            if t == 90 {
+                assert_eq!(
+                    g.lost_records,
+                    Some(10),
+                    "the records it had left were deleted"
+                );
+            }
         }
     }
 
@@ -407,7 +452,7 @@ mod tests {
                 at(t),
                 "consumer",
                 partition("orders", 0, hw, hw),
-                offset("orders", committed, hw, hw, Some(3.0)),
+                offset("orders", committed, hw, hw, Some(TimeLag::Since(3.0))),
             );
             assert_eq!(g.commit_stall_seconds, Some(0.0));
             let expected = if t >= 60 {
@@ -428,7 +473,7 @@ mod tests {
                 at(t),
                 "consumer",
                 partition("orders", 0, hw, hw),
-                offset("orders", committed, hw, hw, Some(0.1)),
+                offset("orders", committed, hw, hw, Some(TimeLag::Since(0.1))),
             );
             assert_eq!(status, Some(GroupStatus::Ok), "t={t}");
         }
@@ -441,7 +486,7 @@ mod tests {
                 at(t),
                 "classic",
                 partition("orders", 0, 120, 100),
-                offset("orders", 100, 120, 100, Some(30.0)),
+                offset("orders", 100, 120, 100, Some(TimeLag::Since(30.0))),
             );
             assert_eq!(g.commit_stall_seconds, Some(0.0));
             assert_eq!(status, Some(GroupStatus::Blocked), "t={t}");
@@ -459,7 +504,7 @@ mod tests {
             t0,
             "classic",
             partition("orders", 40, 120, 100),
-            offset("orders", 100, 120, 100, Some(45.0)),
+            offset("orders", 100, 120, 100, Some(TimeLag::Since(45.0))),
         );
         assert_eq!(g.retention_margin, Some(60));
         assert_eq!(g.lost_records, Some(0));
@@ -494,7 +539,7 @@ mod tests {
             t0,
             "classic",
             partition("orders", 0, 150, 150),
-            offset("orders", 150, 150, 150, Some(0.0)),
+            offset("orders", 150, 150, 150, Some(TimeLag::NothingLeft)),
         );
         assert_eq!(g.retention_margin_seconds, Some(60.0));
         let (g, _) = cycle(
@@ -520,14 +565,14 @@ mod tests {
             at(0),
             "classic",
             partition("orders", 100, 260, 260),
-            offset("orders", 150, 260, 260, Some(2.0)),
+            offset("orders", 150, 260, 260, Some(TimeLag::Since(2.0))),
         );
         let (g, _) = cycle(
             &mut watch,
             at(10),
             "classic",
             partition("orders", 200, 270, 270),
-            offset("orders", 150, 270, 270, Some(2.0)),
+            offset("orders", 150, 270, 270, Some(TimeLag::Since(2.0))),
         );
         assert_eq!(
             (g.lost_records, g.retention_margin_seconds),
@@ -539,7 +584,7 @@ mod tests {
             at(20),
             "classic",
             partition("orders", 200, 280, 280),
-            offset("orders", 200, 280, 280, Some(2.0)),
+            offset("orders", 200, 280, 280, Some(TimeLag::Since(2.0))),
         );
         assert_eq!(
             g.lost_records,
@@ -551,10 +596,10 @@ mod tests {
         // not stalled however long, and retention deleting the marker loses nothing.
         let mut watch = CommitWatch::default();
         let marker_only = |log_start: i64| {
-            let mut o = offset("orders", 99, 100, 100, Some(0.0));
+            let mut o = offset("orders", 99, 100, 100, Some(TimeLag::NothingLeft));
             if log_start > 99 {
-                o.lso_lag_seconds = None;
-                o.hw_lag_seconds = None;
+                o.lso_time_lag = None;
+                o.hw_time_lag = None;
             }
             (partition("orders", log_start, 100, 100), o)
         };
@@ -580,7 +625,7 @@ mod tests {
             t0,
             "share",
             partition("orders", 0, 150, 150),
-            offset("orders", 100, 150, 150, Some(1.0)),
+            offset("orders", 100, 150, 150, Some(TimeLag::Since(1.0))),
         );
         assert_eq!((g.commit_stall_seconds, status), (None, None));
         assert!(watch.is_empty());

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 pub use crate::config::Granularity;
-use crate::snapshot::{group_states, GroupPartitionState, GroupState, PartitionState};
+use crate::snapshot::{group_states, GroupPartitionState, GroupState, PartitionState, TimeLag};
 
 /// How a cluster's snapshot is shown on `/metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -174,8 +174,12 @@ pub fn group_topic_aggregates(group: &GroupState) -> Vec<GroupTopicAggregate> {
                 hw_lag: lags(|l| l.hw_lag),
                 lso_lag: lags(|l| l.lso_lag),
                 committed_beyond_lso: lags(|l| l.committed_beyond_lso),
-                max_hw_lag_seconds: max_known(run.iter().map(|o| o.hw_lag_seconds)),
-                max_lso_lag_seconds: max_known(run.iter().map(|o| o.lso_lag_seconds)),
+                max_hw_lag_seconds: max_known(
+                    run.iter().map(|o| o.hw_time_lag.map(TimeLag::seconds)),
+                ),
+                max_lso_lag_seconds: max_known(
+                    run.iter().map(|o| o.lso_time_lag.map(TimeLag::seconds)),
+                ),
                 share_lag: sum_known(run.iter().map(|o| group.share_lag(o))),
                 max_share_lag_seconds: max_known(run.iter().map(|o| group.share_lag_seconds(o))),
                 broker_lag: broker_lags.get(&*topic).copied().flatten(),
@@ -334,8 +338,8 @@ pub(crate) fn offset_series(group: &GroupState, offset: &GroupPartitionState) ->
             + usize::from(group.share_lag_seconds(offset).is_some());
     }
     1 + 3 * usize::from(offset.lag.is_some())
-        + usize::from(offset.hw_lag_seconds.is_some())
-        + usize::from(offset.lso_lag_seconds.is_some())
+        + usize::from(offset.hw_time_lag.is_some())
+        + usize::from(offset.lso_time_lag.is_some())
         + usize::from(offset.commit_stall_seconds.is_some())
         + usize::from(offset.retention_margin.is_some())
         + usize::from(offset.retention_margin_seconds.is_some())
@@ -443,8 +447,8 @@ mod tests {
                             lso_lag: 0,
                             committed_beyond_lso: 0,
                         }),
-                        hw_lag_seconds: Some(f64::from(p)),
-                        lso_lag_seconds: None,
+                        hw_time_lag: Some(TimeLag::Since(f64::from(p))),
+                        lso_time_lag: None,
                         commit_stall_seconds: None,
                         retention_margin: None,
                         retention_margin_seconds: None,
@@ -539,7 +543,7 @@ mod tests {
         // A partition whose lag is unknown: the sum of the others, a lower bound.
         let mut g = g;
         g.offsets.as_mut().unwrap()[3].lag = None;
-        g.offsets.as_mut().unwrap()[3].hw_lag_seconds = None;
+        g.offsets.as_mut().unwrap()[3].hw_time_lag = None;
         let topics = group_topic_aggregates(&g);
         assert_eq!(topics[0].hw_lag, Some(1 + 2));
         assert_eq!(topics[0].max_hw_lag_seconds, Some(2.0));

@@ -318,11 +318,11 @@ pub struct GroupPartitionState {
     pub committed_offset: i64,
     /// Present when the partition's HW and LSO were sampled in this cycle.
     pub lag: Option<Lag>,
-    /// Seconds since the first record the group would still receive up to the HW was
-    /// written; 0 when there is none; absent when it could not be read.
-    pub hw_lag_seconds: Option<f64>,
+    /// How long ago the first record the group would still receive up to the HW was
+    /// written, or that there is none; absent when it could not be read.
+    pub hw_time_lag: Option<TimeLag>,
     /// The same up to the LSO, for what a read_committed consumer can read now.
-    pub lso_lag_seconds: Option<f64>,
+    pub lso_time_lag: Option<TimeLag>,
     /// Seconds since the committed offset last moved while the group had something to
     /// read; 0 when it has nothing to read ([`crate::progress`]).
     pub commit_stall_seconds: Option<f64>,
@@ -424,37 +424,64 @@ fn age_seconds(now_ms: i64, written_ms: i64) -> f64 {
     now_ms.saturating_sub(written_ms).max(0) as f64 / 1000.0
 }
 
-/// Seconds since the first record a consumer at `from` would receive below `bound` was
-/// written: 0 when there is none, `None` when the log read does not say.
+/// A time lag: how long ago the first record a consumer would still receive was written,
+/// or that there is none. Kept apart from a number, because a record can be there and
+/// read 0 s old (a producer's clock ahead of the exporter's, a future-dated CreateTime):
+/// that consumer still has something to read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimeLag {
+    /// Nothing left to receive below the bound (caught up, or only commit/abort markers
+    /// and, for read_committed, aborted records).
+    NothingLeft,
+    /// A record is left; seconds since it was written, at least 0.
+    Since(f64),
+}
+
+impl TimeLag {
+    /// The value `/metrics` shows: 0 when nothing is left.
+    pub fn seconds(self) -> f64 {
+        match self {
+            TimeLag::NothingLeft => 0.0,
+            TimeLag::Since(seconds) => seconds,
+        }
+    }
+
+    pub fn nothing_left(self) -> bool {
+        self == TimeLag::NothingLeft
+    }
+}
+
+/// How long ago the first record a consumer at `from` would receive below `bound` was
+/// written, or that there is none; `None` when the log read does not say.
 fn first_record_age(
     log: Option<&PartitionLog>,
     from: i64,
     bound: i64,
     committed_only: bool,
     now_ms: i64,
-) -> Option<f64> {
+) -> Option<TimeLag> {
     if from >= bound {
-        return Some(0.0);
+        return Some(TimeLag::NothingLeft);
     }
     match log?
         .extent_at(from)?
         .first_receivable(from, bound, committed_only)
     {
-        FirstRecord::At(written_ms) => Some(age_seconds(now_ms, written_ms)),
-        FirstRecord::None => Some(0.0),
+        FirstRecord::At(written_ms) => Some(TimeLag::Since(age_seconds(now_ms, written_ms))),
+        FirstRecord::None => Some(TimeLag::NothingLeft),
         FirstRecord::Unknown => None,
     }
 }
 
 /// Time lag of a committed offset against the HW and against the LSO (see
-/// [`GroupPartitionState::hw_lag_seconds`]).
+/// [`GroupPartitionState::hw_time_lag`]).
 pub fn time_lag(
     committed: i64,
     high_watermark: i64,
     last_stable_offset: i64,
     log: Option<&PartitionLog>,
     now_ms: i64,
-) -> (Option<f64>, Option<f64>) {
+) -> (Option<TimeLag>, Option<TimeLag>) {
     (
         first_record_age(log, committed, high_watermark, false, now_ms),
         first_record_age(log, committed, last_stable_offset, true, now_ms),
@@ -489,7 +516,7 @@ pub fn share_lag_from_broker(
     last_stable_offset: i64,
     log: Option<&PartitionLog>,
     now_ms: i64,
-) -> (Lag, (Option<f64>, Option<f64>)) {
+) -> (Lag, (Option<TimeLag>, Option<TimeLag>)) {
     let (from_start, _) = lag(start_offset, high_watermark, last_stable_offset, log);
     let start_times = time_lag(
         start_offset,
@@ -522,7 +549,7 @@ pub fn withheld_age(
     log: Option<&PartitionLog>,
     now_ms: i64,
 ) -> Option<f64> {
-    first_record_age(log, last_stable_offset, high_watermark, false, now_ms)
+    first_record_age(log, last_stable_offset, high_watermark, false, now_ms).map(TimeLag::seconds)
 }
 
 /// Per partition, when the LSO was first seen standing at its current value behind the
@@ -708,10 +735,11 @@ impl GroupState {
 
     /// The same, in seconds since the first record it may still deliver was written.
     pub fn share_lag_seconds(&self, offset: &GroupPartitionState) -> Option<f64> {
-        match self.isolation? {
-            crate::kafka::Isolation::ReadCommitted => offset.lso_lag_seconds,
-            crate::kafka::Isolation::ReadUncommitted => offset.hw_lag_seconds,
-        }
+        let lag = match self.isolation? {
+            crate::kafka::Isolation::ReadCommitted => offset.lso_time_lag,
+            crate::kafka::Isolation::ReadUncommitted => offset.hw_time_lag,
+        };
+        lag.map(TimeLag::seconds)
     }
 
     /// Held by the transaction at the LSO on this partition (see [`Lag::waits_at_lso`]):
@@ -886,8 +914,8 @@ pub fn derive(
                             partition: c.partition,
                             committed_offset: c.offset,
                             lag: None,
-                            hw_lag_seconds: None,
-                            lso_lag_seconds: None,
+                            hw_time_lag: None,
+                            lso_time_lag: None,
                             commit_stall_seconds: None,
                             retention_margin: None,
                             retention_margin_seconds: None,
@@ -899,7 +927,7 @@ pub fn derive(
                             let (lag, anomaly) = lag(c.offset, hw, lso, log);
                             anomalies.extend(anomaly);
                             state.lag = Some(lag);
-                            (state.hw_lag_seconds, state.lso_lag_seconds) =
+                            (state.hw_time_lag, state.lso_time_lag) =
                                 time_lag(c.offset, hw, lso, log, now_ms);
                             // A share group's start offset (its `committed`) stands
                             // below records it acknowledged: where the broker reports
@@ -912,7 +940,7 @@ pub fn derive(
                                     c.offset, broker_lag, hw, lso, log, now_ms,
                                 );
                                 state.lag = Some(lag);
-                                (state.hw_lag_seconds, state.lso_lag_seconds) = times;
+                                (state.hw_time_lag, state.lso_time_lag) = times;
                             }
                         }
                         Some(state)
@@ -1387,18 +1415,19 @@ pub(crate) mod tests {
         let now_ms = 100_000;
         let log = share_log(0);
         // (start offset, broker's lag) -> (lso lag, its seconds, hw lag, its seconds)
+        use TimeLag::{NothingLeft, Since};
         let cases = [
             // Acknowledged all 5 records it may read (start still at 7): nothing left.
-            ((7, 4), (0, Some(0.0), 4, Some(60.0))),
+            ((7, 4), (0, Some(NothingLeft), 4, Some(Since(60.0)))),
             // Acknowledged 0 and 1 of T1's batch (start 0): 2, 7 and 8 are left, the
             // oldest written at 10.02 s; up to the HW also T2's and T3's records.
-            ((0, 11), (3, Some(89.98), 9, Some(89.98))),
+            ((0, 11), (3, Some(Since(89.98)), 9, Some(Since(89.98)))),
             // Nothing acknowledged: the start offset's figures.
-            ((0, 13), (5, Some(90.0), 11, Some(90.0))),
+            ((0, 13), (5, Some(Since(90.0)), 11, Some(Since(90.0)))),
             // A broker lag older than the start offset: the start offset's figures.
-            ((7, 20), (2, Some(70.0), 6, Some(70.0))),
+            ((7, 20), (2, Some(Since(70.0)), 6, Some(Since(70.0)))),
             // Caught up to the HW (a read_uncommitted group).
-            ((12, 0), (0, Some(0.0), 0, Some(0.0))),
+            ((12, 0), (0, Some(NothingLeft), 0, Some(NothingLeft))),
         ];
         for ((start, broker_lag), (lso_lag, lso_seconds, hw_lag, hw_seconds)) in cases {
             let (lag, (hw_time, lso_time)) =
@@ -1503,18 +1532,19 @@ pub(crate) mod tests {
     fn lags_from_the_log_never_count_markers() {
         let log = worked_example_log();
         let now_ms = 1_000_000;
-        // (committed, hw_lag, lso_lag, hw_lag_seconds, lso_lag_seconds)
+        // (committed, hw_lag, lso_lag, hw_time_lag, lso_time_lag)
+        use TimeLag::{NothingLeft, Since};
         let cases = [
             // Blocked at the LSO: 19 records behind the HW (the marker at 890 is not
             // one), nothing to read, and the record at the LSO was written at 200 s.
-            (880, 19, 0, Some(800.0), Some(0.0)),
+            (880, 19, 0, Some(Since(800.0)), Some(NothingLeft)),
             // Five plain records before the LSO; the batch 870..879 spans 100.00 s to
             // 100.09 s, so the record at 875 is taken as written at 100.05 s.
-            (875, 24, 5, Some(899.95), Some(899.95)),
+            (875, 24, 5, Some(Since(899.95)), Some(Since(899.95))),
             // A read_uncommitted group between the LSO and the HW.
-            (891, 9, 0, Some(500.0), Some(0.0)),
+            (891, 9, 0, Some(Since(500.0)), Some(NothingLeft)),
             // Caught up.
-            (900, 0, 0, Some(0.0), Some(0.0)),
+            (900, 0, 0, Some(NothingLeft), Some(NothingLeft)),
             // Below the window: the unread part counts every offset; no time known.
             (860, 39, 20, None, None),
         ];
@@ -1537,7 +1567,16 @@ pub(crate) mod tests {
         // Without reads, nothing is guessed: offset differences, and time only where
         // there is nothing to read.
         assert_eq!(lag(880, 900, 880, None).0.hw_lag, 20);
-        assert_eq!(time_lag(880, 900, 880, None, now_ms), (None, Some(0.0)));
+        assert_eq!(
+            time_lag(880, 900, 880, None, now_ms),
+            (None, Some(TimeLag::NothingLeft))
+        );
+        // A record written after the exporter's now (a producer's clock ahead): 0 s old,
+        // but still something to read.
+        assert_eq!(
+            time_lag(875, 900, 880, Some(&log), 50_000),
+            (Some(TimeLag::Since(0.0)), Some(TimeLag::Since(0.0)))
+        );
     }
 
     #[test]
@@ -1801,7 +1840,10 @@ pub(crate) mod tests {
             // users mean by them.
             assert_eq!(second.partitions[0].withheld_age_seconds, Some(3615.0));
             let billing = &second.groups[0].offsets.as_ref().unwrap()[0];
-            assert!(billing.hw_lag_seconds.unwrap() > 3600.0, "{billing:?}");
+            assert!(
+                billing.hw_time_lag.unwrap().seconds() > 3600.0,
+                "{billing:?}"
+            );
             // The exporter restarts: the first cycle after it knows no age either.
             let mut restarted = StuckClock::default();
             let after = cycle(&mut restarted, 600, coordinator.clone());

@@ -17,7 +17,7 @@ use kafka_lso_exporter::metrics::{to_prometheus_text, Metrics};
 use kafka_lso_exporter::series::{fixed_series, series_count, Exposition, Granularity};
 use kafka_lso_exporter::snapshot::{
     AgeClock, Anomaly, ClusterSnapshot, CoordinatorStatus, GroupPartitionState, GroupState, Lag,
-    OpenTransaction, PartitionState, Visibility,
+    OpenTransaction, PartitionState, TimeLag, Visibility,
 };
 use tokio::sync::watch;
 
@@ -178,8 +178,8 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                         lso_lag: 0,
                         committed_beyond_lso: 0,
                     }),
-                    hw_lag_seconds: Some(186.75),
-                    lso_lag_seconds: Some(0.0),
+                    hw_time_lag: Some(TimeLag::Since(186.75)),
+                    lso_time_lag: Some(TimeLag::NothingLeft),
                     commit_stall_seconds: None,
                     retention_margin: None,
                     retention_margin_seconds: None,
@@ -206,8 +206,8 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                             lso_lag: 0,
                             committed_beyond_lso: 0,
                         }),
-                        hw_lag_seconds: Some(186.75),
-                        lso_lag_seconds: Some(0.0),
+                        hw_time_lag: Some(TimeLag::Since(186.75)),
+                        lso_time_lag: Some(TimeLag::NothingLeft),
                         commit_stall_seconds: Some(0.0),
                         retention_margin: Some(880),
                         retention_margin_seconds: Some(604_800.0 - 186.75),
@@ -224,8 +224,8 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                             lso_lag: 0,
                             committed_beyond_lso: 0,
                         }),
-                        hw_lag_seconds: Some(0.0),
-                        lso_lag_seconds: Some(0.0),
+                        hw_time_lag: Some(TimeLag::NothingLeft),
+                        lso_time_lag: Some(TimeLag::NothingLeft),
                         commit_stall_seconds: Some(0.0),
                         retention_margin: Some(1000),
                         retention_margin_seconds: Some(604_800.0),
@@ -252,8 +252,8 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                         lso_lag: 0,
                         committed_beyond_lso: 20,
                     }),
-                    hw_lag_seconds: Some(0.0),
-                    lso_lag_seconds: Some(0.0),
+                    hw_time_lag: Some(TimeLag::NothingLeft),
+                    lso_time_lag: Some(TimeLag::NothingLeft),
                     // Its consumer stopped, and retention passed its offset.
                     commit_stall_seconds: Some(420.0),
                     retention_margin: Some(0),

@@ -64,6 +64,23 @@ pub enum Stage {
 }
 
 impl Stage {
+    /// Every stage: each cluster's `errors_total` shows all of them from the start.
+    pub const ALL: [Stage; 13] = [
+        Stage::Metadata,
+        Stage::LogStartOffset,
+        Stage::ListGroups,
+        Stage::DescribeGroups,
+        Stage::GroupOffsets,
+        Stage::ShareGroupOffsets,
+        Stage::LastStableOffset,
+        Stage::HighWatermark,
+        Stage::DescribeProducers,
+        Stage::DescribeTransactions,
+        Stage::ListTransactions,
+        Stage::ReadRecords,
+        Stage::TopicConfigs,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Stage::Metadata => "metadata",

@@ -307,6 +307,9 @@ impl Forensics {
         .await;
 
         let mut complete = true;
+        // ListTransactions and DescribeTransactions failures, each under its own stage.
+        let mut list_failures = 0u64;
+        let mut first_list_error: Option<String> = None;
         let mut failures = 0u64;
         let mut first_error: Option<String> = None;
         // Per coordinator that listed some: its id, the transactional ids, their answer.
@@ -335,7 +338,7 @@ impl Forensics {
                 }
                 Ok(answer) => {
                     complete = false;
-                    failures += 1;
+                    list_failures += 1;
                     match ResponseError::try_from_code(answer.error_code) {
                         Some(ResponseError::CoordinatorLoadInProgress) => {
                             loading.get_or_insert(broker);
@@ -345,7 +348,7 @@ impl Forensics {
                         ) => unavailable = true,
                         _ => {}
                     }
-                    first_error.get_or_insert_with(|| {
+                    first_list_error.get_or_insert_with(|| {
                         format!(
                             "ListTransactions on {addr}: {}",
                             ResponseError::try_from_code(answer.error_code)
@@ -356,10 +359,10 @@ impl Forensics {
                 }
                 Err(error) => {
                     complete = false;
-                    failures += 1;
+                    list_failures += 1;
                     // Down, unreachable or timed out: it may coordinate the transaction.
                     unavailable |= !error.is_unsupported();
-                    first_error.get_or_insert_with(|| format!("ListTransactions: {error}"));
+                    first_list_error.get_or_insert_with(|| format!("ListTransactions: {error}"));
                 }
             }
         }
@@ -458,6 +461,9 @@ impl Forensics {
             }
         }
         drop(state);
+        if let Some(error) = first_list_error {
+            sample.fail(Stage::ListTransactions, list_failures, error);
+        }
         if let Some(error) = first_error {
             sample.fail(Stage::DescribeTransactions, failures, error);
         }
