@@ -1123,12 +1123,12 @@ fn encode_cluster_transactions(
 ) -> Result<(), std::fmt::Error> {
     let mut family = encoder.encode_descriptor(
         "kafka_cluster_open_transactions",
-        "Transactions the coordinators list open longer than transaction_list_min_age, by coordinator state; absent when a broker did not answer",
+        "Transactions the coordinators list open longer than transaction_list_min_age, by coordinator state; a lower bound while a broker does not answer (kafka_lso_exporter_errors_total{stage=\"list_transactions\"})",
         None,
         MetricType::Gauge,
     )?;
     for cluster in shown {
-        let Some(inventory) = complete(cluster) else {
+        let Some(inventory) = inventory(cluster) else {
             continue;
         };
         for state in crate::kafka::OPEN_TRANSACTION_STATES
@@ -1150,12 +1150,12 @@ fn encode_cluster_transactions(
 
     let mut family = encoder.encode_descriptor(
         "kafka_cluster_unpinning_open_transactions",
-        "Of kafka_cluster_open_transactions, those described that hold the last stable offset of no exported partition (they write only to unsampled topics, sit behind an older transaction, or wrote nowhere yet); a lower bound: one not described in the cycle, or writing to a partition whose holder or LSO is unknown, is not counted",
+        "Of kafka_cluster_open_transactions, those described that hold the last stable offset of no exported partition (they write only to unsampled topics, sit behind an older transaction, or wrote nowhere yet); a lower bound: one not described in the cycle, or writing to a partition whose holder or LSO is unknown, or listed by a broker that did not answer, is not counted",
         None,
         MetricType::Gauge,
     )?;
     for cluster in shown {
-        if let Some(inventory) = complete(cluster) {
+        if let Some(inventory) = inventory(cluster) {
             let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster())];
             gauge(&mut family, &labels, inventory.unpinning as i64)?;
         }
@@ -1163,19 +1163,19 @@ fn encode_cluster_transactions(
 
     let mut family = encoder.encode_descriptor(
         "kafka_cluster_prepared_transactions",
-        "Open two-phase (KIP-939) transactions (timeout 2147483647 ms where a broker advertises KIP-939): the coordinator never times them out, only their producer or an operator ends them; absent where no broker speaks KIP-939",
+        "Open two-phase (KIP-939) transactions (timeout 2147483647 ms where a broker advertises KIP-939): the coordinator never times them out, only their producer or an operator ends them; a lower bound while a broker does not answer; absent where no broker speaks KIP-939",
         None,
         MetricType::Gauge,
     )?;
     for cluster in shown {
-        if let Some(prepared) = complete(cluster).and_then(|i| i.prepared) {
+        if let Some(prepared) = inventory(cluster).and_then(|i| i.prepared) {
             let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster())];
             gauge(&mut family, &labels, prepared as i64)?;
         }
     }
 
     type DetailValue = fn(&crate::inventory::DetailedTransaction) -> Option<Value>;
-    let detail_families: [(&str, &str, DetailValue); 3] = [
+    let detail_families: [(&str, &str, DetailValue); 4] = [
         ("kafka_coordinator_transaction_age_seconds", "Age of one of the transaction_list_detail oldest open transactions of the cluster, from its coordinator's start time", |t| {
             t.age_seconds.map(Value::Seconds)
         }),
@@ -1184,6 +1184,9 @@ fn encode_cluster_transactions(
         }),
         ("kafka_coordinator_transaction_partitions", "Partitions the transaction wrote to, as its coordinator lists them", |t| {
             t.described.then_some(Value::Count(t.partitions.len() as i64))
+        }),
+        ("kafka_coordinator_transaction_two_phase", "1 for a two-phase (KIP-939) transaction, which its coordinator never times out (only its producer or an operator ends it), 0 for any other; absent when the transaction was not described", |t| {
+            t.described.then_some(Value::Count(i64::from(t.two_phase)))
         }),
     ];
     for (name, help, value) in detail_families {
@@ -1235,14 +1238,11 @@ fn encode_cluster_transactions(
     Ok(())
 }
 
-/// The cluster's inventory when every broker answered.
-fn complete(cluster: &Shown) -> Option<&crate::inventory::TransactionInventory> {
-    cluster
-        .snapshot
-        .transactions
-        .inventory
-        .as_ref()
-        .filter(|i| i.complete)
+/// The cluster's inventory, also when a broker did not answer: its counts are then lower
+/// bounds, and an alert on them can still fire (a broker down is when transactions get
+/// stuck).
+fn inventory(cluster: &Shown) -> Option<&crate::inventory::TransactionInventory> {
+    cluster.snapshot.transactions.inventory.as_ref()
 }
 
 /// The exporter's own per-cluster state.

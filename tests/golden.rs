@@ -346,7 +346,11 @@ const TOPIC: Exposition = Exposition {
 };
 
 fn render(exposition: Exposition) -> (String, String) {
-    let (_tx, rx) = watch::channel(Some(Arc::new(fixed_snapshot(exposition))));
+    render_of(fixed_snapshot(exposition))
+}
+
+fn render_of(snapshot: ClusterSnapshot) -> (String, String) {
+    let (_tx, rx) = watch::channel(Some(Arc::new(snapshot)));
     let metrics = Metrics::new(vec![rx]);
     metrics.init_cluster("prod");
     metrics.count_errors("prod", Stage::HighWatermark, 1);
@@ -615,6 +619,9 @@ fn every_catalog_metric_is_present_with_its_labels() {
         ("kafka_cluster_prepared_transactions{kafka_cluster=\"prod\"} 1", true),
         ("kafka_coordinator_transaction_age_seconds{kafka_cluster=\"prod\",transactional_id=\"xa-ledger\",producer_id=\"4001\",producer_epoch=\"0\",state=\"Ongoing\",coordinator=\"2\"} 45.5", true),
         ("kafka_coordinator_transaction_timeout_left_seconds{kafka_cluster=\"prod\",transactional_id=\"xa-ledger\"", false),
+        // Two-phase is said, not read from an absent time left.
+        ("kafka_coordinator_transaction_two_phase{kafka_cluster=\"prod\",transactional_id=\"xa-ledger\",producer_id=\"4001\",producer_epoch=\"0\",state=\"Ongoing\",coordinator=\"2\"} 1", true),
+        ("kafka_coordinator_transaction_two_phase{kafka_cluster=\"prod\",transactional_id=\"etl-orders \\\"7\\\"\",producer_id=\"4001\",producer_epoch=\"7\",state=\"Ongoing\",coordinator=\"2\"} 0", true),
         ("kafka_coordinator_transaction_partitions{kafka_cluster=\"prod\",transactional_id=\"etl-orders \\\"7\\\"\",producer_id=\"4001\",producer_epoch=\"7\",state=\"Ongoing\",coordinator=\"2\"} 2", true),
         ("kafka_transaction_fencings_total{kafka_cluster=\"prod\",transactional_id=\"etl-orders \\\"7\\\"\"} 1", true),
         ("kafka_transaction_coordinator_moves_total{kafka_cluster=\"prod\",transactional_id=\"xa-ledger\"} 2", true),
@@ -653,6 +660,23 @@ fn every_catalog_metric_is_present_with_its_labels() {
             "{line} should be {}",
             if present { "present" } else { "absent" }
         );
+    }
+}
+
+/// A broker that does not answer ListTransactions leaves the inventory incomplete: its
+/// counts are still shown, as lower bounds, so that the alerts on them can fire while a
+/// broker is down.
+#[test]
+fn an_incomplete_transaction_inventory_still_shows_its_counts() {
+    let mut snapshot = fixed_snapshot(TOPIC);
+    snapshot.transactions.inventory.as_mut().unwrap().complete = false;
+    let (_, text) = render_of(snapshot);
+    for line in [
+        "kafka_cluster_open_transactions{kafka_cluster=\"prod\",state=\"Ongoing\"} 2",
+        "kafka_cluster_unpinning_open_transactions{kafka_cluster=\"prod\"} 1",
+        "kafka_cluster_prepared_transactions{kafka_cluster=\"prod\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
     }
 }
 
