@@ -721,3 +721,121 @@ async fn hanging_transaction_is_reported() {
         )
         .await;
 }
+
+/// A broker slow to answer DescribeConfigs (the topics' retention.ms, read in the
+/// background): the cycles never wait for it. Every cycle from the first reads the groups
+/// and the partitions' offsets; the retention arrives when the broker answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_retention_read_holds_up_no_cycle() {
+    require_kafka();
+    const DESCRIBE_CONFIGS: i16 = 32;
+    let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
+    proxy.slow_api(DESCRIBE_CONFIGS, Duration::from_secs(6));
+    let topic = unique("slow-configs");
+    let group = unique("slow-configs-group");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 4);
+    consume_all_and_commit(&group, &topic, 1, "read_committed");
+
+    let exporter = through_proxy("slowcfg", "1s", &topic, &group);
+    let p0 = [
+        ("kafka_cluster", "slowcfg"),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    let g0 = [
+        ("kafka_cluster", "slowcfg"),
+        ("group", group.as_str()),
+        ("topic", topic.as_str()),
+    ];
+    let started = Instant::now();
+    exporter
+        .wait_for("the first cycle's values", Duration::from_secs(20), |s| {
+            (s.value("kafka_topic_high_watermark", &p0[..2]) == Some(4.0)
+                && s.value("kafka_consumergroup_topic_committed_offset", &g0) == Some(4.0))
+            .then_some(())
+        })
+        .await;
+    let first = started.elapsed();
+    // Four cycles while DescribeConfigs is still unanswered: none failed.
+    let s = exporter
+        .wait_for("four cycles", Duration::from_secs(10), |s| {
+            (cycles(s, "slowcfg") >= 4.0).then(|| Scrape::parse(&s.text))
+        })
+        .await;
+    for stage in [
+        "list_groups",
+        "group_offsets",
+        "high_watermark",
+        "last_stable_offset",
+    ] {
+        assert_eq!(
+            s.value(
+                "kafka_lso_exporter_errors_total",
+                &[("kafka_cluster", "slowcfg"), ("stage", stage)]
+            ),
+            Some(0.0),
+            "{stage} failed while DescribeConfigs was outstanding:\n{}",
+            s.text
+        );
+    }
+    assert!(
+        first < Duration::from_secs(4),
+        "the first values took {first:?}: the cycle waited behind DescribeConfigs"
+    );
+    exporter
+        .wait_for(
+            "the retention, once answered",
+            Duration::from_secs(20),
+            |s| {
+                s.value("kafka_topic_retention_seconds", &p0[..2])
+                    .map(|_| ())
+            },
+        )
+        .await;
+}
+
+/// A coordinator that answers ListTransactions with an error while a transaction pins a
+/// partition: forensics' failure counts under `list_transactions`, not
+/// `describe_transactions` (nothing was described).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_list_transactions_counts_under_its_own_stage() {
+    require_kafka();
+    const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+    let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
+    proxy.fail_list_transactions(COORDINATOR_NOT_AVAILABLE);
+    let topic = unique("list-txn-fails");
+    let group = unique("list-txn-fails-group");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 2);
+    consume_all_and_commit(&group, &topic, 1, "read_committed");
+    let held = transactional_producer(&unique("list-txn-fails-t"));
+    rdkafka::producer::Producer::begin_transaction(&held).unwrap();
+    send(&held, &topic, 0, 1);
+
+    let exporter = through_proxy("listfail", "500ms", &topic, &group);
+    let p0 = [
+        ("kafka_cluster", "listfail"),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    let stage = |s: &Scrape, stage: &str| {
+        s.value(
+            "kafka_lso_exporter_errors_total",
+            &[("kafka_cluster", "listfail"), ("stage", stage)],
+        )
+    };
+    let s = exporter
+        .wait_for(
+            "forensics ran against the failing coordinator",
+            Duration::from_secs(20),
+            |s| {
+                (s.value("kafka_partition_open_transactions", &p0) == Some(1.0)
+                    && stage(s, "list_transactions").is_some_and(|n| n >= 3.0))
+                .then(|| Scrape::parse(&s.text))
+            },
+        )
+        .await;
+    assert_eq!(stage(&s, "describe_transactions"), Some(0.0), "{}", s.text);
+    rdkafka::producer::Producer::abort_transaction(&held, Duration::from_secs(30)).unwrap();
+}

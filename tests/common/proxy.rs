@@ -55,6 +55,10 @@ struct State {
     producers_aged_by: Option<Duration>,
     /// ListTransactions answers are emptied.
     transactions_forgotten: bool,
+    /// ListTransactions answers carry this error code instead of their transactions.
+    list_transactions_error: Option<i16>,
+    /// API key -> how long its answers are held back (a broker slow on that request).
+    slow_apis: HashMap<i16, Duration>,
 }
 
 pub struct Proxy {
@@ -155,6 +159,19 @@ impl Proxy {
         let mut state = self.state.lock().unwrap();
         state.producers_aged_by = Some(by);
         state.transactions_forgotten = true;
+    }
+
+    /// Every ListTransactions answer from now on carries `error_code` and no
+    /// transaction (as a coordinator that is not available answers).
+    pub fn fail_list_transactions(&self, error_code: i16) {
+        self.state.lock().unwrap().list_transactions_error = Some(error_code);
+    }
+
+    /// Holds back every answer to `api_key` for `pause`: a broker slow on that request
+    /// (a broker answers the requests of one connection in order, so what follows on
+    /// the same connection waits too).
+    pub fn slow_api(&self, api_key: i16, pause: Duration) {
+        self.state.lock().unwrap().slow_apis.insert(api_key, pause);
     }
 
     /// Lowers the highest version of `api_key` in every ApiVersions answer to `max`.
@@ -264,6 +281,11 @@ async fn serve(
                     let correlation_id = i32::from_be_bytes(id.try_into().unwrap());
                     let request = in_flight.lock().unwrap().remove(&correlation_id);
                     let key = requests_in_flight.lock().unwrap().remove(&correlation_id);
+                    let slow =
+                        key.and_then(|(api, _)| state.lock().unwrap().slow_apis.get(&api).copied());
+                    if let Some(pause) = slow {
+                        tokio::time::sleep(pause).await;
+                    }
                     let replaced = match (request, key) {
                         (Some((version, groups)), _) => {
                             inject(&state, &frame, correlation_id, version, &groups)
@@ -370,13 +392,21 @@ fn age_appends(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Optio
     })
 }
 
-/// ListTransactions answers without any transaction: coordinators that lost track.
+/// ListTransactions answers without any transaction: coordinators that lost track, or
+/// that answer with an error.
 fn forget_transactions(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Option<Bytes> {
-    if !state.lock().unwrap().transactions_forgotten {
+    let (forgotten, error) = {
+        let state = state.lock().unwrap();
+        (state.transactions_forgotten, state.list_transactions_error)
+    };
+    if !forgotten && error.is_none() {
         return None;
     }
     rewrite::<ListTransactionsResponse>(answer, version, |response| {
         response.transaction_states.clear();
+        if let Some(code) = error {
+            response.error_code = code;
+        }
     })
 }
 

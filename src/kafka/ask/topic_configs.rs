@@ -2,7 +2,7 @@
 //! (unlimited, -1, on a compacted topic: `cleanup.policy` without `delete`):
 //! DescribeConfigs on the topics, read when a topic is first seen and again every
 //! [`REFRESH`], all topics due in one request to one broker (any broker answers for topic
-//! configurations), in the background of the cycles. At rest a cycle sends nothing; a
+//! configurations), in the background of the cycles, on a connection of its own. At rest a cycle sends nothing; a
 //! topic the broker refuses (no `DescribeConfigs` on it) is asked for again after
 //! [`REFRESH`] like the others.
 
@@ -15,7 +15,7 @@ use kafka_protocol::messages::DescribeConfigsRequest;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use crate::kafka::wire::WireClient;
+use crate::kafka::wire::{Lane, WireClient};
 
 /// How long a topic's `retention.ms` is used before it is read again (an operator may
 /// change it).
@@ -168,10 +168,18 @@ impl TopicConfigs {
                 resource
             })
             .collect();
+        // A connection of its own: the cycle's requests to this broker never wait
+        // behind it.
         let answer = self
             .wire
             .pool
-            .send(addr, &request, "DescribeConfigs", deadline)
+            .send_via(
+                Lane::Background,
+                addr,
+                &request,
+                "DescribeConfigs",
+                deadline,
+            )
             .await
             .map_err(|e| format!("DescribeConfigs on {addr}: {e}"))?;
         let by_name: HashMap<&str, &Arc<str>> = topics.iter().map(|t| (&**t, t)).collect();

@@ -680,6 +680,9 @@ pub enum Lane {
     Main,
     /// Share groups' progress: a share coordinator can take seconds to answer.
     Share,
+    /// Reads in the background of the cycles (the topics' configurations): a broker slow
+    /// to answer them holds up no cycle.
+    Background,
 }
 
 /// The exporter's own client for one cluster: its connection pool, driven by the
