@@ -406,8 +406,9 @@ impl ShareReader {
                     let mut last = broker.last.lock().unwrap_or_else(|p| p.into_inner());
                     let now = Instant::now();
                     last.retain(|_, (at, _)| now.duration_since(*at) < SHARE_MAX_AGE);
-                    for (name, progress) in groups {
-                        last.insert(name, (now, progress));
+                    // Each group as old as its own answer.
+                    for (name, read_at, progress) in groups {
+                        last.insert(name, (read_at, progress));
                     }
                 }
                 *broker.failures.lock().unwrap_or_else(|p| p.into_inner()) = failures;
@@ -463,7 +464,7 @@ async fn share_progress(
     addr: &str,
     names: &[String],
     deadline: Instant,
-) -> (Vec<(String, ShareProgress)>, Vec<String>) {
+) -> (Vec<(String, Instant, ShareProgress)>, Vec<String>) {
     let mut configs_request = DescribeConfigsRequest::default();
     configs_request.resources = names
         .iter()
@@ -476,25 +477,19 @@ async fn share_progress(
             resource
         })
         .collect();
-    let offsets = async {
-        let mut answers = Vec::with_capacity(names.len());
-        for name in names {
-            let request = DescribeShareGroupOffsets {
-                groups: vec![name.clone()],
-            };
-            answers.push(
-                pool.send_via(
-                    Lane::Share,
-                    addr,
-                    &request,
-                    "DescribeShareGroupOffsets",
-                    deadline,
-                )
-                .await,
-            );
-        }
-        answers
-    };
+    let offsets = one_by_one(names, |name| async move {
+        let request = DescribeShareGroupOffsets {
+            groups: vec![name.clone()],
+        };
+        pool.send_via(
+            Lane::Share,
+            addr,
+            &request,
+            "DescribeShareGroupOffsets",
+            deadline,
+        )
+        .await
+    });
     let (offsets, configs) = tokio::join!(
         offsets,
         pool.send_via(
@@ -535,7 +530,7 @@ async fn share_progress(
         Err(error) => failures.push(error.to_string()),
     }
     let mut groups = Vec::new();
-    for answer in offsets {
+    for (read_at, answer) in offsets {
         let response = match answer {
             Ok(response) => response,
             Err(error) => {
@@ -576,10 +571,25 @@ async fn share_progress(
                 broker_lags: lags,
                 isolation: isolation.get(&group.group).copied(),
             };
-            groups.push((group.group, progress));
+            groups.push((group.group, read_at, progress));
         }
     }
     (groups, failures)
+}
+
+/// `send` for each of `names`, one after the other, each answer with the moment it
+/// arrived: a group read first is as old as its own answer, not as the last one's.
+async fn one_by_one<'a, T, F, Fut>(names: &'a [String], send: F) -> Vec<(Instant, T)>
+where
+    F: Fn(&'a String) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let mut answers = Vec::with_capacity(names.len());
+    for name in names {
+        let answer = send(name).await;
+        answers.push((Instant::now(), answer));
+    }
+    answers
 }
 
 /// A group's type as the metrics name it: lower case, as Kafka's tools print it.
@@ -674,4 +684,33 @@ async fn describe(
         }
     }
     Ok((out, failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Share groups are read one after the other, and a coordinator can take seconds for
+    /// each: each group's progress is dated by its own answer, so the first one read
+    /// ages out of [`SHARE_MAX_AGE`] on time rather than one batch late.
+    #[tokio::test]
+    async fn each_share_group_is_dated_by_its_own_answer() {
+        let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let started = Instant::now();
+        let answers = one_by_one(&names, |name| async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            name.clone()
+        })
+        .await;
+        let order: Vec<&str> = answers.iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(order, ["a", "b", "c"]);
+        for (i, (at, name)) in answers.iter().enumerate() {
+            let age = at.duration_since(started);
+            let expected = Duration::from_millis(100 * (i as u64 + 1));
+            assert!(
+                age >= expected && age < expected + Duration::from_millis(90),
+                "{name} dated {age:?} after the start, expected about {expected:?}"
+            );
+        }
+    }
 }
