@@ -123,6 +123,7 @@ fn sample(partitions: usize, groups: usize, cycle: i64) -> RawSample {
                 })
                 .collect();
             RawGroup {
+                coordinator: None,
                 name: format!("scale-g{g:05}"),
                 group_type: group_type.into(),
                 protocol: if group_type == "share" {

@@ -834,6 +834,7 @@ mod tests {
         lso: i64,
     ) -> GroupState {
         GroupState {
+            coordinator: None,
             name: name.into(),
             state: "Stable".into(),
             members: Some(1),
@@ -965,6 +966,7 @@ mod tests {
     fn a_share_group_is_blocked_only_when_it_reads_committed() {
         use crate::kafka::Isolation;
         let share = |name: &str, isolation| GroupState {
+            coordinator: None,
             group_type: "share".into(),
             protocol: "share".into(),
             isolation: Some(isolation),

@@ -81,6 +81,8 @@ struct Entry {
     nothing_up_to_hw: bool,
     /// The committed offset was below the log start.
     below_log_start: bool,
+    /// The broker that last listed the group: whether its absence means it is gone.
+    coordinator: Option<String>,
 }
 
 /// Per group and partition, what the commit stall and the status need from earlier
@@ -138,10 +140,6 @@ pub fn apply(
         .iter()
         .map(|p| ((&*p.topic, p.partition), p))
         .collect();
-    let listed_all = !derived
-        .failures
-        .iter()
-        .any(|(stage, _)| *stage == crate::kafka::Stage::ListGroups);
     let retention_ms = &derived.retention_ms;
     let mut seen: std::collections::HashSet<(String, Arc<str>, i32)> = Default::default();
     let mut kept_groups: std::collections::HashSet<&str> = Default::default();
@@ -179,7 +177,9 @@ pub fn apply(
                 rewound_at: None,
                 nothing_up_to_hw: false,
                 below_log_start: false,
+                coordinator: None,
             });
+            entry.coordinator.clone_from(&group.coordinator);
             if previous.is_some_and(|e| g.committed_offset < e.committed) {
                 entry.rewound_at = Some(now);
             }
@@ -236,13 +236,17 @@ pub fn apply(
         }
         group.status = status;
     }
-    if reached && listed_all {
-        // Groups and partitions gone from the cluster (or the filters) are forgotten; a
-        // group whose offsets could not be fetched keeps its entries, and so does every
-        // group while some broker could not list its groups.
-        watch
-            .entries
-            .retain(|key, _| kept_groups.contains(key.0.as_str()) || seen.contains(key));
+    if reached {
+        // Groups and partitions gone from the cluster (or the filters) are forgotten: a
+        // group whose offsets could not be fetched keeps its entries, and so does a group
+        // last listed by a broker that could not list its groups now; what the brokers
+        // that answered no longer list goes, however long another broker keeps failing.
+        let listing = &derived.group_listing;
+        watch.entries.retain(|key, entry| {
+            kept_groups.contains(key.0.as_str())
+                || seen.contains(key)
+                || !listing.gone(entry.coordinator.as_deref())
+        });
     }
 }
 
@@ -344,6 +348,7 @@ mod tests {
         let mut derived = Derived {
             partitions: vec![p],
             groups: vec![GroupState {
+                coordinator: None,
                 name: "billing".into(),
                 group_type: group_type.into(),
                 protocol: "consumer".into(),
@@ -614,6 +619,81 @@ mod tests {
                 assert_eq!(g.retention_margin_seconds, Some(60.0));
             }
         }
+    }
+
+    /// One broker keeps failing ListGroups while groups come and go on the others (one
+    /// console consumer after another): what the answering brokers no longer list is
+    /// forgotten, so the watch stays flat; the groups last listed by the failing broker
+    /// keep their clocks until it answers.
+    #[test]
+    fn the_watch_forgets_what_answering_brokers_no_longer_list() {
+        use crate::kafka::GroupListing;
+        let t0 = Instant::now();
+        let mut watch = CommitWatch::default();
+        let group = |name: &str, coordinator: &str| GroupState {
+            name: name.into(),
+            coordinator: Some(coordinator.into()),
+            group_type: "classic".into(),
+            protocol: "consumer".into(),
+            state: "Stable".into(),
+            members: Some(1),
+            isolation: None,
+            broker_lags: Vec::new(),
+            offsets: Some(vec![offset(
+                "orders",
+                100,
+                150,
+                150,
+                Some(TimeLag::Since(1.0)),
+            )]),
+            granularity: Default::default(),
+            status: None,
+        };
+        let step =
+            |watch: &mut CommitWatch, t: u64, groups: Vec<GroupState>, listing: GroupListing| {
+                let mut derived = Derived {
+                    partitions: vec![partition("orders", 0, 150, 150)],
+                    groups,
+                    group_listing: listing,
+                    ..Default::default()
+                };
+                apply(
+                    &mut derived,
+                    watch,
+                    t0 + Duration::from_secs(t),
+                    Duration::from_secs(60),
+                    true,
+                );
+            };
+        step(
+            &mut watch,
+            0,
+            vec![group("on-b", "b:9092"), group("console-0", "a:9092")],
+            GroupListing::Complete,
+        );
+        for i in 1..=50u64 {
+            let churning = format!("console-{i}");
+            step(
+                &mut watch,
+                i,
+                vec![group(&churning, "a:9092")],
+                GroupListing::Partial(vec!["b:9092".into()]),
+            );
+        }
+        let mut names: Vec<&str> = watch.entries.keys().map(|k| k.0.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["console-50", "on-b"]);
+        // Every broker answers again and "on-b" is not listed: it is gone.
+        step(
+            &mut watch,
+            51,
+            vec![group("console-50", "a:9092")],
+            GroupListing::Complete,
+        );
+        assert_eq!(watch.len(), 1);
+        // Nothing listed at all (every broker failed): nothing is forgotten.
+        step(&mut watch, 52, Vec::new(), GroupListing::Unknown);
+        assert_eq!(watch.len(), 1);
     }
 
     #[test]

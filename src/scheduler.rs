@@ -285,6 +285,7 @@ mod tests {
             offset: 880,
         };
         let group = |name: &str, group_type: &str| RawGroup {
+            coordinator: None,
             name: name.into(),
             group_type: group_type.into(),
             protocol: "consumer".into(),

@@ -429,6 +429,7 @@ mod tests {
 
     fn group(name: &str, topic: &str, partitions: i32, granularity: Granularity) -> GroupState {
         GroupState {
+            coordinator: None,
             name: name.into(),
             state: "Stable".into(),
             members: Some(1),

@@ -289,6 +289,8 @@ pub struct Visibility {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupState {
     pub name: String,
+    /// The broker that listed the group (see [`crate::kafka::RawGroup::coordinator`]).
+    pub coordinator: Option<String>,
     /// classic, consumer, share or streams.
     pub group_type: String,
     /// The members' protocol type (`consumer`, `connect`, ...).
@@ -776,6 +778,8 @@ impl GroupState {
 pub struct Derived {
     pub partitions: Vec<PartitionState>,
     pub groups: Vec<GroupState>,
+    /// How far `groups` is the cluster's whole list ([`RawSample::group_listing`]).
+    pub group_listing: crate::kafka::GroupListing,
     /// Brokers the cycle's metadata listed: id and address (host:port).
     pub brokers: Vec<(i32, String)>,
     pub anomalies: Vec<Anomaly>,
@@ -952,6 +956,7 @@ pub fn derive(
                 offsets
             });
             GroupState {
+                coordinator: g.coordinator,
                 name: g.name,
                 group_type: g.group_type,
                 protocol: g.protocol,
@@ -974,6 +979,7 @@ pub fn derive(
     Derived {
         partitions,
         groups,
+        group_listing: raw.group_listing,
         brokers: raw.brokers,
         anomalies,
         failures: raw.failures.into_iter().collect(),
@@ -1454,6 +1460,7 @@ pub(crate) mod tests {
     #[test]
     fn derive_takes_a_share_groups_lag_from_its_broker_where_there_is_one() {
         let share = |name: &str, broker_lags: Vec<crate::kafka::BrokerLag>| RawGroup {
+            coordinator: None,
             name: name.into(),
             state: "Stable".into(),
             members: Some(1),
@@ -1609,6 +1616,7 @@ pub(crate) mod tests {
     fn derive_joins_groups_to_partitions_and_drops_what_failed() {
         let raw = RawSample {
             reached: true,
+            group_listing: crate::kafka::GroupListing::Complete,
             brokers: Vec::new(),
             retention_ms: Default::default(),
             eos_cost: Default::default(),
@@ -1620,6 +1628,7 @@ pub(crate) mod tests {
             ],
             groups: vec![
                 RawGroup {
+                    coordinator: None,
                     name: "billing".into(),
                     state: "Stable".into(),
                     members: Some(2),
@@ -1634,6 +1643,7 @@ pub(crate) mod tests {
                     ]),
                 },
                 RawGroup {
+                    coordinator: None,
                     name: "audit".into(),
                     state: "Empty".into(),
                     members: Some(0),
@@ -1680,6 +1690,7 @@ pub(crate) mod tests {
     fn derive_counts_anomalies() {
         let raw = RawSample {
             reached: true,
+            group_listing: crate::kafka::GroupListing::Complete,
             brokers: Vec::new(),
             retention_ms: Default::default(),
             eos_cost: Default::default(),
@@ -1687,6 +1698,7 @@ pub(crate) mod tests {
             described_transactions: Vec::new(),
             partitions: vec![partition("t", 0, Some(10), Some(12))],
             groups: vec![RawGroup {
+                coordinator: None,
                 name: "g".into(),
                 state: "Empty".into(),
                 members: Some(0),
@@ -1775,6 +1787,7 @@ pub(crate) mod tests {
             reached: true,
             partitions: vec![held],
             groups: vec![RawGroup {
+                coordinator: None,
                 name: "billing".into(),
                 state: "Stable".into(),
                 members: Some(1),

@@ -158,6 +158,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
         groups: vec![
             // A read_committed share group waiting at the LSO (KIP-932).
             GroupState {
+                coordinator: None,
                 name: "orders-queue".into(),
                 state: "Stable".into(),
                 members: Some(2),
@@ -189,6 +190,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                 status: None,
             },
             GroupState {
+                coordinator: None,
                 name: "billing-read-committed".into(),
                 state: "Stable".into(),
                 members: Some(3),
@@ -236,6 +238,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                 status: Some(kafka_lso_exporter::progress::GroupStatus::Blocked),
             },
             GroupState {
+                coordinator: None,
                 name: "audit \"legacy\"\\ <read_uncommitted>\nç".into(),
                 state: "Reconciling".into(),
                 members: Some(2),

@@ -56,7 +56,8 @@ use super::native::{list_consumer_group_offsets, queued_events, set_oauth_token}
 use super::wire::oauth::{self, TokenSource};
 use super::wire::{Security, WireClient};
 use super::{
-    CommittedOffset, Planned, RawGroup, RawPartition, RawSample, Replication, Sampler, Stage,
+    CommittedOffset, GroupListing, Planned, RawGroup, RawPartition, RawSample, Replication,
+    Sampler, Stage,
 };
 use crate::config::{ClusterConfig, NameFilter};
 
@@ -472,7 +473,7 @@ impl KafkaSampler {
                         tracing::info!(cluster = %self.cluster, "every broker names group types again: groups are listed by their own protocols");
                     }
                     let list_failed = listed.list_failures.len();
-                    if let Some(first) = listed.list_failures.first() {
+                    if let Some((_, first)) = listed.list_failures.first() {
                         sample.fail(Stage::ListGroups, list_failed as u64, first);
                     }
                     for (stage, failures) in [
@@ -488,6 +489,17 @@ impl KafkaSampler {
                     if list_failed > 0 && list_failed == brokers.len() {
                         return None;
                     }
+                    sample.group_listing = if list_failed == 0 {
+                        GroupListing::Complete
+                    } else {
+                        GroupListing::Partial(
+                            listed
+                                .list_failures
+                                .iter()
+                                .map(|(addr, _)| addr.clone())
+                                .collect(),
+                        )
+                    };
                     let mut offsets_done = with_offsets;
                     if let Some(reason) = &listed.offsets_unusable {
                         self.offsets_unusable(reason);
@@ -523,6 +535,7 @@ impl KafkaSampler {
                         .iter()
                         .filter(|g| filter.accepts(g.name()))
                         .map(|g| RawGroup {
+                            coordinator: None,
                             name: g.name().to_string(),
                             group_type: "classic".to_string(),
                             protocol: g.protocol_type().to_string(),
@@ -539,7 +552,10 @@ impl KafkaSampler {
         .await
         .and_then(|listed| listed);
         match listed {
-            Ok(groups) => Some((groups, false)),
+            Ok(groups) => {
+                sample.group_listing = GroupListing::Complete;
+                Some((groups, false))
+            }
             Err(error) => {
                 sample.fail(Stage::ListGroups, 1, error);
                 None

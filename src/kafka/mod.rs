@@ -243,6 +243,36 @@ pub struct RawGroup {
     /// records not yet acknowledged, also those acknowledged past the start offset.
     pub broker_lags: Vec<BrokerLag>,
     pub committed: Option<Vec<CommittedOffset>>,
+    /// The broker that listed the group (its coordinator), `host:port`; `None` where the
+    /// cluster's groups were listed as a whole (librdkafka's classic list).
+    pub coordinator: Option<String>,
+}
+
+/// How much of the cluster's group list a cycle saw: a group missing from it is gone only
+/// where the broker that coordinated it answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum GroupListing {
+    /// No list (the cycle did not reach the cluster, or every broker failed ListGroups).
+    #[default]
+    Unknown,
+    /// Every broker listed its groups.
+    Complete,
+    /// These brokers (`host:port`) failed ListGroups; the others listed theirs.
+    Partial(Vec<String>),
+}
+
+impl GroupListing {
+    /// A group last listed by `coordinator` and missing now is gone from the cluster (or
+    /// the filters), not merely unlisted this cycle.
+    pub fn gone(&self, coordinator: Option<&str>) -> bool {
+        match self {
+            GroupListing::Unknown => false,
+            GroupListing::Complete => true,
+            GroupListing::Partial(failed) => {
+                coordinator.is_some_and(|c| !failed.iter().any(|f| f == c))
+            }
+        }
+    }
 }
 
 /// The lag a broker reports for one share-partition.
@@ -286,6 +316,8 @@ pub struct RawSample {
     /// Selected consumer groups, sorted by name. For a share group, `committed` holds its
     /// share-partition start offsets.
     pub groups: Vec<RawGroup>,
+    /// How far `groups` is the cluster's whole list.
+    pub group_listing: GroupListing,
     pub failures: BTreeMap<Stage, StageFailure>,
     /// The brokers' `transaction.max.timeout.ms`, when forensics could read it.
     pub transaction_max_timeout_ms: Option<i64>,

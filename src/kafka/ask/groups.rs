@@ -45,8 +45,8 @@ const LIST_GROUPS_WITH_TYPES: i16 = 5;
 pub struct Listed {
     /// Selected groups, sorted by name; with their committed offsets when asked for.
     pub groups: Vec<RawGroup>,
-    /// One message per broker whose ListGroups failed (its groups are absent).
-    pub list_failures: Vec<String>,
+    /// Per broker whose ListGroups failed (its groups are absent): its address and why.
+    pub list_failures: Vec<(String, String)>,
     /// One message per describe request that failed (its groups have no member count).
     pub describe_failures: Vec<String>,
     /// One message per share group whose progress could not be read.
@@ -69,7 +69,7 @@ struct Listing {
 #[derive(Default)]
 struct AtBroker {
     groups: Vec<RawGroup>,
-    list_failure: Option<String>,
+    list_failure: Option<(String, String)>,
     describe_failures: Vec<String>,
     share_failures: Vec<String>,
     offset_failures: Vec<String>,
@@ -152,7 +152,7 @@ async fn at_broker(
         Ok(Ok(listings)) => listings,
         Ok(Err(unusable)) => return Err(unusable),
         Err(error) => {
-            at.list_failure = Some(error);
+            at.list_failure = Some((addr.to_string(), error));
             return Ok(at);
         }
     };
@@ -249,6 +249,7 @@ async fn at_broker(
                 None => committed.remove(&l.name),
             };
             Some(RawGroup {
+                coordinator: Some(addr.to_string()),
                 state: described.as_ref().map_or(l.state, |d| d.state.clone()),
                 members: described.map(|d| d.members),
                 isolation: share.as_ref().and_then(|p| p.isolation),
