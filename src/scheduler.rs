@@ -10,7 +10,7 @@ use tokio::time::MissedTickBehavior;
 
 use crate::config::{GroupGranularity, NameFilter};
 use crate::inventory::{self, TransactionWatch, TransactionsView};
-use crate::kafka::{RawSample, Sampler};
+use crate::kafka::{RawSample, Sampler, Stage};
 use crate::metrics::Metrics;
 use crate::progress::{self, CommitWatch};
 use crate::series::{enforce_series_limit, fixed_series, Exposition};
@@ -87,7 +87,17 @@ impl ClusterLoop {
                 _ = shutdown.wait_for(|stop| *stop) => break,
             };
 
-            let mut up = raw.reached;
+            // Reached, but not one partition's offsets could be read (every leader
+            // refused or failed): the cluster is down for the exporter. It never looks
+            // healthy and empty at once.
+            let unreadable = raw.reached
+                && !raw.partitions.is_empty()
+                && raw.partitions.iter().all(|p| {
+                    p.high_watermark.is_none()
+                        && p.last_stable_offset.is_none()
+                        && p.log_start_offset.is_none()
+                });
+            let mut up = raw.reached && !unreadable;
             let (clock, max_series, watch) = (clock.clone(), max_series.clone(), watch.clone());
             let commits = commits.clone();
             let group_granularity = group_granularity.clone();
@@ -216,6 +226,15 @@ impl ClusterLoop {
                         .collect();
                     tracing::warn!(cluster = %self.cluster, "cycle partly failed; affected series are absent: {}", summary.join("; "));
                 }
+            } else if unreadable {
+                let reason = derived
+                    .failures
+                    .iter()
+                    .find(|(stage, _)| *stage == Stage::HighWatermark)
+                    .or(derived.failures.first())
+                    .map(|(_, f)| f.first_error.as_str())
+                    .unwrap_or("unknown error");
+                tracing::warn!(cluster = %self.cluster, "the cluster answers metadata, but no partition's offsets could be read: it counts as down: {reason}");
             } else if !panicked {
                 let reason = derived
                     .failures
@@ -412,6 +431,28 @@ mod tests {
         );
         assert!(!text.contains("kafka_partition_high_watermark{"), "{text}");
         assert!(!text.contains("group=\"billing\""), "{text}");
+    }
+
+    /// The metadata answered, but not one partition's offsets could be read (every
+    /// ListOffsets refused): the cluster is down, never up and empty.
+    #[tokio::test]
+    async fn a_cluster_whose_offsets_all_fail_is_down_not_up_and_empty() {
+        fn script(_: usize) -> RawSample {
+            let mut raw = orders_and_groups();
+            for p in &mut raw.partitions {
+                (p.log_start_offset, p.last_stable_offset, p.high_watermark) = (None, None, None);
+            }
+            raw.fail(Stage::HighWatermark, 1, "orders/0: TLS handshake failed");
+            raw
+        }
+        let (cluster_loop, mut published, metrics) = looping(script, None);
+        let snapshot = run_until(cluster_loop, &mut published, |_| true).await;
+        assert!(!snapshot.up, "{snapshot:?}");
+        let text = metrics.encode_openmetrics();
+        assert!(
+            text.contains("kafka_lso_exporter_up{kafka_cluster=\"prod\"} 0"),
+            "{text}"
+        );
     }
 
     #[tokio::test]

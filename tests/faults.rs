@@ -839,3 +839,194 @@ async fn a_failed_list_transactions_counts_under_its_own_stage() {
     assert_eq!(stage(&s, "describe_transactions"), Some(0.0), "{}", s.text);
     rdkafka::producer::Producer::abort_transaction(&held, Duration::from_secs(30)).unwrap();
 }
+
+/// The exporter through a TLS proxy (the PROXIED listener, advertised as `localhost`)
+/// that presents `server`, trusting `ca_pem`, sampling one topic and group.
+fn through_tls(
+    cluster: &str,
+    ca_pem: &str,
+    topic: &str,
+    group: &str,
+) -> (Binary, std::path::PathBuf) {
+    let ca = std::env::temp_dir().join(format!("{}.pem", unique("drill-ca")));
+    std::fs::write(&ca, ca_pem).unwrap();
+    let ca_location = ca.to_str().unwrap().to_string();
+    let binary = Binary::start(
+        &[
+            "--bootstrap-servers",
+            "localhost:19097",
+            "--cluster-name",
+            cluster,
+            "--interval",
+            "1s",
+        ],
+        &[
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+                &format!("[\"^{topic}$\"]"),
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
+                &format!("[\"^{group}$\"]"),
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__security.protocol",
+                "SSL",
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__ssl.ca.location",
+                &ca_location,
+            ),
+        ],
+    );
+    (binary, ca)
+}
+
+/// A topic of two partitions (5 and 3 records) and a read_committed group at the end.
+async fn two_partitions_read(prefix: &str) -> (String, String) {
+    let topic = unique(prefix);
+    let group = unique(&format!("{prefix}-group"));
+    create_topic(&topic, 2).await;
+    send(&plain_producer(), &topic, 0, 5);
+    send(&plain_producer(), &topic, 1, 3);
+    consume_all_and_commit(&group, &topic, 2, "read_committed");
+    (topic, group)
+}
+
+/// A broker certificate that names its host only in the CN, with no subjectAltName, as
+/// many made before browsers dropped the CN: OpenSSL (librdkafka) and the Java client
+/// accept it for that host, and so does the exporter's own client. Every feature works,
+/// the own client's too (the topics' retention needs it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_certificate_naming_its_host_in_the_cn_only_is_accepted() {
+    require_kafka();
+    let (server, ca_pem) = broker_certificate("localhost", Vec::new(), false);
+    let proxy = Proxy::start_tls(addr("127.0.0.1:19097"), addr("127.0.0.1:19096"), server).await;
+    // OpenSSL checks an IP address against the subjectAltName only, a host name also
+    // against the CN: the brokers are advertised by name, as in most estates.
+    proxy.advertise_as("localhost");
+    let (topic, group) = two_partitions_read("cn-only").await;
+    let (exporter, ca) = through_tls("cnonly", &ca_pem, &topic, &group);
+    let t = [("kafka_cluster", "cnonly"), ("topic", topic.as_str())];
+    let g1 = [
+        ("kafka_cluster", "cnonly"),
+        ("group", group.as_str()),
+        ("topic", topic.as_str()),
+        ("partition", "1"),
+    ];
+    exporter
+        .wait_for(
+            "every series, the own client's too",
+            Duration::from_secs(30),
+            |s| {
+                (s.value("kafka_lso_exporter_up", &t[..1]) == Some(1.0)
+                    && s.value(
+                        "kafka_partition_high_watermark",
+                        &[t[0], t[1], ("partition", "0")],
+                    ) == Some(5.0)
+                    && s.value("kafka_consumergroup_committed_offset", &g1) == Some(3.0)
+                    && s.value("kafka_topic_retention_seconds", &t).is_some())
+                .then_some(())
+            },
+        )
+        .await;
+    let log = exporter.log();
+    assert!(!log.contains("refused the TLS"), "{log}");
+    drop(proxy);
+    let _ = std::fs::remove_file(&ca);
+}
+
+/// A broker certificate that the own client refuses and OpenSSL accepts: a self-signed
+/// certificate marked as a CA (what `openssl req -x509` makes), used as its own trust
+/// anchor. The cluster never looks reachable and empty: metadata, the classic group list,
+/// committed offsets and log offsets are read through librdkafka, with one warning; the
+/// features only the own client has (the topics' retention here) fail and are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_certificate_the_own_client_refuses_falls_back_to_librdkafka() {
+    require_kafka();
+    let (server, ca_pem) = broker_certificate("localhost", vec!["localhost".into()], true);
+    let proxy = Proxy::start_tls(addr("127.0.0.1:19097"), addr("127.0.0.1:19096"), server).await;
+    proxy.advertise_as("localhost");
+    let (topic, group) = two_partitions_read("ca-leaf").await;
+    let (exporter, ca) = through_tls("caleaf", &ca_pem, &topic, &group);
+    let c = [("kafka_cluster", "caleaf")];
+    let p0 = [
+        ("kafka_cluster", "caleaf"),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    let g1 = [
+        ("kafka_cluster", "caleaf"),
+        ("group", group.as_str()),
+        ("topic", topic.as_str()),
+        ("partition", "1"),
+    ];
+    let s = exporter
+        .wait_for("offsets through librdkafka", Duration::from_secs(30), |s| {
+            (s.value("kafka_partition_high_watermark", &p0) == Some(5.0)
+                && s.value("kafka_partition_last_stable_offset", &p0) == Some(5.0)
+                && s.value("kafka_consumergroup_committed_offset", &g1) == Some(3.0)
+                && s.value(
+                    "kafka_lso_exporter_errors_total",
+                    &[c[0], ("stage", "topic_configs")],
+                )
+                .is_some_and(|n| n > 0.0))
+            .then(|| Scrape::parse(&s.text))
+        })
+        .await;
+    assert_eq!(s.value("kafka_lso_exporter_up", &c), Some(1.0));
+    assert_eq!(
+        s.value("kafka_consumergroup_lso_lag", &g1),
+        Some(0.0),
+        "{}",
+        s.text
+    );
+    let log = exporter.log();
+    let warnings = log
+        .lines()
+        .filter(|l| l.contains("refused the TLS of the exporter's own Kafka client"))
+        .count();
+    assert_eq!(warnings, 1, "one warning for the refusal:\n{log}");
+    drop(proxy);
+    let _ = std::fs::remove_file(&ca);
+}
+
+/// A TLS server configuration with a certificate for `cn` and `alt_names` (none: no
+/// subjectAltName), and the certificate to trust for it in PEM: signed by a CA of its
+/// own, or, when `self_signed_ca`, the certificate itself, marked as a CA.
+fn broker_certificate(
+    cn: &str,
+    alt_names: Vec<String>,
+    self_signed_ca: bool,
+) -> (std::sync::Arc<rustls::ServerConfig>, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(alt_names).unwrap();
+    params.distinguished_name.push(DnType::CommonName, cn);
+    let (chain, trusted) = if self_signed_ca {
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).unwrap();
+        (vec![cert.der().clone()], cert.pem())
+    } else {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "kafka-lso-exporter drill CA");
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+        (vec![cert.der().clone(), ca.der().clone()], ca.pem())
+    };
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            chain,
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+    (std::sync::Arc::new(config), trusted)
+}

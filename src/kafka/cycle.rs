@@ -54,7 +54,7 @@ use super::ask::reads::Reads;
 use super::ask::topic_configs::TopicConfigs;
 use super::native::{list_consumer_group_offsets, queued_events, set_oauth_token};
 use super::wire::oauth::{self, TokenSource};
-use super::wire::{Security, WireClient};
+use super::wire::{Security, WireClient, WireError};
 use super::{
     CommittedOffset, GroupListing, Planned, RawGroup, RawPartition, RawSample, Replication,
     Sampler, Stage,
@@ -79,6 +79,10 @@ pub struct KafkaSampler {
     wire_groups: Fallback,
     /// Metadata is fetched through `wire`, except for a while after it proved unable to.
     wire_metadata: Fallback,
+    /// A broker refused the own client's TLS (a certificate rustls rejects and OpenSSL
+    /// accepts, such as one naming its host only in the CN): metadata, groups, committed
+    /// offsets and log offsets go through librdkafka for a while.
+    wire_refused: Fallback,
     /// Where the own client asks for metadata.
     candidates: Candidates,
     /// Each group's coordinator, kept between cycles.
@@ -255,6 +259,7 @@ impl KafkaSampler {
                 .map(|w| Arc::new(TopicConfigs::new(&config.name, w))),
             wire_offsets: Fallback::default(),
             wire_metadata: Fallback::default(),
+            wire_refused: Fallback::default(),
             candidates: Candidates::new(&config.bootstrap_servers),
             wire_groups: Fallback::default(),
             coordinators: Coordinators::default(),
@@ -340,12 +345,35 @@ impl KafkaSampler {
     ) -> [OffsetsRound; 3] {
         let deadline = Instant::now() + remaining(deadline) / 2;
         let kinds = [Kind::LogStart, Kind::LastStable, Kind::HighWatermark];
-        if let Some(wire) = &self.wire {
-            let rounds = log_offsets::list_offsets(wire, brokers, targets, &kinds, deadline).await;
-            if let Ok(rounds) = <[OffsetsRound; 3]>::try_from(rounds) {
+        if let Some(wire) = self.own() {
+            let listed = log_offsets::list_offsets(wire, brokers, targets, &kinds, deadline).await;
+            if let Ok(mut rounds) = <[OffsetsRound; 3]>::try_from(listed.rounds) {
+                if let Some(refusal) = &listed.refusal {
+                    // The partitions of leaders that refused the own client: through
+                    // librdkafka, in this cycle already.
+                    self.refused(refusal);
+                    let again: Arc<Vec<Target>> =
+                        Arc::new(listed.refused.iter().map(|&i| targets[i].clone()).collect());
+                    let read = self.librdkafka_log_offsets(&again, deadline).await;
+                    for (round, read) in rounds.iter_mut().zip(read) {
+                        for (&i, value) in listed.refused.iter().zip(read) {
+                            round[i] = value;
+                        }
+                    }
+                }
                 return rounds;
             }
         }
+        self.librdkafka_log_offsets(targets, deadline).await
+    }
+
+    /// [`Self::log_offsets`] through librdkafka, one request per leader and kind.
+    async fn librdkafka_log_offsets(
+        &self,
+        targets: &Arc<Vec<Target>>,
+        deadline: Instant,
+    ) -> [OffsetsRound; 3] {
+        let kinds = [Kind::LogStart, Kind::LastStable, Kind::HighWatermark];
         let mut rounds = Vec::with_capacity(3);
         for kind in kinds {
             let (consumer, position) = match kind {
@@ -368,7 +396,7 @@ impl KafkaSampler {
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
     ) -> Vec<Result<Vec<CommittedOffset>, String>> {
-        if let Some(wire) = self.wire.as_ref().filter(|_| self.wire_offsets.usable()) {
+        if let Some(wire) = self.own().filter(|_| self.wire_offsets.usable()) {
             let servers: Vec<String> = brokers.values().cloned().collect();
             let fetched =
                 offsets::fetch(&wire.pool, groups, &servers, &self.coordinators, deadline).await;
@@ -387,6 +415,30 @@ impl KafkaSampler {
         })
         .await
         .unwrap_or_else(|error| groups.iter().map(|_| Err(error.clone())).collect())
+    }
+
+    /// The own client while no broker refused its TLS (see `wire_refused`).
+    fn own(&self) -> Option<&Arc<WireClient>> {
+        let own = self.wire.as_ref().filter(|_| self.wire_refused.usable());
+        if own.is_some() && self.wire_refused.recovered() {
+            tracing::info!(cluster = %self.cluster, "the brokers accept the exporter's own Kafka client's TLS again");
+        }
+        own
+    }
+
+    /// A broker refused the own client's TLS: librdkafka (OpenSSL) reads what it can for
+    /// [`RECHECK`], so that the cluster never looks reachable and empty at once.
+    fn refused(&self, reason: &str) {
+        tracing::warn!(
+            cluster = %self.cluster,
+            "a broker refused the TLS of the exporter's own Kafka client ({reason}); metadata, groups (classic list) \
+             and offsets are read through librdkafka for the next {} min, then the own client is tried again; \
+             transaction forensics, the transaction list, record reads and retention need the own client and \
+             fail meanwhile (a broker certificate that WebPKI accepts fixes it: valid for the broker's address, \
+             not marked as a CA, signed with a current algorithm)",
+            RECHECK.as_secs() / 60
+        );
+        self.wire_refused.engage();
     }
 
     fn offsets_unusable(&self, reason: &str) {
@@ -456,7 +508,7 @@ impl KafkaSampler {
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
     ) -> Option<(Vec<RawGroup>, bool)> {
-        if let Some(wire) = self.wire.as_ref().filter(|_| self.wire_groups.usable()) {
+        if let Some(wire) = self.own().filter(|_| self.wire_groups.usable()) {
             let with_offsets = self.wire_offsets.usable();
             let listed = super::ask::groups::list(
                 wire,
@@ -472,9 +524,14 @@ impl KafkaSampler {
                     if self.wire_groups.recovered() {
                         tracing::info!(cluster = %self.cluster, "every broker names group types again: groups are listed by their own protocols");
                     }
+                    if let Some(refused) = listed.list_failures.iter().find(|f| f.refused) {
+                        // The classic list through librdkafka, in this cycle already.
+                        self.refused(&refused.reason);
+                        return self.classic_groups(sample, deadline).await;
+                    }
                     let list_failed = listed.list_failures.len();
-                    if let Some((_, first)) = listed.list_failures.first() {
-                        sample.fail(Stage::ListGroups, list_failed as u64, first);
+                    if let Some(first) = listed.list_failures.first() {
+                        sample.fail(Stage::ListGroups, list_failed as u64, &first.reason);
                     }
                     for (stage, failures) in [
                         (Stage::DescribeGroups, &listed.describe_failures),
@@ -496,7 +553,7 @@ impl KafkaSampler {
                             listed
                                 .list_failures
                                 .iter()
-                                .map(|(addr, _)| addr.clone())
+                                .map(|f| f.addr.clone())
                                 .collect(),
                         )
                     };
@@ -522,6 +579,16 @@ impl KafkaSampler {
                 }
             }
         }
+        self.classic_groups(sample, deadline).await
+    }
+
+    /// The groups through librdkafka's classic ListGroups (type, state, members), without
+    /// committed offsets.
+    async fn classic_groups(
+        &self,
+        sample: &mut RawSample,
+        deadline: Instant,
+    ) -> Option<(Vec<RawGroup>, bool)> {
         // The classic list gets half of the time: the committed offsets, asked next, the
         // other half.
         let consumer = self.read_uncommitted.clone();
@@ -674,9 +741,13 @@ impl KafkaSampler {
 
         // 1. Metadata: through the own client (a hedged request, so that a broker that
         // hangs does not cost the cycle), through librdkafka where it cannot be used.
-        let metadata = match self.wire.as_ref().filter(|_| self.wire_metadata.usable()) {
+        let metadata = match self.own().filter(|_| self.wire_metadata.usable()) {
             Some(wire) => match metadata::fetch(&wire.pool, &self.candidates, deadline).await {
                 Ok(answer) => Some(Ok(plan_of(&answer, &self.topics))),
+                Err(error @ WireError::Tls { .. }) => {
+                    self.refused(&error.to_string());
+                    None
+                }
                 Err(error) if error.is_permanent() => {
                     tracing::warn!(
                         cluster = %self.cluster,

@@ -17,11 +17,10 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
 use kafka_protocol::messages::{
     ApiVersionsResponse, DescribeProducersResponse, FetchResponse, ListTransactionsResponse,
-    OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
+    MetadataResponse, OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -30,6 +29,7 @@ const OFFSET_FETCH: i16 = 9;
 const API_VERSIONS: i16 = 18;
 const DESCRIBE_PRODUCERS: i16 = 61;
 const LIST_TRANSACTIONS: i16 = 66;
+const METADATA: i16 = 3;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +59,8 @@ struct State {
     list_transactions_error: Option<i16>,
     /// API key -> how long its answers are held back (a broker slow on that request).
     slow_apis: HashMap<i16, Duration>,
+    /// The host every broker of a Metadata answer is advertised as.
+    advertised_host: Option<String>,
 }
 
 pub struct Proxy {
@@ -85,10 +87,30 @@ impl Proxy {
         Self::listen(listen, upstream, None).await
     }
 
+    /// A proxy that speaks TLS to its clients with `tls` (and plaintext to the broker): a
+    /// broker listener with a certificate of the test's choosing.
+    pub async fn start_tls(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> Proxy {
+        let guard = exclusive().lock_owned().await;
+        Self::listen_with(listen, upstream, Some(guard), Some(tls)).await
+    }
+
     async fn listen(
         listen: SocketAddr,
         upstream: SocketAddr,
         guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    ) -> Proxy {
+        Self::listen_with(listen, upstream, guard, None).await
+    }
+
+    async fn listen_with(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+        tls: Option<Arc<rustls::ServerConfig>>,
     ) -> Proxy {
         // The previous proxy's listener closes when its aborted task is dropped, which
         // can be a moment after the proxy itself.
@@ -112,7 +134,21 @@ impl Proxy {
             let cut = cut.clone();
             tokio::spawn(async move {
                 while let Ok((client, _)) = listener.accept().await {
-                    tokio::spawn(serve(client, upstream, state.clone(), cut.subscribe()));
+                    let (state, cut) = (state.clone(), cut.subscribe());
+                    match &tls {
+                        None => {
+                            tokio::spawn(serve(client, upstream, state, cut));
+                        }
+                        Some(tls) => {
+                            let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
+                            tokio::spawn(async move {
+                                // A client that refuses the certificate ends here.
+                                if let Ok(client) = acceptor.accept(client).await {
+                                    serve(client, upstream, state, cut).await;
+                                }
+                            });
+                        }
+                    }
                 }
             })
         };
@@ -174,6 +210,12 @@ impl Proxy {
         self.state.lock().unwrap().slow_apis.insert(api_key, pause);
     }
 
+    /// Metadata answers name every broker by `host` (its port kept), as a broker with
+    /// `advertised.listeners` on that host name would.
+    pub fn advertise_as(&self, host: &str) {
+        self.state.lock().unwrap().advertised_host = Some(host.to_string());
+    }
+
     /// Lowers the highest version of `api_key` in every ApiVersions answer to `max`.
     pub fn cap_api(&self, api_key: i16, max: i16) {
         self.state.lock().unwrap().capped_apis.insert(api_key, max);
@@ -202,7 +244,7 @@ impl Drop for Proxy {
     }
 }
 
-async fn read_frame(stream: &mut OwnedReadHalf) -> Option<Bytes> {
+async fn read_frame(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> Option<Bytes> {
     let length = stream.read_i32().await.ok()?;
     let mut frame = vec![0u8; usize::try_from(length).ok()?];
     stream.read_exact(&mut frame).await.ok()?;
@@ -211,7 +253,7 @@ async fn read_frame(stream: &mut OwnedReadHalf) -> Option<Bytes> {
 
 /// One write per frame: a separate length prefix would meet Nagle's algorithm and
 /// delayed acknowledgements and add tens of milliseconds to every request.
-async fn write_frame(stream: &mut OwnedWriteHalf, frame: &[u8]) -> bool {
+async fn write_frame(stream: &mut (impl tokio::io::AsyncWrite + Unpin), frame: &[u8]) -> bool {
     let mut framed = Vec::with_capacity(frame.len() + 4);
     framed.extend_from_slice(&(frame.len() as i32).to_be_bytes());
     framed.extend_from_slice(frame);
@@ -238,7 +280,7 @@ type InFlight = Arc<Mutex<HashMap<i32, (i16, Vec<String>)>>>;
 type RequestsInFlight = Arc<Mutex<HashMap<i32, (i16, i16)>>>;
 
 async fn serve(
-    client: TcpStream,
+    client: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
     upstream: SocketAddr,
     state: Arc<Mutex<State>>,
     mut cut: watch::Receiver<u64>,
@@ -246,7 +288,7 @@ async fn serve(
     let Ok(upstream) = TcpStream::connect(upstream).await else {
         return;
     };
-    let (mut client_read, mut client_write) = client.into_split();
+    let (mut client_read, mut client_write) = tokio::io::split(client);
     let (mut upstream_read, mut upstream_write) = upstream.into_split();
     let in_flight: InFlight = Arc::default();
     let requests_in_flight: RequestsInFlight = Arc::default();
@@ -298,6 +340,9 @@ async fn serve(
                             forget_transactions(&state, &frame, version)
                         }
                         (None, Some((FETCH, version))) => age_appends(&state, &frame, version),
+                        (None, Some((METADATA, version))) => {
+                            rename_brokers(&state, &frame, version)
+                        }
                         _ => None,
                     };
                     replaced.unwrap_or(frame)
@@ -388,6 +433,16 @@ fn age_appends(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Optio
                 }
                 partition.records = Some(Bytes::from(bytes));
             }
+        }
+    })
+}
+
+/// Metadata answers with every broker's host replaced (see [`Proxy::advertise_as`]).
+fn rename_brokers(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Option<Bytes> {
+    let host = state.lock().unwrap().advertised_host.clone()?;
+    rewrite::<MetadataResponse>(answer, version, |response| {
+        for broker in &mut response.brokers {
+            broker.host = kafka_protocol::protocol::StrBytes::from_string(host.clone());
         }
     })
 }

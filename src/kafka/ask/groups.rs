@@ -45,8 +45,8 @@ const LIST_GROUPS_WITH_TYPES: i16 = 5;
 pub struct Listed {
     /// Selected groups, sorted by name; with their committed offsets when asked for.
     pub groups: Vec<RawGroup>,
-    /// Per broker whose ListGroups failed (its groups are absent): its address and why.
-    pub list_failures: Vec<(String, String)>,
+    /// Per broker whose ListGroups failed (its groups are absent).
+    pub list_failures: Vec<ListFailure>,
     /// One message per describe request that failed (its groups have no member count).
     pub describe_failures: Vec<String>,
     /// One message per share group whose progress could not be read.
@@ -55,6 +55,15 @@ pub struct Listed {
     pub offset_failures: Vec<String>,
     /// The own client cannot fetch committed offsets here (see [`offsets::Fetched`]).
     pub offsets_unusable: Option<String>,
+}
+
+/// A broker whose ListGroups failed.
+pub struct ListFailure {
+    pub addr: String,
+    pub reason: String,
+    /// It refused this client's TLS ([`WireError::Tls`]): another client may still list
+    /// its groups.
+    pub refused: bool,
 }
 
 /// A group as ListGroups reported it, with the broker that coordinates it.
@@ -69,7 +78,7 @@ struct Listing {
 #[derive(Default)]
 struct AtBroker {
     groups: Vec<RawGroup>,
-    list_failure: Option<(String, String)>,
+    list_failure: Option<ListFailure>,
     describe_failures: Vec<String>,
     share_failures: Vec<String>,
     offset_failures: Vec<String>,
@@ -151,8 +160,12 @@ async fn at_broker(
     let listings = match list_at(pool, addr, accepts, deadline).await {
         Ok(Ok(listings)) => listings,
         Ok(Err(unusable)) => return Err(unusable),
-        Err(error) => {
-            at.list_failure = Some((addr.to_string(), error));
+        Err((reason, refused)) => {
+            at.list_failure = Some(ListFailure {
+                addr: addr.to_string(),
+                reason,
+                refused,
+            });
             return Ok(at);
         }
     };
@@ -265,13 +278,14 @@ async fn at_broker(
 }
 
 /// ListGroups at one broker: the selected groups it coordinates, by name. The inner
-/// `Err` when it does not name group types.
+/// `Err` when it does not name group types; the outer one says why it failed and whether
+/// the broker refused this client's TLS.
 async fn list_at(
     pool: &Pool,
     addr: &str,
     accepts: &impl Fn(&str) -> bool,
     deadline: Instant,
-) -> Result<Result<BTreeMap<String, Listing>, String>, String> {
+) -> Result<Result<BTreeMap<String, Listing>, String>, (String, bool)> {
     let answer = async {
         match pool.version::<ListGroupsRequest>(addr, deadline).await? {
             Some(v) if v >= LIST_GROUPS_WITH_TYPES => {}
@@ -289,10 +303,10 @@ async fn list_at(
     let response = match answer {
         Ok(Ok(response)) => response,
         Ok(Err(unusable)) => return Ok(Err(unusable)),
-        Err(error) => return Err(error.to_string()),
+        Err(error) => return Err((error.to_string(), matches!(error, WireError::Tls { .. }))),
     };
     if let Some(error) = ResponseError::try_from_code(response.error_code) {
-        return Err(format!("{addr}: ListGroups: {error:?}"));
+        return Err((format!("{addr}: ListGroups: {error:?}"), false));
     }
     let mut listings = BTreeMap::new();
     for g in response.groups {

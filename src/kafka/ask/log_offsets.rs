@@ -19,7 +19,7 @@ use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use crate::kafka::wire::WireClient;
+use crate::kafka::wire::{WireClient, WireError};
 
 /// Which offset of each partition to ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,17 @@ impl Kind {
     }
 }
 
+/// What [`list_offsets`] learned.
+pub struct Listed {
+    /// Per kind, per target: a value or why there is none.
+    pub rounds: Vec<Vec<Result<i64, String>>>,
+    /// Targets whose leader refused this client's TLS ([`WireError::Tls`]): another
+    /// client may still read them.
+    pub refused: Vec<usize>,
+    /// Why, the first refusal.
+    pub refusal: Option<String>,
+}
+
 /// The offsets of each kind in `kinds` for every (topic, partition, leader) of
 /// `targets`, in order: a value or why there is none. Each leader is asked for one kind
 /// after the other (so the HW is read after the LSO, and `hw >= lso` holds), all leaders
@@ -58,7 +69,9 @@ pub async fn list_offsets(
     targets: &[(Arc<str>, i32, i32)],
     kinds: &[Kind],
     deadline: Instant,
-) -> Vec<Vec<Result<i64, String>>> {
+) -> Listed {
+    let mut refused = Vec::new();
+    let mut refusal = None;
     let mut results: Vec<Vec<Result<i64, String>>> =
         vec![vec![Err(String::new()); targets.len()]; kinds.len()];
     let mut by_leader: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -89,6 +102,10 @@ pub async fn list_offsets(
     }))
     .await;
     for (indices, rounds) in answers {
+        if let Some(Err(error @ WireError::Tls { .. })) = rounds.first() {
+            refused.extend(indices.iter().copied());
+            refusal.get_or_insert_with(|| error.to_string());
+        }
         for (round, answer) in results.iter_mut().zip(rounds) {
             match answer {
                 Ok(answer) => {
@@ -119,7 +136,11 @@ pub async fn list_offsets(
             }
         }
     }
-    results
+    Listed {
+        rounds: results,
+        refused,
+        refusal,
+    }
 }
 
 /// ListOffsets of `kind` for the partitions `indices` of `targets` (one leader's).

@@ -303,6 +303,7 @@ impl rustls::client::danger::ServerCertVerifier for Verifier {
         if !self.verify_certificate {
             return Ok(rustls::client::danger::ServerCertVerified::assertion());
         }
+        // WebPKI checks the chain before the name: a name error means the chain is good.
         match self.inner.verify_server_cert(
             end_entity,
             intermediates,
@@ -313,7 +314,7 @@ impl rustls::client::danger::ServerCertVerifier for Verifier {
             Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
             | Err(rustls::Error::InvalidCertificate(
                 rustls::CertificateError::NotValidForNameContext { .. },
-            )) if !self.verify_hostname => {
+            )) if !self.verify_hostname || named_by_common_name(end_entity, server_name) => {
                 Ok(rustls::client::danger::ServerCertVerified::assertion())
             }
             other => other,
@@ -343,9 +344,90 @@ impl rustls::client::danger::ServerCertVerifier for Verifier {
     }
 }
 
+/// The certificate names `server_name` in its subject's CN and has no DNS name in a
+/// subjectAltName: valid for that host by the rule OpenSSL (librdkafka) and the Java
+/// client apply, which WebPKI does not (it reads the subjectAltName only). Brokers with
+/// such certificates (made before browsers dropped the CN) are common, and librdkafka
+/// connects to them with the same settings. Only for host names, as OpenSSL: an IP
+/// address must be in the subjectAltName. A `*` is allowed as the whole first label,
+/// standing for exactly one label.
+fn named_by_common_name(end_entity: &CertificateDer<'_>, server_name: &ServerName<'_>) -> bool {
+    let ServerName::DnsName(host) = server_name else {
+        return false;
+    };
+    let Ok((_, cert)) = x509_parser::parse_x509_certificate(end_entity.as_ref()) else {
+        return false;
+    };
+    let dns_alt_names = cert
+        .subject_alternative_name()
+        .ok()
+        .flatten()
+        .is_some_and(|san| {
+            san.value
+                .general_names
+                .iter()
+                .any(|n| matches!(n, x509_parser::extensions::GeneralName::DNSName(_)))
+        });
+    if dns_alt_names {
+        return false;
+    }
+    let host = host.as_ref().trim_end_matches('.');
+    let named = cert
+        .subject()
+        .iter_common_name()
+        .filter_map(|cn| cn.as_str().ok())
+        .any(|cn| host_matches(cn.trim_end_matches('.'), host));
+    named
+}
+
+/// `pattern` (a certificate's name, perhaps `*.example.com`) covers `host`.
+fn host_matches(pattern: &str, host: &str) -> bool {
+    match pattern.strip_prefix("*.") {
+        Some(domain) => host
+            .split_once('.')
+            .is_some_and(|(label, rest)| !label.is_empty() && rest.eq_ignore_ascii_case(domain)),
+        None => !pattern.contains('*') && pattern.eq_ignore_ascii_case(host),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_common_name_covers_a_host_as_openssl_has_it() {
+        assert!(host_matches("kafka-0.example.com", "KAFKA-0.example.com"));
+        assert!(host_matches("*.example.com", "kafka-0.example.com"));
+        assert!(!host_matches("*.example.com", "example.com"));
+        assert!(!host_matches("*.example.com", "a.b.example.com"));
+        assert!(!host_matches("kafka-*.example.com", "kafka-0.example.com"));
+        assert!(!host_matches("kafka-1.example.com", "kafka-0.example.com"));
+
+        let leaf = |cn: &str, alt_names: Vec<String>| {
+            let mut params = rcgen::CertificateParams::new(alt_names).unwrap();
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, cn);
+            let key = rcgen::KeyPair::generate().unwrap();
+            params.self_signed(&key).unwrap().der().clone()
+        };
+        let name = |n: &str| ServerName::try_from(n.to_string()).unwrap();
+        let cn_only = leaf("kafka-0.example.com", Vec::new());
+        assert!(named_by_common_name(&cn_only, &name("kafka-0.example.com")));
+        assert!(!named_by_common_name(
+            &cn_only,
+            &name("kafka-1.example.com")
+        ));
+        // A subjectAltName with DNS names decides alone, as in OpenSSL.
+        let with_alt = leaf("kafka-0.example.com", vec!["other.example.com".into()]);
+        assert!(!named_by_common_name(
+            &with_alt,
+            &name("kafka-0.example.com")
+        ));
+        // An IP address is never taken from the CN.
+        let ip_cn = leaf("127.0.0.1", Vec::new());
+        assert!(!named_by_common_name(&ip_cn, &name("127.0.0.1")));
+    }
 
     fn pem(name: &str) -> String {
         rcgen::generate_simple_self_signed(vec![name.to_string()])
