@@ -215,6 +215,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
         };
         series = series_count(&derived.partitions, &derived.groups, exposition);
         tx.send_replace(Some(Arc::new(ClusterSnapshot {
+            clock_skew: None,
             cluster: "scale".into(),
             up: true,
             taken_at: SystemTime::now(),

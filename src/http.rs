@@ -866,6 +866,7 @@ mod tests {
     ) -> ClusterSnapshot {
         let now = SystemTime::now();
         ClusterSnapshot {
+            clock_skew: None,
             cluster: cluster.into(),
             up: true,
             taken_at: now,

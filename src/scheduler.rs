@@ -257,6 +257,7 @@ impl ClusterLoop {
                 brokers: derived.brokers,
                 retention_ms: derived.retention_ms,
                 transactions: derived.transactions,
+                clock_skew: derived.clock_skew,
             })));
             // Rendered before it replaces the previous cycle's body, so that no scrape
             // waits for a render; the next cycle starts after it.

@@ -31,6 +31,8 @@ pub struct ClusterSnapshot {
     pub retention_ms: HashMap<Arc<str>, i64>,
     /// Every open transaction of the cluster, fencings and coordinator moves.
     pub transactions: crate::inventory::TransactionsView,
+    /// The brokers' clock against the exporter's, when measured recently.
+    pub clock_skew: Option<crate::kafka::ClockSkew>,
 }
 
 /// One partition's offsets and what they imply.
@@ -790,6 +792,8 @@ pub struct Derived {
     pub eos_cost: std::collections::BTreeMap<Arc<str>, crate::kafka::records::EosCost>,
     /// Filled by the scheduler from [`crate::inventory::derive`].
     pub transactions: crate::inventory::TransactionsView,
+    /// The brokers' clock against the exporter's ([`RawSample::clock_skew`]).
+    pub clock_skew: Option<crate::kafka::ClockSkew>,
 }
 
 /// Turns a raw sample into metric values, advancing the stuck clock.
@@ -986,6 +990,7 @@ pub fn derive(
         retention_ms: raw.retention_ms,
         eos_cost: raw.eos_cost,
         transactions: Default::default(),
+        clock_skew: raw.clock_skew,
     }
 }
 
@@ -1617,6 +1622,7 @@ pub(crate) mod tests {
         let raw = RawSample {
             reached: true,
             group_listing: crate::kafka::GroupListing::Complete,
+            clock_skew: None,
             brokers: Vec::new(),
             retention_ms: Default::default(),
             eos_cost: Default::default(),
@@ -1691,6 +1697,7 @@ pub(crate) mod tests {
         let raw = RawSample {
             reached: true,
             group_listing: crate::kafka::GroupListing::Complete,
+            clock_skew: None,
             brokers: Vec::new(),
             retention_ms: Default::default(),
             eos_cost: Default::default(),

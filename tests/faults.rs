@@ -1030,3 +1030,25 @@ fn broker_certificate(
         .unwrap();
     (std::sync::Arc::new(config), trusted)
 }
+
+/// A broker host whose clock runs 42 s ahead (the proxy shifts the real broker's
+/// DescribeQuorum answers): the exporter says so, with the sign that makes ages read too
+/// high.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_broker_clock_ahead_is_measured() {
+    require_kafka();
+    let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
+    proxy.shift_broker_clock(42_000);
+    let topic = unique("clock-ahead");
+    create_topic(&topic, 1).await;
+    let exporter = through_proxy("ahead", "1s", &topic, "^$");
+    let skew = exporter
+        .wait_for("the clock skew", Duration::from_secs(15), |s| {
+            s.value(
+                "kafka_lso_exporter_clock_skew_seconds",
+                &[("kafka_cluster", "ahead")],
+            )
+        })
+        .await;
+    assert!((skew - 42.0).abs() < 0.5, "skew {skew} s, expected 42 s");
+}

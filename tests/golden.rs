@@ -12,7 +12,7 @@ use kafka_lso_exporter::inventory::{
     DetailedTransaction, Fencing, TransactionInventory, TransactionsView, WatchCounters,
 };
 
-use kafka_lso_exporter::kafka::{Replication, Stage};
+use kafka_lso_exporter::kafka::{ClockSkew, Replication, Stage};
 use kafka_lso_exporter::metrics::{to_prometheus_text, Metrics};
 use kafka_lso_exporter::series::{fixed_series, series_count, Exposition, Granularity};
 use kafka_lso_exporter::snapshot::{
@@ -34,6 +34,10 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
         })
     };
     ClusterSnapshot {
+        clock_skew: Some(ClockSkew {
+            seconds: -0.25,
+            uncertainty_seconds: 0.002,
+        }),
         cluster: "prod".into(),
         up: true,
         taken_at: at,

@@ -554,3 +554,35 @@ async fn hostile_group_names() {
     held.abort_transaction(Duration::from_secs(30)).unwrap();
     exporter.stop().await;
 }
+
+/// The brokers' clock against the exporter's: the broker runs on this host, so the skew
+/// it measures is no more than the measurement's own uncertainty plus a few milliseconds
+/// of scheduling, and the uncertainty is a loopback round trip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_brokers_clock_is_measured() {
+    require_kafka();
+    let topic = unique("clock");
+    create_topic(&topic, 1).await;
+    let exporter = Exporter::start(&anchored(&topic), "^$", &[]).await;
+    let cluster = [("kafka_cluster", "test")];
+    let (skew, uncertainty) = exporter
+        .wait_for("the clock skew", Duration::from_secs(15), |s| {
+            Some((
+                s.value("kafka_lso_exporter_clock_skew_seconds", &cluster)?,
+                s.value(
+                    "kafka_lso_exporter_clock_skew_uncertainty_seconds",
+                    &cluster,
+                )?,
+            ))
+        })
+        .await;
+    assert!(
+        uncertainty < 0.5,
+        "a loopback round trip of {uncertainty} s"
+    );
+    assert!(
+        skew.abs() <= uncertainty + 0.1,
+        "the same host's clock read {skew} s off (uncertainty {uncertainty} s)"
+    );
+    exporter.stop().await;
+}

@@ -44,6 +44,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::ask::clock::BrokerClock;
 use super::ask::forensics::Forensics;
 use super::ask::groups::ShareReader;
 use super::ask::inventory::Inventory;
@@ -98,6 +99,8 @@ pub struct KafkaSampler {
     reads: Option<Reads>,
     /// The topics' `retention.ms`, through the own client.
     topic_configs: Option<Arc<TopicConfigs>>,
+    /// The brokers' clock against the exporter's, through the own client.
+    clock: Option<Arc<BrokerClock>>,
     /// OAUTHBEARER tokens, shared by both clients.
     tokens: Option<Arc<TokenSource>>,
     /// The token last given to librdkafka (see `push_token`).
@@ -254,6 +257,9 @@ impl KafkaSampler {
             forensics: wire.clone().and_then(|w| Forensics::new(config, w)),
             inventory: wire.clone().and_then(|w| Inventory::new(config, w)),
             reads: wire.clone().and_then(|w| Reads::new(config, w)),
+            clock: wire
+                .clone()
+                .map(|w| Arc::new(BrokerClock::new(&config.name, w))),
             topic_configs: wire
                 .clone()
                 .map(|w| Arc::new(TopicConfigs::new(&config.name, w))),
@@ -818,6 +824,9 @@ impl KafkaSampler {
         // their own.
         // The topics' retention.ms (DescribeConfigs, cached, refreshed in the background).
         let groups_deadline = Instant::now() + remaining(deadline) / 2;
+        if let Some(clock) = self.clock.as_ref().filter(|_| self.own().is_some()) {
+            sample.clock_skew = clock.skew(&brokers);
+        }
         if let Some(configs) = &self.topic_configs {
             let mut topics: Vec<Arc<str>> = targets.iter().map(|(t, _, _)| t.clone()).collect();
             topics.dedup();

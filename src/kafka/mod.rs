@@ -248,6 +248,15 @@ pub struct RawGroup {
     pub coordinator: Option<String>,
 }
 
+/// The brokers' clock against the exporter's ([`ask::clock`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClockSkew {
+    /// The broker's time minus the exporter's: positive when the broker is ahead.
+    pub seconds: f64,
+    /// Half the round trip of the measurement: the skew is within this of the truth.
+    pub uncertainty_seconds: f64,
+}
+
 /// How much of the cluster's group list a cycle saw: a group missing from it is gone only
 /// where the broker that coordinated it answered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -318,6 +327,8 @@ pub struct RawSample {
     pub groups: Vec<RawGroup>,
     /// How far `groups` is the cluster's whole list.
     pub group_listing: GroupListing,
+    /// The brokers' clock against the exporter's, when measured recently.
+    pub clock_skew: Option<ClockSkew>,
     pub failures: BTreeMap<Stage, StageFailure>,
     /// The brokers' `transaction.max.timeout.ms`, when forensics could read it.
     pub transaction_max_timeout_ms: Option<i64>,

@@ -16,8 +16,9 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
 use kafka_protocol::messages::{
-    ApiVersionsResponse, DescribeProducersResponse, FetchResponse, ListTransactionsResponse,
-    MetadataResponse, OffsetFetchRequest, OffsetFetchResponse, RequestHeader, ResponseHeader,
+    ApiVersionsResponse, DescribeProducersResponse, DescribeQuorumResponse, FetchResponse,
+    ListTransactionsResponse, MetadataResponse, OffsetFetchRequest, OffsetFetchResponse,
+    RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -30,6 +31,7 @@ const API_VERSIONS: i16 = 18;
 const DESCRIBE_PRODUCERS: i16 = 61;
 const LIST_TRANSACTIONS: i16 = 66;
 const METADATA: i16 = 3;
+const DESCRIBE_QUORUM: i16 = 55;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +63,8 @@ struct State {
     slow_apis: HashMap<i16, Duration>,
     /// The host every broker of a Metadata answer is advertised as.
     advertised_host: Option<String>,
+    /// Added to the times of DescribeQuorum answers: a broker whose clock runs ahead.
+    clock_ahead_ms: i64,
 }
 
 pub struct Proxy {
@@ -216,6 +220,12 @@ impl Proxy {
         self.state.lock().unwrap().advertised_host = Some(host.to_string());
     }
 
+    /// DescribeQuorum answers read `ms` later (earlier when negative) than the broker's
+    /// clock: a broker host whose clock is off.
+    pub fn shift_broker_clock(&self, ms: i64) {
+        self.state.lock().unwrap().clock_ahead_ms = ms;
+    }
+
     /// Lowers the highest version of `api_key` in every ApiVersions answer to `max`.
     pub fn cap_api(&self, api_key: i16, max: i16) {
         self.state.lock().unwrap().capped_apis.insert(api_key, max);
@@ -343,6 +353,9 @@ async fn serve(
                         (None, Some((METADATA, version))) => {
                             rename_brokers(&state, &frame, version)
                         }
+                        (None, Some((DESCRIBE_QUORUM, version))) => {
+                            shift_clock(&state, &frame, version)
+                        }
                         _ => None,
                     };
                     replaced.unwrap_or(frame)
@@ -443,6 +456,26 @@ fn rename_brokers(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Op
     rewrite::<MetadataResponse>(answer, version, |response| {
         for broker in &mut response.brokers {
             broker.host = kafka_protocol::protocol::StrBytes::from_string(host.clone());
+        }
+    })
+}
+
+/// DescribeQuorum answers with every voter's and observer's times shifted.
+fn shift_clock(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Option<Bytes> {
+    let ms = state.lock().unwrap().clock_ahead_ms;
+    if ms == 0 {
+        return None;
+    }
+    rewrite::<DescribeQuorumResponse>(answer, version, |response| {
+        for partition in response.topics.iter_mut().flat_map(|t| &mut t.partitions) {
+            for replica in partition
+                .current_voters
+                .iter_mut()
+                .chain(partition.observers.iter_mut())
+            {
+                replica.last_fetch_timestamp += ms;
+                replica.last_caught_up_timestamp += ms;
+            }
         }
     })
 }

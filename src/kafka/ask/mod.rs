@@ -2,6 +2,7 @@
 //! ([`super::wire`]). Each request is planned per broker, leader or coordinator, so that
 //! requests per cycle grow with brokers, not with partitions or groups.
 
+pub mod clock;
 pub mod forensics;
 pub mod groups;
 pub mod inventory;

@@ -520,6 +520,7 @@ fn ours(key: i16) -> Option<(i16, i16)> {
         DescribeTransactionsRequest::KEY => range::<DescribeTransactionsRequest>(),
         DescribeConfigsRequest::KEY => range::<DescribeConfigsRequest>(),
         FindCoordinatorRequest::KEY => range::<FindCoordinatorRequest>(),
+        DescribeQuorumRequest::KEY => range::<DescribeQuorumRequest>(),
         // v4 can refuse to create topics.
         MetadataRequest::KEY => (4, range::<MetadataRequest>().1),
         // v2 takes the isolation level.
