@@ -1289,7 +1289,8 @@ fn encode_exporter(
         }
     }
 
-    let skew_families: [(&str, &str, fn(&crate::kafka::ClockSkew) -> f64); 2] = [
+    type SkewValue = fn(&crate::kafka::ClockSkew) -> f64;
+    let skew_families: [(&str, &str, SkewValue); 2] = [
         ("kafka_lso_exporter_clock_skew_seconds", "The brokers' clock (the KRaft leader's, by DescribeQuorum, read every minute) minus the exporter's: positive when the brokers are ahead. Ages from broker timestamps (transaction start times, LogAppendTime) read this much too high; absent when it cannot be read (DESCRIBE on the cluster, KRaft)", |s| s.seconds),
         ("kafka_lso_exporter_clock_skew_uncertainty_seconds", "Half the round trip of the clock skew's measurement: kafka_lso_exporter_clock_skew_seconds is within this of the truth", |s| s.uncertainty_seconds),
     ];
