@@ -23,13 +23,13 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use kafka_lso_exporter::expose::Metrics;
 use kafka_lso_exporter::http::{router, AppState};
 use kafka_lso_exporter::kafka::{
     CommittedOffset, CoordinatorTransaction, CoordinatorView, Isolation, RawGroup, RawPartition,
     RawSample, RawTransaction,
 };
-use kafka_lso_exporter::metrics::Metrics;
-use kafka_lso_exporter::series::{series_count, Exposition, Granularity};
+use kafka_lso_exporter::series::{Exposition, Granularity};
 use kafka_lso_exporter::snapshot::{derive, ClusterSnapshot, StuckClock};
 use process::rss_kib;
 use tokio::sync::watch;
@@ -213,8 +213,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             granularity: Granularity::Partition,
             kafka_exporter: false,
         };
-        series = series_count(&derived.partitions, &derived.groups, exposition);
-        tx.send_replace(Some(Arc::new(ClusterSnapshot {
+        let mut snapshot = ClusterSnapshot {
             clock_skew: None,
             cluster: "scale".into(),
             up: true,
@@ -223,11 +222,18 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             partitions: derived.partitions,
             groups: derived.groups,
             series_dropped: 0,
+            left_out_groups: Default::default(),
+            series: 0,
+            eos_cost: Default::default(),
             exposition,
             brokers: Vec::new(),
             retention_ms: derived.retention_ms,
             transactions: Default::default(),
-        })));
+        };
+        // Counted as the cardinality guard counts, every cycle.
+        snapshot.series = kafka_lso_exporter::expose::series_count(&snapshot);
+        series = snapshot.series;
+        tx.send_replace(Some(Arc::new(snapshot)));
         derive_s.push(t.elapsed().as_secs_f64());
 
         let m = metrics.clone();

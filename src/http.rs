@@ -15,7 +15,7 @@ use axum::routing::get;
 use axum::Router;
 use serde::Serialize;
 
-use crate::metrics::{Metrics, SnapshotReceiver};
+use crate::expose::{Metrics, SnapshotReceiver};
 use crate::snapshot::ClusterSnapshot;
 
 /// Shared by all handlers.
@@ -874,6 +874,9 @@ mod tests {
             partitions,
             groups,
             series_dropped: 0,
+            left_out_groups: Default::default(),
+            series: 0,
+            eos_cost: Default::default(),
             exposition: Default::default(),
             brokers: Vec::new(),
             retention_ms: Default::default(),

@@ -4,17 +4,16 @@
 //!
 //! Layout: [`config`] loads and validates settings; [`kafka`] samples clusters;
 //! [`snapshot`] derives metric values (pure code); [`scheduler`] runs one sampling loop
-//! per cluster; [`metrics`] renders snapshots; [`http`] serves them, behind [`web`] (TLS
+//! per cluster; [`expose`] renders snapshots; [`http`] serves them, behind [`web`] (TLS
 //! and basic auth) when a web config is given; [`logfmt`] is the default log format.
 //! [`run`] and [`run_with`] wire it up.
 
-mod compat;
 pub mod config;
+pub mod expose;
 pub mod http;
 pub mod inventory;
 pub mod kafka;
 pub mod logfmt;
-pub mod metrics;
 pub mod progress;
 pub mod scheduler;
 pub mod series;
@@ -32,8 +31,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::config::Config;
+use crate::expose::Metrics;
 use crate::kafka::{KafkaSampler, Sampler};
-use crate::metrics::Metrics;
 use crate::scheduler::ClusterLoop;
 use crate::series::Exposition;
 use crate::web::WebConfig;

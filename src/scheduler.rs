@@ -9,11 +9,12 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
 use crate::config::{GroupGranularity, NameFilter};
+use crate::expose;
+use crate::expose::Metrics;
 use crate::inventory::{self, TransactionWatch, TransactionsView};
 use crate::kafka::{RawSample, Sampler, Stage};
-use crate::metrics::Metrics;
 use crate::progress::{self, CommitWatch};
-use crate::series::{enforce_series_limit, fixed_series, Exposition};
+use crate::series::Exposition;
 use crate::snapshot::{derive, ClusterSnapshot, Derived, StuckClock};
 
 /// Everything one cluster's loop needs.
@@ -56,7 +57,7 @@ impl ClusterLoop {
         let group_granularity = Arc::new(self.group_granularity.clone());
         let mut last_success: Option<SystemTime> = None;
         let mut was_up: Option<bool> = None;
-        let mut was_limited = false;
+        let mut was_limited = (false, false);
         let mut ticker = tokio::time::interval(self.interval);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         self.metrics.init_cluster(&self.cluster);
@@ -98,7 +99,7 @@ impl ClusterLoop {
                         && p.log_start_offset.is_none()
                 });
             let mut up = raw.reached && !unreadable;
-            let (clock, max_series, watch) = (clock.clone(), max_series.clone(), watch.clone());
+            let (clock, watch) = (clock.clone(), watch.clone());
             let commits = commits.clone();
             let group_granularity = group_granularity.clone();
             let derived = tokio::task::spawn_blocking(move || {
@@ -133,40 +134,17 @@ impl ClusterLoop {
                     counters: watch.counters(),
                     recent_fencings: watch.recent().to_vec(),
                 };
-                let series_dropped = match max_series.as_ref() {
-                    Some((max, priority)) => enforce_series_limit(
-                        &derived.partitions,
-                        &mut derived.groups,
-                        exposition,
-                        max.saturating_sub(fixed_series(&derived.retention_ms)),
-                        |g| priority.accepts(g),
-                    ),
-                    None => 0,
-                };
-                (derived, series_dropped)
+                derived
             })
             .await;
-            let (derived, series_dropped) = match derived {
+            let derived = match derived {
                 Ok(derived) => derived,
                 Err(error) => {
                     tracing::error!(cluster = %self.cluster, "deriving the cycle's snapshot panicked, the cluster counts as down for this cycle: {error}");
                     (up, panicked) = (false, true);
-                    (Derived::default(), 0)
+                    Derived::default()
                 }
             };
-            if (series_dropped > 0) != was_limited {
-                was_limited = series_dropped > 0;
-                if was_limited {
-                    tracing::warn!(
-                        cluster = %self.cluster,
-                        series_dropped,
-                        "over max_series: the offset series (per partition and per topic) of groups outside priority_groups are left out \
-                         (kafka_lso_exporter_series_dropped); raise max_series or narrow the group regexes"
-                    );
-                } else {
-                    tracing::info!(cluster = %self.cluster, "back under max_series: every series is exported again");
-                }
-            }
             let taken_at = SystemTime::now();
             if up {
                 last_success = Some(taken_at);
@@ -177,9 +155,6 @@ impl ClusterLoop {
             }
             for anomaly in &derived.anomalies {
                 self.metrics.count_anomaly(&self.cluster, *anomaly);
-            }
-            if up {
-                self.metrics.set_eos_cost(&self.cluster, &derived.eos_cost);
             }
             let elapsed = started.elapsed();
             self.metrics
@@ -245,20 +220,82 @@ impl ClusterLoop {
             }
             was_up = Some(up);
 
-            let previous = self.snapshots.send_replace(Some(Arc::new(ClusterSnapshot {
+            let snapshot = ClusterSnapshot {
                 cluster: self.cluster.clone(),
                 up,
                 taken_at,
                 last_success,
                 partitions: derived.partitions,
                 groups: derived.groups,
-                series_dropped,
+                series_dropped: 0,
+                left_out_groups: Default::default(),
+                series: 0,
                 exposition,
                 brokers: derived.brokers,
                 retention_ms: derived.retention_ms,
                 transactions: derived.transactions,
                 clock_skew: derived.clock_skew,
-            })));
+                eos_cost: if up {
+                    derived.eos_cost
+                } else {
+                    Default::default()
+                },
+            };
+            // The cardinality guard counts what the render shows, with the render's own
+            // code (CPU work that grows with the fleet: not on an async worker).
+            let guarded = {
+                let max_series = max_series.clone();
+                tokio::task::spawn_blocking(move || {
+                    let mut snapshot = snapshot;
+                    let trimmed = match max_series.as_ref() {
+                        Some((max, priority)) => {
+                            expose::guard(&snapshot, Some(*max), |g| priority.accepts(g))
+                        }
+                        None => expose::guard(&snapshot, None, |_| true),
+                    };
+                    snapshot.series_dropped = trimmed.dropped;
+                    snapshot.series = trimmed.shown;
+                    snapshot.left_out_groups = trimmed.groups;
+                    snapshot
+                })
+                .await
+            };
+            let snapshot = match guarded {
+                Ok(snapshot) => snapshot,
+                Err(error) => {
+                    tracing::error!(cluster = %self.cluster, "counting the cycle's series panicked, the previous snapshot stays: {error}");
+                    continue;
+                }
+            };
+            let limited = snapshot.series_dropped > 0;
+            let over = self
+                .max_series
+                .as_ref()
+                .is_some_and(|(max, _)| snapshot.series > *max);
+            if (limited, over) != was_limited {
+                if limited {
+                    tracing::warn!(
+                        cluster = %self.cluster,
+                        series_dropped = snapshot.series_dropped,
+                        groups = snapshot.left_out_groups.len(),
+                        "over max_series: the offset series (per partition and per topic) of groups outside priority_groups are left out \
+                         (kafka_lso_exporter_series_dropped); raise max_series or narrow the group regexes"
+                    );
+                } else if !over {
+                    tracing::info!(cluster = %self.cluster, "back under max_series: every series is exported again");
+                }
+                if over {
+                    tracing::warn!(
+                        cluster = %self.cluster,
+                        series = snapshot.series,
+                        "still over max_series with every group outside priority_groups left out: the partition, topic, \
+                         transaction and group-state series and the priority groups alone are more (kafka_lso_exporter_series); \
+                         raise max_series or narrow the topic regexes"
+                    );
+                }
+                was_limited = (limited, over);
+            }
+            let previous = self.snapshots.send_replace(Some(Arc::new(snapshot)));
             // Rendered before it replaces the previous cycle's body, so that no scrape
             // waits for a render; the next cycle starts after it.
             let metrics = self.metrics.clone();
@@ -480,7 +517,7 @@ mod tests {
         // Over max_series, the groups outside priority_groups lose every offset series.
         let nobody = NameFilter::new(&[], &[]).unwrap();
         let (cluster_loop, mut published, metrics) = looping(script, Some((1, nobody)));
-        run_until(cluster_loop, &mut published, |s| s.up).await;
+        let snapshot = run_until(cluster_loop, &mut published, |s| s.up).await;
         let text = metrics.encode_openmetrics();
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             assert!(
@@ -489,5 +526,31 @@ mod tests {
             );
         }
         assert!(text.contains("kafka_consumergroup_members{"), "{text}");
+        // Only /metrics is trimmed: the snapshot the status page and the JSON API read
+        // keeps every group's offsets.
+        assert_eq!(
+            snapshot.left_out_groups,
+            ["billing".to_string(), "queue".to_string()].into()
+        );
+        assert!(snapshot
+            .groups
+            .iter()
+            .all(|g| g.offsets.as_ref().is_some_and(|o| !o.is_empty())));
+        let shown = text
+            .lines()
+            .filter(|l| l.contains("kafka_cluster=\"prod\"") && !l.starts_with('#'))
+            .filter(|l| {
+                !["errors_total", "anomalies_total", "cycle_duration_seconds"]
+                    .iter()
+                    .any(|own| l.starts_with(&format!("kafka_lso_exporter_{own}")))
+            })
+            .count();
+        assert_eq!(snapshot.series, shown, "{text}");
+        assert!(
+            text.contains(&format!(
+                "kafka_lso_exporter_series{{kafka_cluster=\"prod\"}} {shown}"
+            )),
+            "{text}"
+        );
     }
 }

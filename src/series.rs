@@ -12,14 +12,14 @@
 //! vanishing cycle after cycle. A group's own granularity (`group_granularity`) can ask
 //! for its per-partition series either way.
 //!
-//! [`series_count`] counts what the renderer in [`crate::metrics`] writes, for the
+//! [`series_count`] counts what the renderer in [`crate::expose`] writes, for the
 //! cardinality guard; both read the decisions from here, so they cannot disagree.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 pub use crate::config::Granularity;
-use crate::snapshot::{group_states, GroupPartitionState, GroupState, PartitionState, TimeLag};
+use crate::snapshot::{GroupState, PartitionState, TimeLag};
 
 /// How a cluster's snapshot is shown on `/metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -222,192 +222,11 @@ fn min_known<T: PartialOrd + Copy>(values: impl Iterator<Item = Option<T>>) -> O
     })
 }
 
-/// How many series `/metrics` renders for these partitions and groups of one cluster.
-pub fn series_count(
-    partitions: &[PartitionState],
-    groups: &[GroupState],
-    exposition: Exposition,
-) -> usize {
-    let pinned = pinned_partitions(partitions);
-    partition_series(partitions, exposition)
-        + groups
-            .iter()
-            .map(|g| group_series(g, &pinned, exposition))
-            .sum::<usize>()
-}
-
-/// Series of the partitions and their topics.
-fn partition_series(partitions: &[PartitionState], exposition: Exposition) -> usize {
-    let compat = usize::from(exposition.kafka_exporter);
-    let own: usize = partitions
-        .iter()
-        .map(|p| {
-            let own = if exposition.partition_detail(p) {
-                usize::from(p.log_start_offset.is_some())
-                    + usize::from(p.high_watermark.is_some())
-                    + usize::from(p.last_stable_offset.is_some())
-                    + 2 * usize::from(p.visibility.is_some())
-                    + usize::from(p.withheld_age_seconds.is_some())
-                    + usize::from(p.oldest_transaction_age().is_some())
-                    + p.transactions.as_ref().map_or(0, |t| {
-                        2 + t.len() + t.iter().filter(|t| t.age_seconds.is_some()).count()
-                    })
-            } else {
-                0
-            };
-            // kafka_exporter's current and oldest offset, leader, replicas, in-sync
-            // replicas, preferred leader, under-replicated.
-            own + compat
-                * (usize::from(p.high_watermark.is_some())
-                    + usize::from(p.log_start_offset.is_some())
-                    + p.replication.map_or(0, |_| 5))
-        })
-        .sum();
-    let topics: usize = topic_aggregates(partitions)
-        .iter()
-        .map(|t| {
-            let counts = [
-                t.withheld_partitions,
-                t.log_start_offset_sum,
-                t.high_watermark_sum,
-                t.last_stable_offset_sum,
-                t.max_hw_minus_lso,
-                t.open_transactions,
-                t.hanging_transactions,
-            ];
-            1 + counts.iter().filter(|v| v.is_some()).count()
-                + usize::from(t.max_lso_stuck_seconds.is_some())
-                + usize::from(t.max_withheld_age_seconds.is_some())
-        })
-        .sum();
-    own + topics
-}
-
-/// Series of one group: kafka_consumergroup_info, members, a share group's isolation
-/// level, the states, the offsets and their per-topic aggregates.
-fn group_series(g: &GroupState, pinned: &HashSet<(&str, i32)>, exposition: Exposition) -> usize {
-    // kafka_exporter's group families cover the groups that commit offsets.
-    let compat = usize::from(exposition.kafka_exporter && g.group_type != "share");
-    let offsets: usize = g
-        .offsets
-        .iter()
-        .flatten()
-        .map(|o| {
-            let detail = group_partition_detail(g, &o.topic, o.partition, pinned);
-            usize::from(detail) * offset_series(g, o) + compat * (1 + usize::from(o.lag.is_some()))
-        })
-        .sum();
-    let topics: usize = group_topic_aggregates(g)
-        .iter()
-        .map(|t| {
-            group_topic_series(g, t)
-                + compat
-                    * (usize::from(t.committed_offset_sum.is_some())
-                        + usize::from(t.hw_lag.is_some()))
-        })
-        .sum();
-    1 + usize::from(g.members.is_some())
-        + usize::from(g.isolation.is_some())
-        + g.broker_lags
-            .iter()
-            .filter(|l| group_partition_detail(g, &l.topic, l.partition, pinned))
-            .count()
-        + state_series(g)
-        + offsets
-        + topics
-}
-
-/// Series a group's state renders: one per state of its protocol (plus its own if
-/// unknown).
-fn state_series(group: &GroupState) -> usize {
-    let states = group_states(&group.group_type);
-    states.len()
-        + usize::from(!states.contains(&group.state.as_str()))
-        + group
-            .status
-            .map_or(0, |_| crate::progress::GroupStatus::ALL.len())
-}
-
-/// Series one group-partition renders: the committed offset, the three lags when the
-/// partition's offsets were sampled, and the time lags when they are known. A share
-/// group renders its start offset, and its lag and time lag against its bound.
-pub(crate) fn offset_series(group: &GroupState, offset: &GroupPartitionState) -> usize {
-    if group.group_type == "share" {
-        return 1
-            + usize::from(group.share_lag(offset).is_some())
-            + usize::from(group.share_lag_seconds(offset).is_some());
-    }
-    1 + 3 * usize::from(offset.lag.is_some())
-        + usize::from(offset.hw_time_lag.is_some())
-        + usize::from(offset.lso_time_lag.is_some())
-        + usize::from(offset.commit_stall_seconds.is_some())
-        + usize::from(offset.retention_margin.is_some())
-        + usize::from(offset.retention_margin_seconds.is_some())
-        + usize::from(offset.lost_records.is_some_and(|n| n > 0))
-}
-
-/// Series one group-topic aggregate renders.
-fn group_topic_series(group: &GroupState, t: &GroupTopicAggregate) -> usize {
-    if group.group_type == "share" {
-        return usize::from(t.share_lag.is_some())
-            + usize::from(t.max_share_lag_seconds.is_some())
-            + usize::from(t.broker_lag.is_some());
-    }
-    usize::from(t.committed_offset_sum.is_some())
-        + 3 * usize::from(t.hw_lag.is_some())
-        + usize::from(t.max_hw_lag_seconds.is_some())
-        + usize::from(t.max_lso_lag_seconds.is_some())
-        + usize::from(t.max_commit_stall_seconds.is_some())
-        + usize::from(t.min_retention_margin_seconds.is_some())
-        + usize::from(t.lost_records.is_some())
-}
-
-/// Series of the cluster and its topics that neither partitions nor groups render
-/// (`kafka_topic_retention_seconds`): counted against `max_series`, never dropped.
-pub fn fixed_series(retention_ms: &std::collections::HashMap<Arc<str>, i64>) -> usize {
-    retention_ms.values().filter(|ms| **ms >= 0).count()
-}
-
-/// The cardinality guard: while the cluster renders more than `max_series` series, drops
-/// the offsets and broker lags (and so every group-partition and group-topic series, and
-/// kafka_exporter's for the group) of groups that
-/// `is_priority` does not keep, one whole group at a time in reverse name order (so the
-/// same groups go every cycle). Partition and topic series, group state and members are
-/// always kept. Returns how many series were dropped.
-pub fn enforce_series_limit(
-    partitions: &[PartitionState],
-    groups: &mut [GroupState],
-    exposition: Exposition,
-    max_series: usize,
-    is_priority: impl Fn(&str) -> bool,
-) -> usize {
-    let pinned = pinned_partitions(partitions);
-    let mut total = series_count(partitions, groups, exposition);
-    let mut dropped = 0;
-    for group in groups.iter_mut().rev() {
-        if total <= max_series {
-            break;
-        }
-        if is_priority(&group.name) || group.offsets.is_none() {
-            continue;
-        }
-        let with = group_series(group, &pinned, exposition);
-        if let Some(offsets) = group.offsets.as_mut() {
-            offsets.clear();
-        }
-        group.broker_lags.clear();
-        let series = with - group_series(group, &pinned, exposition);
-        total -= series;
-        dropped += series;
-    }
-    dropped
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::snapshot::tests::raw_transaction;
-    use crate::snapshot::{Lag, OpenTransaction, Visibility};
+    use crate::snapshot::{GroupPartitionState, Lag, OpenTransaction, Visibility};
 
     fn partition(topic: &str, partition: i32, hw: i64, lso: i64, stuck: f64) -> PartitionState {
         PartitionState {
@@ -461,15 +280,6 @@ mod tests {
             status: None,
         }
     }
-
-    const PARTITION: Exposition = Exposition {
-        granularity: Granularity::Partition,
-        kafka_exporter: false,
-    };
-    const TOPIC: Exposition = Exposition {
-        granularity: Granularity::Topic,
-        kafka_exporter: false,
-    };
 
     #[test]
     fn topic_aggregates_over_the_known_partitions_and_offset_sums_only_when_all_are_known() {
@@ -548,114 +358,5 @@ mod tests {
         let topics = group_topic_aggregates(&g);
         assert_eq!(topics[0].hw_lag, Some(1 + 2));
         assert_eq!(topics[0].max_hw_lag_seconds, Some(2.0));
-    }
-
-    #[test]
-    fn topic_granularity_counts_partition_series_only_where_the_lso_is_pinned() {
-        let mut partitions = vec![
-            partition("t", 0, 900, 880, 10.0),
-            partition("t", 1, 5, 5, 0.0),
-            partition("t", 2, 5, 5, 0.0),
-        ];
-        let groups = vec![group("g", "t", 3, Granularity::Partition)];
-        // Partition series: 3 x (log start, HW, LSO, gap, stuck) = 15; the topic: count,
-        // withheld, three sums, largest gap, largest stuck = 7 (no withheld age, no
-        // forensics). The group: info, members, 4 states; 3 partitions x (committed, 3
-        // lags, hw time lag) = 15; the topic: committed sum, 3 lag sums, largest hw time
-        // lag = 5.
-        assert_eq!(
-            series_count(&partitions, &groups, PARTITION),
-            15 + 7 + 6 + 15 + 5
-        );
-        // `topic`: only partition 0's series, but the group asked for every partition.
-        assert_eq!(
-            series_count(&partitions, &groups, TOPIC),
-            5 + 7 + 6 + 15 + 5
-        );
-        // A group of `topic` granularity: its position on partition 0 only.
-        let groups = vec![group("g", "t", 3, Granularity::Topic)];
-        assert_eq!(series_count(&partitions, &groups, TOPIC), 5 + 7 + 6 + 5 + 5);
-        // kafka_exporter's families: current and oldest offset per partition (no
-        // replication known here), and per group-partition and group-topic two each.
-        let compat = Exposition {
-            kafka_exporter: true,
-            ..TOPIC
-        };
-        assert_eq!(
-            series_count(&partitions, &groups, compat),
-            5 + 7 + 6 + 5 + 5 + 3 * 2 + 3 * 2 + 2
-        );
-        // A transaction open on partition 2 whose LSO moved since the last cycle (a busy
-        // exactly-once partition): withheld, not pinned, no partition series.
-        partitions[2] = partition("t", 2, 9, 7, 0.0);
-        assert!(!pinned(&partitions[2]));
-        assert_eq!(
-            topic_aggregates(&partitions)[0].withheld_partitions,
-            Some(2)
-        );
-        assert_eq!(series_count(&partitions, &groups, TOPIC), 5 + 7 + 6 + 5 + 5);
-    }
-
-    #[test]
-    fn series_limit_drops_whole_groups_outside_the_priority_list() {
-        let partitions: Vec<PartitionState> =
-            (0..10).map(|p| partition("t", p, 5, 5, 0.0)).collect();
-        let mut groups: Vec<GroupState> = ["a-critical", "b", "c"]
-            .iter()
-            .map(|name| group(name, "t", 10, Granularity::Partition))
-            .collect();
-        // 10 x 5 + 7 for the topic; per group 6 + 10 x 5 + 5 = 61.
-        assert_eq!(series_count(&partitions, &groups, PARTITION), 57 + 3 * 61);
-        assert_eq!(
-            enforce_series_limit(&partitions, &mut groups, PARTITION, 1000, |_| false),
-            0
-        );
-
-        let dropped =
-            enforce_series_limit(&partitions, &mut groups, PARTITION, 57 + 2 * 61 + 6, |g| {
-                g.ends_with("critical")
-            });
-        assert_eq!(dropped, 55, "one group (the last by name) is enough");
-        assert!(groups[2].offsets.as_ref().unwrap().is_empty());
-        assert_eq!(groups[1].offsets.as_ref().unwrap().len(), 10);
-
-        let dropped = enforce_series_limit(&partitions, &mut groups, PARTITION, 60, |g| {
-            g.ends_with("critical")
-        });
-        assert_eq!(
-            dropped, 55,
-            "the priority group is kept even over the limit"
-        );
-        assert_eq!(groups[0].offsets.as_ref().unwrap().len(), 10);
-        assert_eq!(
-            series_count(&partitions, &groups, PARTITION),
-            57 + 61 + 2 * 6
-        );
-
-        // In `topic` granularity the same groups cost far less.
-        let groups: Vec<GroupState> = ["a", "b", "c"]
-            .iter()
-            .map(|name| group(name, "t", 10, Granularity::Topic))
-            .collect();
-        assert_eq!(series_count(&partitions, &groups, TOPIC), 7 + 3 * (6 + 5));
-    }
-
-    #[test]
-    fn kafka_exporter_families_skip_share_groups() {
-        let partitions = vec![partition("t", 0, 5, 5, 0.0)];
-        let mut share = group("q", "t", 1, Granularity::Partition);
-        share.group_type = "share".into();
-        share.isolation = Some(crate::kafka::Isolation::ReadCommitted);
-        let compat = Exposition {
-            kafka_exporter: true,
-            ..PARTITION
-        };
-        // The same count with and without compat: a share group commits no offsets.
-        assert_eq!(
-            series_count(&partitions, std::slice::from_ref(&share), compat)
-                - series_count(&partitions, &[], compat),
-            series_count(&partitions, std::slice::from_ref(&share), PARTITION)
-                - series_count(&partitions, &[], PARTITION)
-        );
     }
 }

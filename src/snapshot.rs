@@ -23,6 +23,14 @@ pub struct ClusterSnapshot {
     pub groups: Vec<GroupState>,
     /// Series left out by the cardinality guard in this cycle.
     pub series_dropped: usize,
+    /// Groups whose offset series the guard leaves out of `/metrics` in this cycle; the
+    /// status page and the JSON API show them whole.
+    pub left_out_groups: std::collections::HashSet<String>,
+    /// Series `/metrics` shows for the cluster ([`crate::expose::series_count`]), 0 when
+    /// not counted (no `max_series`).
+    pub series: usize,
+    /// Per topic, the cost of exactly-once counted so far ([`RawSample::eos_cost`]).
+    pub eos_cost: std::collections::BTreeMap<Arc<str>, crate::kafka::records::EosCost>,
     /// How `/metrics` shows it: granularity, compatibility families.
     pub exposition: crate::series::Exposition,
     /// Brokers the last cycle's metadata listed: id and address (host:port).

@@ -11,54 +11,56 @@
 //! consumer at rest has lag 0, not 1 per partition). `kafka_consumergroup_members` is
 //! also a family of ours; the collector adds `consumergroup` to it.
 
-use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 
+use super::visit::{gauge, Labels, Owner, Shown, Visitor, CLUSTER_LABEL};
 use crate::kafka::Replication;
-use crate::metrics::{gauge, Labels, Shown, CLUSTER_LABEL};
 use crate::snapshot::PartitionState;
 
 /// Writes the families of every cluster that asked for them.
-pub(crate) fn encode(
-    encoder: &mut DescriptorEncoder,
-    shown: &[Shown],
-) -> Result<(), std::fmt::Error> {
+pub(super) fn visit(out: &mut dyn Visitor, shown: &[Shown]) {
     let shown: Vec<&Shown> = shown
         .iter()
         .filter(|c| c.snapshot.exposition.kafka_exporter)
         .collect();
     if shown.is_empty() {
-        return Ok(());
+        return;
     }
 
     // Both from the last cycle's metadata; absent while the cluster is down.
-    let mut family = encoder.encode_descriptor(
+    out.family(
         "kafka_brokers",
         "Number of Brokers in the Kafka Cluster.",
-        None,
         MetricType::Gauge,
-    )?;
-    for cluster in shown.iter().filter(|c| c.snapshot.up) {
-        let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster())];
-        gauge(&mut family, &labels, cluster.snapshot.brokers.len() as i64)?;
-    }
-    let mut family = encoder.encode_descriptor(
+        &mut |emit| {
+            for cluster in shown.iter().filter(|c| c.snapshot.up) {
+                let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster())];
+                emit(
+                    Owner::Cluster,
+                    &labels,
+                    gauge(cluster.snapshot.brokers.len() as i64),
+                );
+            }
+        },
+    );
+    out.family(
         "kafka_broker_info",
         "Information about the Kafka Broker.",
-        None,
         MetricType::Gauge,
-    )?;
-    for cluster in shown.iter().filter(|c| c.snapshot.up) {
-        for (id, address) in &cluster.snapshot.brokers {
-            let id = id.to_string();
-            let labels: &Labels = &[
-                (CLUSTER_LABEL, cluster.cluster()),
-                ("id", &id),
-                ("address", address),
-            ];
-            gauge(&mut family, &labels, 1)?;
-        }
-    }
+        &mut |emit| {
+            for cluster in shown.iter().filter(|c| c.snapshot.up) {
+                for (id, address) in &cluster.snapshot.brokers {
+                    let id = id.to_string();
+                    let labels: &Labels = &[
+                        (CLUSTER_LABEL, cluster.cluster()),
+                        ("id", &id),
+                        ("address", address),
+                    ];
+                    emit(Owner::Cluster, &labels, gauge(1));
+                }
+            }
+        },
+    );
     // kafka_topic_partitions is a family of ours with the same name and meaning.
 
     type PartitionValue = fn(&PartitionState) -> Option<i64>;
@@ -107,16 +109,21 @@ pub(crate) fn encode(
         ),
     ];
     for (name, help, value) in partition_families {
-        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-        for cluster in &shown {
-            for p in &cluster.snapshot.partitions {
-                if let Some(v) = value(p) {
-                    let labels: &Labels =
-                        &[(CLUSTER_LABEL, cluster.cluster()), ("topic", &p.topic)];
-                    gauge(&mut family, &(labels, [("partition", p.partition)]), v)?;
+        out.family(name, help, MetricType::Gauge, &mut |emit| {
+            for cluster in &shown {
+                for p in &cluster.snapshot.partitions {
+                    if let Some(v) = value(p) {
+                        let labels: &Labels =
+                            &[(CLUSTER_LABEL, cluster.cluster()), ("topic", &p.topic)];
+                        emit(
+                            Owner::Cluster,
+                            &(labels, [("partition", p.partition)]),
+                            gauge(v),
+                        );
+                    }
                 }
             }
-        }
+        });
     }
 
     type OffsetValue = fn(&crate::snapshot::GroupPartitionState) -> Option<i64>;
@@ -129,26 +136,31 @@ pub(crate) fn encode(
         }),
     ];
     for (name, help, value) in group_partition_families {
-        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-        for cluster in &shown {
-            for group in cluster
-                .snapshot
-                .groups
-                .iter()
-                .filter(|g| g.group_type != "share")
-            {
-                for o in group.offsets.iter().flatten() {
-                    if let Some(v) = value(o) {
-                        let labels: &Labels = &[
-                            (CLUSTER_LABEL, cluster.cluster()),
-                            ("consumergroup", &group.name),
-                            ("topic", &o.topic),
-                        ];
-                        gauge(&mut family, &(labels, [("partition", o.partition)]), v)?;
+        out.family(name, help, MetricType::Gauge, &mut |emit| {
+            for cluster in &shown {
+                for group in cluster
+                    .snapshot
+                    .groups
+                    .iter()
+                    .filter(|g| g.group_type != "share")
+                {
+                    for o in group.offsets.iter().flatten() {
+                        if let Some(v) = value(o) {
+                            let labels: &Labels = &[
+                                (CLUSTER_LABEL, cluster.cluster()),
+                                ("consumergroup", &group.name),
+                                ("topic", &o.topic),
+                            ];
+                            emit(
+                                cluster.offsets_of(&group.name),
+                                &(labels, [("partition", o.partition)]),
+                                gauge(v),
+                            );
+                        }
                     }
                 }
             }
-        }
+        });
     }
 
     type TopicValue = fn(&crate::series::GroupTopicAggregate) -> Option<i64>;
@@ -165,24 +177,24 @@ pub(crate) fn encode(
         ),
     ];
     for (name, help, value) in group_topic_families {
-        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-        for cluster in &shown {
-            for (group, topics) in cluster.snapshot.groups.iter().zip(&cluster.group_topics) {
-                if group.group_type == "share" {
-                    continue;
-                }
-                for t in topics {
-                    if let Some(v) = value(t) {
-                        let labels: &Labels = &[
-                            (CLUSTER_LABEL, cluster.cluster()),
-                            ("consumergroup", &group.name),
-                            ("topic", &t.topic),
-                        ];
-                        gauge(&mut family, &labels, v)?;
+        out.family(name, help, MetricType::Gauge, &mut |emit| {
+            for cluster in &shown {
+                for (group, topics) in cluster.snapshot.groups.iter().zip(&cluster.group_topics) {
+                    if group.group_type == "share" {
+                        continue;
+                    }
+                    for t in topics {
+                        if let Some(v) = value(t) {
+                            let labels: &Labels = &[
+                                (CLUSTER_LABEL, cluster.cluster()),
+                                ("consumergroup", &group.name),
+                                ("topic", &t.topic),
+                            ];
+                            emit(cluster.offsets_of(&group.name), &labels, gauge(v));
+                        }
                     }
                 }
             }
-        }
+        });
     }
-    Ok(())
 }
