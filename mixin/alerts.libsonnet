@@ -12,23 +12,54 @@ local text = import 'lib/text.libsonnet';
     local c = $._config,
     local cl = c.clusterLabel,
     local sel(matchers) = promql.selector(c, matchers),
-    // A paging alert's condition, bridging gaps shorter than pagingGapWindow. When an
-    // exporter restarts, Prometheus marks its series stale for a scrape or two; a plain
-    // selector then returns nothing and the alert's `for` starts over. While the exporter
-    // reports no successful cycle for the cluster (kafka_lso_exporter_up absent or 0), the
-    // last value within the window stands in (last_over_time skips stale markers); once it
-    // does, only the current series counts, so an episode that ended (the series gone, as
-    // per-partition series go in topic granularity) resolves at once. `+ 0` drops the
-    // metric name, so both sides carry the same labels and `or` keeps the current value.
-    // The threshold comes last, once: the Helm chart's override replaces it there.
-    local bridged(metric, condition) =
-      '(%(m)s%(s)s + 0 or (last_over_time(%(m)s%(s)s[%(w)s]) unless on(%(cl)s) kafka_lso_exporter_up%(s)s == 1)) %(c)s' % {
-        m: metric,
-        s: sel([]),
-        c: condition,
-        w: c.pagingGapWindow,
-        cl: cl,
-      },
+    // Alerts with a `for` read their series through a bridge, so that one or two cycles in
+    // which the exporter could not read them do not start their `for` over. A failed read
+    // removes a series for a cycle (Prometheus marks it stale, and a plain selector returns
+    // nothing), or leaves a per-topic aggregate over the partitions that were read (a
+    // maximum or a sum that drops, a minimum that rises); an exporter restart marks every
+    // series stale for a scrape or two. While the cluster is not `healthy`, the worst
+    // value within pagingGapWindow stands in (the *_over_time functions skip stale
+    // markers); while it is, only the current series counts, so an episode that ended (the
+    // series gone, as per-partition series go in topic granularity, or back below the
+    // threshold) resolves at once.
+    //
+    // Healthy: the exporter reports a successful cycle for the cluster
+    // (kafka_lso_exporter_up 1) and counted no failure, within the window, of a stage that
+    // reads the alert's series. Every stage's errors_total series exists from the start at
+    // 0; without it a cluster is never healthy, and the bridge always applies.
+    //
+    // `+ 0` drops the metric name, so both sides of `or` carry the same labels. The
+    // threshold comes last, once: the Helm chart's override replaces it there.
+    local w = c.pagingGapWindow,
+    // The stages whose failure removes a partition's series (and leaves its topic's
+    // aggregates over the other partitions); with the group stages, a group's series; with
+    // DescribeProducers and DescribeTransactions, a partition's hanging count (absent when
+    // its producers could not be described, 0 when their coordinator could not say); with
+    // record reads and topic configs, a group's retention margin in seconds.
+    local partitionStages = ['metadata', 'log_start_offset', 'last_stable_offset', 'high_watermark'],
+    local groupStages = partitionStages + ['list_groups', 'describe_groups', 'group_offsets', 'share_group_offsets'],
+    local transactionStages = partitionStages + ['describe_producers', 'describe_transactions'],
+    local retentionStages = groupStages + ['read_records', 'topic_configs'],
+    local healthy(stages) = |||
+      (
+        kafka_lso_exporter_up%(s)s == 1
+          and on (%(cl)s) sum by (%(cl)s) (increase(kafka_lso_exporter_errors_total%(e)s[%(w)s])) == 0
+      )
+    ||| % { s: sel([]), e: sel(['stage=~"%s"' % std.join('|', stages)]), cl: cl, w: w },
+    // `metric`, bridged: `worst` is max_over_time for a condition `>`, min_over_time for
+    // `<`, last_over_time for a value compared with nothing.
+    local bridge(metric, stages, worst) = std.rstripChars(|||
+      (
+        %(worst)s(%(m)s%(s)s[%(w)s])
+          unless on (%(cl)s) %(healthy)s
+        or %(m)s%(s)s + 0
+      )
+    ||| % { worst: worst, m: metric, s: sel([]), w: w, cl: cl, healthy: promql.indent(healthy(stages), 4) }, '\n'),
+    local bridged(metric, stages, condition) =
+      local worst = if std.startsWith(condition, '<') then 'min_over_time' else 'max_over_time';
+      bridge(metric, stages, worst) + ' ' + condition + '\n',
+    local margin = bridge('kafka_consumergroup_topic_min_retention_margin_seconds', retentionStages, 'min_over_time'),
+    local retention = bridge('kafka_topic_retention_seconds', retentionStages, 'last_over_time'),
     local runbook(alert) = c.runbookURLBase + alert + '.md',
 
     // Appended to descriptions: the open transaction whose start offset is the partition's
@@ -102,7 +133,7 @@ local text = import 'lib/text.libsonnet';
         rules: [
           {
             alert: 'KafkaLsoGapHigh',
-            expr: 'kafka_topic_max_hw_minus_lso%s > %s' % [sel([]), text.number(c.gapThreshold)],
+            expr: bridged('kafka_topic_max_hw_minus_lso', partitionStages, '> ' + text.number(c.gapThreshold)),
             'for': c.gapFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -134,7 +165,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaLsoStuck',
-            expr: bridged('kafka_partition_lso_stuck_seconds', '> ' + text.number(c.stuckCriticalSeconds)),
+            expr: bridged('kafka_partition_lso_stuck_seconds', partitionStages, '> ' + text.number(c.stuckCriticalSeconds)),
             'for': c.stuckCriticalFor,
             labels: { severity: 'critical' },
             annotations: {
@@ -178,7 +209,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaConsumerGroupReadsUncommitted',
-            expr: 'kafka_consumergroup_topic_committed_beyond_lso%s > 0' % sel([]),
+            expr: bridged('kafka_consumergroup_topic_committed_beyond_lso', groupStages, '> 0'),
             'for': c.readsUncommittedFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -194,7 +225,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaTransactionHanging',
-            expr: bridged('kafka_partition_hanging_transactions', '> 0'),
+            expr: bridged('kafka_partition_hanging_transactions', transactionStages, '> 0'),
             'for': c.hangingFor,
             labels: { severity: 'critical' },
             annotations: {
@@ -300,11 +331,13 @@ local text = import 'lib/text.libsonnet';
         name: 'kafka-lso-exporter.consumer-groups',
         rules: [
           // Per group: stalled and stopped count as one condition, so that a group going
-          // from one to the other keeps its `for`; the last status within a minute, so that
-          // one cycle without it (a coordinator that did not answer) does not restart it.
+          // from one to the other keeps its `for`; the last status within pagingGapWindow,
+          // so that a cycle or two without it (a coordinator that did not answer, an
+          // exporter restart) does not restart it. A group's status series read 0 rather
+          // than go when its status changes: no health condition is needed.
           {
             alert: 'KafkaConsumerGroupCommitStalled',
-            expr: 'max without (status) (last_over_time(kafka_consumergroup_status%s[1m])) == 1' % sel(['status=~"stalled|stopped"']),
+            expr: 'max without (status) (last_over_time(kafka_consumergroup_status%s[%s])) == 1' % [sel(['status=~"stalled|stopped"']), w],
             'for': c.commitStalledFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -322,15 +355,16 @@ local text = import 'lib/text.libsonnet';
           // warning: any group with less than the fraction of the topic's retention left
           // (a caught-up group has all of it). critical: less than the floor on a group
           // that is not moving and has records of the topic left (margin below the
-          // retention). The floor's comparison stays last: the Helm chart's threshold
-          // override replaces it.
+          // retention; the comparison keeps the margin as the value). The floor's
+          // comparison stays last: the Helm chart's threshold override replaces it. The
+          // margin is bridged by its least value, the retention by its last.
           {
             alert: 'KafkaConsumerGroupRetentionRisk',
             expr: |||
-              kafka_consumergroup_topic_min_retention_margin_seconds%(s)s
-                / on (%(cl)s, topic) group_left () kafka_topic_retention_seconds%(s)s
+              %(margin)s
+                / on (%(cl)s, topic) group_left () %(retention)s
                 < %(fraction)s
-            ||| % { s: sel([]), cl: cl, fraction: text.number(c.retentionRiskFraction) },
+            ||| % { margin: margin, retention: promql.indent(retention, 2), cl: cl, fraction: text.number(c.retentionRiskFraction) },
             'for': c.retentionRiskFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -349,16 +383,15 @@ local text = import 'lib/text.libsonnet';
             alert: 'KafkaConsumerGroupRetentionRisk',
             expr: |||
               (
-                kafka_consumergroup_topic_min_retention_margin_seconds%(s)s
-                  and on (%(cl)s, group) (last_over_time(kafka_consumergroup_status%(status)s[1m]) == 1)
-                  and on (%(cl)s, group, topic) (
-                    kafka_consumergroup_topic_min_retention_margin_seconds%(s)s
-                      < on (%(cl)s, topic) group_left () kafka_topic_retention_seconds%(s)s
-                  )
+                %(margin)s
+                  < on (%(cl)s, topic) group_left () %(retention)s
+                and on (%(cl)s, group) (last_over_time(kafka_consumergroup_status%(status)s[%(w)s]) == 1)
               ) < %(floor)s
             ||| % {
-              s: sel([]),
+              margin: promql.indent(margin, 2),
+              retention: promql.indent(retention, 4),
               cl: cl,
+              w: w,
               status: sel(['status=~"stalled|stopped|blocked"']),
               floor: text.number(c.retentionRiskCriticalSeconds),
             },
