@@ -431,7 +431,10 @@ local text = import 'lib/text.libsonnet';
         rules: [
           {
             alert: 'KafkaLsoExporterClusterDown',
-            expr: 'kafka_lso_exporter_up%s == 0' % sel([]),
+            // Bridged by its last value within pagingGapWindow: a failed scrape or an
+            // exporter restart (every series stale for a scrape or two) does not restart
+            // the `for`. A cluster that is back reads 1 at once.
+            expr: '(kafka_lso_exporter_up%(s)s + 0 or last_over_time(kafka_lso_exporter_up%(s)s[%(w)s])) == 0' % { s: sel([]), w: w },
             'for': c.clusterDownFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -445,7 +448,10 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaLsoExporterStale',
-            expr: 'time() - kafka_lso_exporter_last_success_timestamp_seconds%s > %s' % [sel([]), text.number(c.staleSeconds)],
+            // The same bridge: the last success's time, not a value, so the age stays true
+            // through the gap.
+            expr: 'time() - (kafka_lso_exporter_last_success_timestamp_seconds%(s)s + 0 or last_over_time(kafka_lso_exporter_last_success_timestamp_seconds%(s)s[%(w)s])) > %(t)s'
+                  % { s: sel([]), w: w, t: text.number(c.staleSeconds) },
             'for': c.staleFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -457,6 +463,8 @@ local text = import 'lib/text.libsonnet';
               runbook_url: runbook('KafkaLsoExporterStale'),
             },
           },
+          // rate() over errorsRateWindow needs no bridge: the window spans a scrape or two
+          // missing, and counts through the counter's reset when the exporter restarts.
           {
             alert: 'KafkaLsoExporterErrors',
             expr: 'sum by (%s, stage) (rate(kafka_lso_exporter_errors_total%s[%s])) > %s'
