@@ -246,17 +246,19 @@ local text = import 'lib/text.libsonnet';
           // The N oldest open transactions of the cluster (transaction_list_detail), by their
           // coordinators' listing: those that no per-partition forensics series shows
           // (kafka_transaction_open_info is there for every open transaction of a pinned
-          // partition) and that their coordinator times out (a timeout left; the two-phase
-          // ones are KafkaTransactionPrepared's), while the cluster counts at least one
-          // unpinning transaction. Matched on the producer id alone: a transaction a
-          // partition shows under another epoch is still seen.
+          // partition) and that are not two-phase (those are KafkaTransactionPrepared's),
+          // while the cluster counts at least one unpinning transaction. Ongoing ones their
+          // coordinator should have timed out; PrepareCommit, PrepareAbort and
+          // PrepareEpochFence ones it has decided but cannot complete (no time left is
+          // exported for them). Matched on the producer id alone: a transaction a partition
+          // shows under another epoch is still seen.
           {
             alert: 'KafkaTransactionLongOpenUnseen',
             expr: |||
               (
                 kafka_coordinator_transaction_age_seconds%(s)s
                   unless on (%(cl)s, producer_id) kafka_transaction_open_info%(s)s
-                  and on (%(cl)s, transactional_id, producer_id, producer_epoch) kafka_coordinator_transaction_timeout_left_seconds%(s)s
+                  unless on (%(cl)s, transactional_id, producer_id, producer_epoch) (kafka_coordinator_transaction_two_phase%(s)s == 1)
                   and on (%(cl)s) (kafka_cluster_unpinning_open_transactions%(s)s > 0)
               ) > %(age)s
             ||| % { s: sel([]), cl: cl, age: text.number(c.longOpenUnseenSeconds) },
@@ -269,21 +271,28 @@ local text = import 'lib/text.libsonnet';
                 {{ $value | humanizeDuration }} in state {{ $labels.state }} on coordinator {{ $labels.coordinator }},
                 longer than %(longOpenUnseen)s, and pins no partition the exporter samples: it writes only to topics
                 outside the exporter's topic filter, waits behind an older transaction, or has written nowhere yet.
-                Its coordinator should have ended it by now. Partitions it wrote to are withheld from read_committed
+                {{ if eq $labels.state "Ongoing" }}Its coordinator should have timed it out by now.{{ else }}Its
+                coordinator has decided its outcome but cannot complete it: it cannot write the markers to a
+                partition the transaction wrote to, usually one without a leader or below min.insync.replicas.
+                Check the leaders and ISR of its partitions (kafka-transactions.sh describe --transactional-id
+                {{ $labels.transactional_id }} lists them); once they are back, the coordinator completes it. Never
+                abort a PrepareCommit transaction by hand: it is committed everywhere else.{{ end }}
+                Partitions it wrote to are withheld from read_committed
                 consumers without any per-partition alert. The exporter's /api/v1/stuck lists it under transactions.
               |||),
               runbook_url: runbook('KafkaTransactionLongOpenUnseen'),
             },
           },
-          // Two-phase (KIP-939) transactions: the oldest open ones without a timeout left
-          // (their coordinator never aborts them), while the cluster counts prepared ones.
+          // Two-phase (KIP-939) transactions among the oldest open ones, as the exporter
+          // marks them (kafka_coordinator_transaction_two_phase 1): their coordinator never
+          // aborts them. Not "no time left": an ordinary transaction in PrepareCommit,
+          // PrepareAbort or PrepareEpochFence has none either.
           {
             alert: 'KafkaTransactionPrepared',
             expr: |||
               (
                 kafka_coordinator_transaction_age_seconds%(s)s
-                  unless on (%(cl)s, transactional_id, producer_id, producer_epoch) kafka_coordinator_transaction_timeout_left_seconds%(s)s
-                  and on (%(cl)s) (kafka_cluster_prepared_transactions%(s)s > 0)
+                  and on (%(cl)s, transactional_id, producer_id, producer_epoch) (kafka_coordinator_transaction_two_phase%(s)s == 1)
               ) > %(age)s
             ||| % { s: sel([]), cl: cl, age: text.number(c.preparedTransactionSeconds) },
             labels: { severity: 'warning' },
