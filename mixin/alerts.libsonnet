@@ -12,23 +12,54 @@ local text = import 'lib/text.libsonnet';
     local c = $._config,
     local cl = c.clusterLabel,
     local sel(matchers) = promql.selector(c, matchers),
-    // A paging alert's condition, bridging gaps shorter than pagingGapWindow. When an
-    // exporter restarts, Prometheus marks its series stale for a scrape or two; a plain
-    // selector then returns nothing and the alert's `for` starts over. While the exporter
-    // reports no successful cycle for the cluster (kafka_lso_exporter_up absent or 0), the
-    // last value within the window stands in (last_over_time skips stale markers); once it
-    // does, only the current series counts, so an episode that ended (the series gone, as
-    // per-partition series go in topic granularity) resolves at once. `+ 0` drops the
-    // metric name, so both sides carry the same labels and `or` keeps the current value.
-    // The threshold comes last, once: the Helm chart's override replaces it there.
-    local bridged(metric, condition) =
-      '(%(m)s%(s)s + 0 or (last_over_time(%(m)s%(s)s[%(w)s]) unless on(%(cl)s) kafka_lso_exporter_up%(s)s == 1)) %(c)s' % {
-        m: metric,
-        s: sel([]),
-        c: condition,
-        w: c.pagingGapWindow,
-        cl: cl,
-      },
+    // Alerts with a `for` read their series through a bridge, so that one or two cycles in
+    // which the exporter could not read them do not start their `for` over. A failed read
+    // removes a series for a cycle (Prometheus marks it stale, and a plain selector returns
+    // nothing), or leaves a per-topic aggregate over the partitions that were read (a
+    // maximum or a sum that drops, a minimum that rises); an exporter restart marks every
+    // series stale for a scrape or two. While the cluster is not `healthy`, the worst
+    // value within pagingGapWindow stands in (the *_over_time functions skip stale
+    // markers); while it is, only the current series counts, so an episode that ended (the
+    // series gone, as per-partition series go in topic granularity, or back below the
+    // threshold) resolves at once.
+    //
+    // Healthy: the exporter reports a successful cycle for the cluster
+    // (kafka_lso_exporter_up 1) and counted no failure, within the window, of a stage that
+    // reads the alert's series. Every stage's errors_total series exists from the start at
+    // 0; without it a cluster is never healthy, and the bridge always applies.
+    //
+    // `+ 0` drops the metric name, so both sides of `or` carry the same labels. The
+    // threshold comes last, once: the Helm chart's override replaces it there.
+    local w = c.pagingGapWindow,
+    // The stages whose failure removes a partition's series (and leaves its topic's
+    // aggregates over the other partitions); with the group stages, a group's series; with
+    // DescribeProducers and DescribeTransactions, a partition's hanging count (absent when
+    // its producers could not be described, 0 when their coordinator could not say); with
+    // record reads and topic configs, a group's retention margin in seconds.
+    local partitionStages = ['metadata', 'log_start_offset', 'last_stable_offset', 'high_watermark'],
+    local groupStages = partitionStages + ['list_groups', 'describe_groups', 'group_offsets', 'share_group_offsets'],
+    local transactionStages = partitionStages + ['describe_producers', 'describe_transactions'],
+    local retentionStages = groupStages + ['read_records', 'topic_configs'],
+    local healthy(stages) = |||
+      (
+        kafka_lso_exporter_up%(s)s == 1
+          and on (%(cl)s) sum by (%(cl)s) (increase(kafka_lso_exporter_errors_total%(e)s[%(w)s])) == 0
+      )
+    ||| % { s: sel([]), e: sel(['stage=~"%s"' % std.join('|', stages)]), cl: cl, w: w },
+    // `metric`, bridged: `worst` is max_over_time for a condition `>`, min_over_time for
+    // `<`, last_over_time for a value compared with nothing.
+    local bridge(metric, stages, worst) = std.rstripChars(|||
+      (
+        %(worst)s(%(m)s%(s)s[%(w)s])
+          unless on (%(cl)s) %(healthy)s
+        or %(m)s%(s)s + 0
+      )
+    ||| % { worst: worst, m: metric, s: sel([]), w: w, cl: cl, healthy: promql.indent(healthy(stages), 4) }, '\n'),
+    local bridged(metric, stages, condition) =
+      local worst = if std.startsWith(condition, '<') then 'min_over_time' else 'max_over_time';
+      bridge(metric, stages, worst) + ' ' + condition + '\n',
+    local margin = bridge('kafka_consumergroup_topic_min_retention_margin_seconds', retentionStages, 'min_over_time'),
+    local retention = bridge('kafka_topic_retention_seconds', retentionStages, 'last_over_time'),
     local runbook(alert) = c.runbookURLBase + alert + '.md',
 
     // Appended to descriptions: the open transaction whose start offset is the partition's
@@ -102,7 +133,7 @@ local text = import 'lib/text.libsonnet';
         rules: [
           {
             alert: 'KafkaLsoGapHigh',
-            expr: 'kafka_topic_max_hw_minus_lso%s > %s' % [sel([]), text.number(c.gapThreshold)],
+            expr: bridged('kafka_topic_max_hw_minus_lso', partitionStages, '> ' + text.number(c.gapThreshold)),
             'for': c.gapFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -134,7 +165,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaLsoStuck',
-            expr: bridged('kafka_partition_lso_stuck_seconds', '> ' + text.number(c.stuckCriticalSeconds)),
+            expr: bridged('kafka_partition_lso_stuck_seconds', partitionStages, '> ' + text.number(c.stuckCriticalSeconds)),
             'for': c.stuckCriticalFor,
             labels: { severity: 'critical' },
             annotations: {
@@ -178,7 +209,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaConsumerGroupReadsUncommitted',
-            expr: 'kafka_consumergroup_topic_committed_beyond_lso%s > 0' % sel([]),
+            expr: bridged('kafka_consumergroup_topic_committed_beyond_lso', groupStages, '> 0'),
             'for': c.readsUncommittedFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -194,7 +225,7 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaTransactionHanging',
-            expr: bridged('kafka_partition_hanging_transactions', '> 0'),
+            expr: bridged('kafka_partition_hanging_transactions', transactionStages, '> 0'),
             'for': c.hangingFor,
             labels: { severity: 'critical' },
             annotations: {
@@ -215,17 +246,19 @@ local text = import 'lib/text.libsonnet';
           // The N oldest open transactions of the cluster (transaction_list_detail), by their
           // coordinators' listing: those that no per-partition forensics series shows
           // (kafka_transaction_open_info is there for every open transaction of a pinned
-          // partition) and that their coordinator times out (a timeout left; the two-phase
-          // ones are KafkaTransactionPrepared's), while the cluster counts at least one
-          // unpinning transaction. Matched on the producer id alone: a transaction a
-          // partition shows under another epoch is still seen.
+          // partition) and that are not two-phase (those are KafkaTransactionPrepared's),
+          // while the cluster counts at least one unpinning transaction. Ongoing ones their
+          // coordinator should have timed out; PrepareCommit, PrepareAbort and
+          // PrepareEpochFence ones it has decided but cannot complete (no time left is
+          // exported for them). Matched on the producer id alone: a transaction a partition
+          // shows under another epoch is still seen.
           {
             alert: 'KafkaTransactionLongOpenUnseen',
             expr: |||
               (
                 kafka_coordinator_transaction_age_seconds%(s)s
                   unless on (%(cl)s, producer_id) kafka_transaction_open_info%(s)s
-                  and on (%(cl)s, transactional_id, producer_id, producer_epoch) kafka_coordinator_transaction_timeout_left_seconds%(s)s
+                  unless on (%(cl)s, transactional_id, producer_id, producer_epoch) (kafka_coordinator_transaction_two_phase%(s)s == 1)
                   and on (%(cl)s) (kafka_cluster_unpinning_open_transactions%(s)s > 0)
               ) > %(age)s
             ||| % { s: sel([]), cl: cl, age: text.number(c.longOpenUnseenSeconds) },
@@ -238,21 +271,28 @@ local text = import 'lib/text.libsonnet';
                 {{ $value | humanizeDuration }} in state {{ $labels.state }} on coordinator {{ $labels.coordinator }},
                 longer than %(longOpenUnseen)s, and pins no partition the exporter samples: it writes only to topics
                 outside the exporter's topic filter, waits behind an older transaction, or has written nowhere yet.
-                Its coordinator should have ended it by now. Partitions it wrote to are withheld from read_committed
+                {{ if eq $labels.state "Ongoing" }}Its coordinator should have timed it out by now.{{ else }}Its
+                coordinator has decided its outcome but cannot complete it: it cannot write the markers to a
+                partition the transaction wrote to, usually one without a leader or below min.insync.replicas.
+                Check the leaders and ISR of its partitions (kafka-transactions.sh describe --transactional-id
+                {{ $labels.transactional_id }} lists them); once they are back, the coordinator completes it. Never
+                abort a PrepareCommit transaction by hand: it is committed everywhere else.{{ end }}
+                Partitions it wrote to are withheld from read_committed
                 consumers without any per-partition alert. The exporter's /api/v1/stuck lists it under transactions.
               |||),
               runbook_url: runbook('KafkaTransactionLongOpenUnseen'),
             },
           },
-          // Two-phase (KIP-939) transactions: the oldest open ones without a timeout left
-          // (their coordinator never aborts them), while the cluster counts prepared ones.
+          // Two-phase (KIP-939) transactions among the oldest open ones, as the exporter
+          // marks them (kafka_coordinator_transaction_two_phase 1): their coordinator never
+          // aborts them. Not "no time left": an ordinary transaction in PrepareCommit,
+          // PrepareAbort or PrepareEpochFence has none either.
           {
             alert: 'KafkaTransactionPrepared',
             expr: |||
               (
                 kafka_coordinator_transaction_age_seconds%(s)s
-                  unless on (%(cl)s, transactional_id, producer_id, producer_epoch) kafka_coordinator_transaction_timeout_left_seconds%(s)s
-                  and on (%(cl)s) (kafka_cluster_prepared_transactions%(s)s > 0)
+                  and on (%(cl)s, transactional_id, producer_id, producer_epoch) (kafka_coordinator_transaction_two_phase%(s)s == 1)
               ) > %(age)s
             ||| % { s: sel([]), cl: cl, age: text.number(c.preparedTransactionSeconds) },
             labels: { severity: 'warning' },
@@ -300,11 +340,13 @@ local text = import 'lib/text.libsonnet';
         name: 'kafka-lso-exporter.consumer-groups',
         rules: [
           // Per group: stalled and stopped count as one condition, so that a group going
-          // from one to the other keeps its `for`; the last status within a minute, so that
-          // one cycle without it (a coordinator that did not answer) does not restart it.
+          // from one to the other keeps its `for`; the last status within pagingGapWindow,
+          // so that a cycle or two without it (a coordinator that did not answer, an
+          // exporter restart) does not restart it. A group's status series read 0 rather
+          // than go when its status changes: no health condition is needed.
           {
             alert: 'KafkaConsumerGroupCommitStalled',
-            expr: 'max without (status) (last_over_time(kafka_consumergroup_status%s[1m])) == 1' % sel(['status=~"stalled|stopped"']),
+            expr: 'max without (status) (last_over_time(kafka_consumergroup_status%s[%s])) == 1' % [sel(['status=~"stalled|stopped"']), w],
             'for': c.commitStalledFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -322,15 +364,16 @@ local text = import 'lib/text.libsonnet';
           // warning: any group with less than the fraction of the topic's retention left
           // (a caught-up group has all of it). critical: less than the floor on a group
           // that is not moving and has records of the topic left (margin below the
-          // retention). The floor's comparison stays last: the Helm chart's threshold
-          // override replaces it.
+          // retention; the comparison keeps the margin as the value). The floor's
+          // comparison stays last: the Helm chart's threshold override replaces it. The
+          // margin is bridged by its least value, the retention by its last.
           {
             alert: 'KafkaConsumerGroupRetentionRisk',
             expr: |||
-              kafka_consumergroup_topic_min_retention_margin_seconds%(s)s
-                / on (%(cl)s, topic) group_left () kafka_topic_retention_seconds%(s)s
+              %(margin)s
+                / on (%(cl)s, topic) group_left () %(retention)s
                 < %(fraction)s
-            ||| % { s: sel([]), cl: cl, fraction: text.number(c.retentionRiskFraction) },
+            ||| % { margin: margin, retention: promql.indent(retention, 2), cl: cl, fraction: text.number(c.retentionRiskFraction) },
             'for': c.retentionRiskFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -349,16 +392,15 @@ local text = import 'lib/text.libsonnet';
             alert: 'KafkaConsumerGroupRetentionRisk',
             expr: |||
               (
-                kafka_consumergroup_topic_min_retention_margin_seconds%(s)s
-                  and on (%(cl)s, group) (last_over_time(kafka_consumergroup_status%(status)s[1m]) == 1)
-                  and on (%(cl)s, group, topic) (
-                    kafka_consumergroup_topic_min_retention_margin_seconds%(s)s
-                      < on (%(cl)s, topic) group_left () kafka_topic_retention_seconds%(s)s
-                  )
+                %(margin)s
+                  < on (%(cl)s, topic) group_left () %(retention)s
+                and on (%(cl)s, group) (last_over_time(kafka_consumergroup_status%(status)s[%(w)s]) == 1)
               ) < %(floor)s
             ||| % {
-              s: sel([]),
+              margin: promql.indent(margin, 2),
+              retention: promql.indent(retention, 4),
               cl: cl,
+              w: w,
               status: sel(['status=~"stalled|stopped|blocked"']),
               floor: text.number(c.retentionRiskCriticalSeconds),
             },
@@ -398,7 +440,10 @@ local text = import 'lib/text.libsonnet';
         rules: [
           {
             alert: 'KafkaLsoExporterClusterDown',
-            expr: 'kafka_lso_exporter_up%s == 0' % sel([]),
+            // Bridged by its last value within pagingGapWindow: a failed scrape or an
+            // exporter restart (every series stale for a scrape or two) does not restart
+            // the `for`. A cluster that is back reads 1 at once.
+            expr: '(kafka_lso_exporter_up%(s)s + 0 or last_over_time(kafka_lso_exporter_up%(s)s[%(w)s])) == 0' % { s: sel([]), w: w },
             'for': c.clusterDownFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -412,7 +457,10 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaLsoExporterStale',
-            expr: 'time() - kafka_lso_exporter_last_success_timestamp_seconds%s > %s' % [sel([]), text.number(c.staleSeconds)],
+            // The same bridge: the last success's time, not a value, so the age stays true
+            // through the gap.
+            expr: 'time() - (kafka_lso_exporter_last_success_timestamp_seconds%(s)s + 0 or last_over_time(kafka_lso_exporter_last_success_timestamp_seconds%(s)s[%(w)s])) > %(t)s'
+                  % { s: sel([]), w: w, t: text.number(c.staleSeconds) },
             'for': c.staleFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -424,6 +472,8 @@ local text = import 'lib/text.libsonnet';
               runbook_url: runbook('KafkaLsoExporterStale'),
             },
           },
+          // rate() over errorsRateWindow needs no bridge: the window spans a scrape or two
+          // missing, and counts through the counter's reset when the exporter restarts.
           {
             alert: 'KafkaLsoExporterErrors',
             expr: 'sum by (%s, stage) (rate(kafka_lso_exporter_errors_total%s[%s])) > %s'

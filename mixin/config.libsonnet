@@ -32,9 +32,14 @@
     readsUncommittedFor: '5m',
     // KafkaTransactionHanging: how long a partition must hold a hanging transaction.
     hangingFor: '5m',
-    // Paging (critical) alerts read their series through last_over_time over this window,
-    // so that a gap in the series shorter than it (an exporter restart: a scrape or two
-    // missing) does not reset their `for`. Longer than two scrape intervals.
+    // Every alert with a `for` bridges gaps in its series shorter than this window, so
+    // that they do not reset its `for`: a failed read (a partition's leader that did not
+    // answer, a group coordinator that failed) removes series for a cycle or two, and an
+    // exporter restart marks every series stale for a scrape or two. While the cluster
+    // is not healthy (kafka_lso_exporter_up not 1, or a failure counted in
+    // kafka_lso_exporter_errors_total within this window), the worst value within it
+    // stands in; an episode that ends while it is healthy resolves at once, one that ends
+    // while it is not resolves within this window. Longer than two scrape intervals.
     pagingGapWindow: '2m',
     // KafkaConsumerGroupCommitStalled: how long a group must stay `stalled` or `stopped`
     // (kafka_consumergroup_status). The exporter calls a group stalled once it has had
