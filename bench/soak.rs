@@ -13,11 +13,18 @@
 //!   every 2 minutes one left open until the coordinator aborts it on its timeout (10 s);
 //! - broker 2 restarted at half time.
 //!
+//! With `SOAK_UNREACHABLE=N` (three brokers), the exporter reaches the brokers through
+//! proxies of this process on their PROXIED listeners, and broker N's proxy blackholes
+//! every connection from the start: a broker the metadata lists that the exporter cannot
+//! reach, so that its ListGroups fails in every cycle while the others answer (no restart
+//! then). What the exporter remembers across cycles (its commit watch, from the debug log
+//! of each cycle) must stay flat meanwhile.
+//!
 //! Reported: the exporter's RSS over time and its slope over the second half, series
 //! left behind for deleted topics and groups (scraped every 5 s; a name counts as left
 //! behind when it is still on /metrics 3 cycles after its deletion was acknowledged),
-//! anomalies counted by the exporter, cycles longer than the interval, and the exporter's
-//! warnings by kind.
+//! anomalies counted by the exporter, cycles longer than the interval, the entries of its
+//! commit watch over time, and the exporter's warnings by kind.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -81,25 +88,57 @@ async fn main() {
         "soak: {minutes} min at {INTERVAL}, {brokers} broker(s), topics and groups named {run_tag}-*"
     );
 
+    // A broker the exporter cannot reach (see the module docs).
+    let unreachable: Option<usize> = std::env::var("SOAK_UNREACHABLE")
+        .ok()
+        .and_then(|n| n.parse().ok());
+    let mut proxies = Vec::new();
+    let mut exporter_bootstrap = bootstrap();
+    if let Some(blackholed) = unreachable {
+        assert!(brokers >= 3, "SOAK_UNREACHABLE needs three brokers");
+        let mut reachable = Vec::new();
+        for (i, addr) in bootstrap().split(',').enumerate() {
+            let (host, port) = addr.rsplit_once(':').unwrap();
+            let port: u16 = port.parse().unwrap();
+            // PROXIED listens at offset 4 and is advertised at offset 5.
+            let listen: std::net::SocketAddr = format!("{host}:{}", port + 5).parse().unwrap();
+            let upstream: std::net::SocketAddr = format!("{host}:{}", port + 4).parse().unwrap();
+            let proxy = common::proxy::Proxy::start_beside(listen, upstream).await;
+            if i + 1 == blackholed {
+                proxy.set_mode(common::proxy::Mode::Blackhole);
+            } else {
+                reachable.push(listen.to_string());
+            }
+            proxies.push(proxy);
+        }
+        exporter_bootstrap = reachable.join(",");
+        println!("broker {blackholed} unreachable for the exporter (its proxy blackholes)");
+    }
     let port = free_port();
     let names = format!("^{run_tag}-");
-    let mut child = exporter(&bootstrap(), "soak", INTERVAL, port, &names, &names)
+    let mut child = exporter(&exporter_bootstrap, "soak", INTERVAL, port, &names, &names)
         .env("RUST_LOG", "kafka_lso_exporter=debug")
         .spawn()
         .expect("start the exporter");
     let pid = child.id();
 
-    // The exporter's log: cycle times and warnings.
+    // The exporter's log: cycle times, what it remembers, and warnings.
     let cycles = Arc::new(Mutex::new(Vec::<f64>::new()));
+    let remembered = Arc::new(Mutex::new(Vec::<(f64, u64)>::new()));
     let warnings = Arc::new(Mutex::new(BTreeMap::<String, u32>::new()));
     // Every warning with the minute it came, so that each can be explained.
     let warning_log = Arc::new(Mutex::new(Vec::<(f64, String)>::new()));
     let soak_started = Instant::now();
     {
         let stderr = child.stderr.take().unwrap();
-        let (cycles, warnings, warning_log) =
-            (cycles.clone(), warnings.clone(), warning_log.clone());
+        let (cycles, warnings, warning_log, remembered) = (
+            cycles.clone(),
+            warnings.clone(),
+            warning_log.clone(),
+            remembered.clone(),
+        );
         let seconds = regex::Regex::new(r"seconds=([0-9.]+)").unwrap();
+        let watch = regex::Regex::new(r"commit_watch=([0-9]+)").unwrap();
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stderr);
             let mut line = Vec::new();
@@ -108,6 +147,13 @@ async fn main() {
                 if text.contains("cycle done") {
                     if let Some(c) = seconds.captures(&text) {
                         cycles.lock().unwrap().push(c[1].parse().unwrap());
+                    }
+                    if let Some(c) = watch.captures(&text) {
+                        let minute = soak_started.elapsed().as_secs_f64() / 60.0;
+                        remembered
+                            .lock()
+                            .unwrap()
+                            .push((minute, c[1].parse().unwrap()));
                     }
                 } else if text.contains("WARN") || text.contains("ERROR") {
                     *warnings
@@ -270,7 +316,7 @@ async fn main() {
             }
         }
 
-        if !restarted && Instant::now() >= restart_at && brokers >= 3 {
+        if !restarted && Instant::now() >= restart_at && brokers >= 3 && unreachable.is_none() {
             restarted = true;
             let t = Instant::now();
             let status = Command::new(repo_root().join("scripts/kafka-local"))
@@ -360,6 +406,26 @@ async fn main() {
         sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN),
         sorted.last().copied().unwrap_or(f64::NAN)
     );
+    let remembered = remembered.lock().unwrap().clone();
+    let watch_points: Vec<(f64, f64)> = remembered.iter().map(|(m, n)| (*m, *n as f64)).collect();
+    println!(
+        "commit watch (group-partitions remembered) by minute: {}; max {}, slope over the second half {:+.1} entries/hour",
+        remembered
+            .iter()
+            .filter(|(m, _)| m.fract() * 60.0 < 1.0)
+            .map(|(m, n)| format!("{m:.0}:{n}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        remembered.iter().map(|(_, n)| *n).max().unwrap_or(0),
+        slope_per_hour(
+            &watch_points
+                .iter()
+                .copied()
+                .filter(|(m, _)| *m >= minutes / 2.0)
+                .collect::<Vec<_>>()
+        )
+    );
+    drop(proxies);
     println!("anomalies counted by the exporter:");
     for line in metrics
         .lines()

@@ -99,8 +99,7 @@ impl ClusterLoop {
                         && p.log_start_offset.is_none()
                 });
             let mut up = raw.reached && !unreadable;
-            let (clock, watch) = (clock.clone(), watch.clone());
-            let commits = commits.clone();
+            let (clock, watch, commits) = (clock.clone(), watch.clone(), commits.clone());
             let group_granularity = group_granularity.clone();
             let derived = tokio::task::spawn_blocking(move || {
                 let mut clock = clock
@@ -134,15 +133,16 @@ impl ClusterLoop {
                     counters: watch.counters(),
                     recent_fencings: watch.recent().to_vec(),
                 };
-                derived
+                // What the exporter remembers across cycles (logged, for memory soaks).
+                (derived, (commits.len(), watch.len()))
             })
             .await;
-            let derived = match derived {
+            let (derived, remembered) = match derived {
                 Ok(derived) => derived,
                 Err(error) => {
                     tracing::error!(cluster = %self.cluster, "deriving the cycle's snapshot panicked, the cluster counts as down for this cycle: {error}");
                     (up, panicked) = (false, true);
-                    Derived::default()
+                    (Derived::default(), (0, 0))
                 }
             };
             let taken_at = SystemTime::now();
@@ -173,6 +173,8 @@ impl ClusterLoop {
                         groups = derived.groups.len(),
                         pinned,
                         seconds = elapsed.as_secs_f64(),
+                        commit_watch = remembered.0,
+                        transaction_watch = remembered.1,
                         "cycle done"
                     ),
                     Some(false) => tracing::info!(
