@@ -23,14 +23,14 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use kafka_lso_exporter::derive::series::{Exposition, Granularity};
+use kafka_lso_exporter::derive::{derive, ClusterSnapshot, StuckClock};
 use kafka_lso_exporter::expose::Metrics;
-use kafka_lso_exporter::http::{router, AppState};
 use kafka_lso_exporter::kafka::{
     CommittedOffset, CoordinatorTransaction, CoordinatorView, Isolation, RawGroup, RawPartition,
     RawSample, RawTransaction,
 };
-use kafka_lso_exporter::series::{Exposition, Granularity};
-use kafka_lso_exporter::snapshot::{derive, ClusterSnapshot, StuckClock};
+use kafka_lso_exporter::serve::{router, AppState};
 use process::rss_kib;
 use tokio::sync::watch;
 
@@ -179,7 +179,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let mut clock = StuckClock::default();
-    let mut watch = kafka_lso_exporter::progress::CommitWatch::default();
+    let mut watch = kafka_lso_exporter::derive::progress::CommitWatch::default();
     let (mut gen_s, mut derive_s, mut render_s, mut text_s) = (vec![], vec![], vec![], vec![]);
     let (mut series, mut body_bytes, mut gzip_bytes) = (0, 0, 0);
     let started_all = Instant::now();
@@ -198,7 +198,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             SystemTime::now(),
             Duration::from_secs(300),
         );
-        kafka_lso_exporter::progress::apply(
+        kafka_lso_exporter::derive::progress::apply(
             &mut derived,
             &mut watch,
             now,

@@ -9,16 +9,12 @@
 //! [`run`] and [`run_with`] wire it up.
 
 pub mod config;
+pub mod derive;
 pub mod expose;
-pub mod http;
-pub mod inventory;
 pub mod kafka;
 pub mod logfmt;
-pub mod progress;
 pub mod scheduler;
-pub mod series;
-pub mod snapshot;
-pub mod web;
+pub mod serve;
 
 #[cfg(test)]
 mod hostile;
@@ -31,11 +27,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::config::Config;
+use crate::derive::series::Exposition;
 use crate::expose::Metrics;
 use crate::kafka::{KafkaSampler, Sampler};
 use crate::scheduler::ClusterLoop;
-use crate::series::Exposition;
-use crate::web::WebConfig;
+use crate::serve::web::{self, WebConfig};
 
 /// The exporter's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -127,7 +123,7 @@ pub async fn run_with(
         loops.push(tokio::spawn(cluster_loop.run(stop_rx.clone())));
     }
 
-    let app = http::router(http::AppState {
+    let app = serve::router(serve::AppState {
         metrics,
         clusters: Arc::new(receivers),
         bootstrap: Arc::new(

@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::Parser;
 use kafka_lso_exporter::config::{Config, LogFormat, Overrides};
 use kafka_lso_exporter::logfmt::{Logfmt, LogfmtFields};
-use kafka_lso_exporter::web::WebConfig;
+use kafka_lso_exporter::serve::web::WebConfig;
 
 /// Prometheus exporter for Kafka transactional visibility.
 ///

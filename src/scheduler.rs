@@ -9,13 +9,10 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
 use crate::config::{GroupGranularity, NameFilter};
-use crate::expose;
-use crate::expose::Metrics;
-use crate::inventory::{self, TransactionWatch, TransactionsView};
+use crate::derive::series::Exposition;
+use crate::derive::{ClusterSnapshot, Deriver, Step};
+use crate::expose::{self, Metrics};
 use crate::kafka::{RawSample, Sampler, Stage};
-use crate::progress::{self, CommitWatch};
-use crate::series::Exposition;
-use crate::snapshot::{derive, ClusterSnapshot, Derived, StuckClock};
 
 /// Everything one cluster's loop needs.
 pub struct ClusterLoop {
@@ -45,16 +42,15 @@ impl ClusterLoop {
         // Derivation is CPU work that grows with the fleet (tens of milliseconds at 200,000
         // group-partitions), so it runs on a blocking thread: scrapes, served by the async
         // workers, never wait behind it.
-        let clock = Arc::new(std::sync::Mutex::new(StuckClock::default()));
-        let commits = Arc::new(std::sync::Mutex::new(CommitWatch::default()));
-        let stall_after = self.stall_after;
-        // Fencings and coordinator moves per transactional id, across cycles.
-        let watch = Arc::new(std::sync::Mutex::new(TransactionWatch::default()));
-        let detail = self.transaction_list_detail;
+        let deriver = Arc::new(std::sync::Mutex::new(Deriver::new(
+            self.hanging_margin,
+            self.stall_after,
+            self.transaction_list_detail,
+            self.exposition.granularity,
+            self.group_granularity.clone(),
+        )));
         let max_series = Arc::new(self.max_series.clone());
-        let hanging_margin = self.hanging_margin;
         let exposition = self.exposition;
-        let group_granularity = Arc::new(self.group_granularity.clone());
         let mut last_success: Option<SystemTime> = None;
         let mut was_up: Option<bool> = None;
         let mut was_limited = (false, false);
@@ -99,50 +95,24 @@ impl ClusterLoop {
                         && p.log_start_offset.is_none()
                 });
             let mut up = raw.reached && !unreadable;
-            let (clock, watch, commits) = (clock.clone(), watch.clone(), commits.clone());
-            let group_granularity = group_granularity.clone();
+            let deriver = deriver.clone();
             let derived = tokio::task::spawn_blocking(move || {
-                let mut clock = clock
+                let mut deriver = deriver
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
-                let mut raw = raw;
-                let transactions = inventory::Input::take(&mut raw);
-                let now = Instant::now();
-                let reached = raw.reached;
-                let mut derived = derive(raw, &mut clock, now, SystemTime::now(), hanging_margin);
-                let mut commits = commits
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                progress::apply(&mut derived, &mut commits, now, stall_after, reached);
-                for group in &mut derived.groups {
-                    group.granularity = group_granularity.of(&group.name, exposition.granularity);
-                }
-                let mut watch = watch
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                let inventory = inventory::derive(
-                    transactions,
-                    &derived.partitions,
-                    &mut watch,
-                    detail,
-                    Instant::now(),
-                    SystemTime::now(),
-                );
-                derived.transactions = TransactionsView {
-                    inventory,
-                    counters: watch.counters(),
-                    recent_fencings: watch.recent().to_vec(),
-                };
-                // What the exporter remembers across cycles (logged, for memory soaks).
-                (derived, (commits.len(), watch.len()))
+                deriver.step(raw, Instant::now(), SystemTime::now())
             })
             .await;
-            let (derived, remembered) = match derived {
-                Ok(derived) => derived,
+            let Step {
+                derived,
+                transactions,
+                remembered,
+            } = match derived {
+                Ok(step) => step,
                 Err(error) => {
                     tracing::error!(cluster = %self.cluster, "deriving the cycle's snapshot panicked, the cluster counts as down for this cycle: {error}");
                     (up, panicked) = (false, true);
-                    (Derived::default(), (0, 0))
+                    Step::default()
                 }
             };
             let taken_at = SystemTime::now();
@@ -235,7 +205,7 @@ impl ClusterLoop {
                 exposition,
                 brokers: derived.brokers,
                 retention_ms: derived.retention_ms,
-                transactions: derived.transactions,
+                transactions,
                 clock_skew: derived.clock_skew,
                 eos_cost: if up {
                     derived.eos_cost
@@ -265,8 +235,10 @@ impl ClusterLoop {
             let snapshot = match guarded {
                 Ok(snapshot) => snapshot,
                 Err(error) => {
-                    tracing::error!(cluster = %self.cluster, "counting the cycle's series panicked, the previous snapshot stays: {error}");
-                    continue;
+                    // As a cycle whose derivation panicked: published as down, with none
+                    // of its series, never as the previous cycle's.
+                    tracing::error!(cluster = %self.cluster, "counting the cycle's series panicked, the cluster counts as down for this cycle: {error}");
+                    ClusterSnapshot::down(&self.cluster, taken_at, last_success, exposition)
                 }
             };
             let limited = snapshot.series_dropped > 0;

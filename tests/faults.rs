@@ -931,7 +931,7 @@ async fn a_certificate_naming_its_host_in_the_cn_only_is_accepted() {
         )
         .await;
     let log = exporter.log();
-    assert!(!log.contains("refused the TLS"), "{log}");
+    assert!(!log.contains("refuse"), "{log}");
     drop(proxy);
     let _ = std::fs::remove_file(&ca);
 }
@@ -984,7 +984,7 @@ async fn a_certificate_the_own_client_refuses_falls_back_to_librdkafka() {
     let log = exporter.log();
     let warnings = log
         .lines()
-        .filter(|l| l.contains("refused the TLS of the exporter's own Kafka client"))
+        .filter(|l| l.contains("refuse the TLS of the exporter's own Kafka client"))
         .count();
     assert_eq!(warnings, 1, "one warning for the refusal:\n{log}");
     drop(proxy);

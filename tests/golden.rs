@@ -8,18 +8,18 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kafka_lso_exporter::inventory::{
+use kafka_lso_exporter::derive::inventory::{
     DetailedTransaction, Fencing, TransactionInventory, TransactionsView, WatchCounters,
 };
 
-use kafka_lso_exporter::expose::{guard, series_count};
-use kafka_lso_exporter::expose::{to_prometheus_text, Metrics};
-use kafka_lso_exporter::kafka::{ClockSkew, Replication, Stage};
-use kafka_lso_exporter::series::{Exposition, Granularity};
-use kafka_lso_exporter::snapshot::{
+use kafka_lso_exporter::derive::series::{Exposition, Granularity};
+use kafka_lso_exporter::derive::{
     AgeClock, Anomaly, ClusterSnapshot, CoordinatorStatus, GroupPartitionState, GroupState, Lag,
     OpenTransaction, PartitionState, TimeLag, Visibility,
 };
+use kafka_lso_exporter::expose::{guard, series_count};
+use kafka_lso_exporter::expose::{to_prometheus_text, Metrics};
+use kafka_lso_exporter::kafka::{ClockSkew, Replication, Stage};
 use tokio::sync::watch;
 
 fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
@@ -240,7 +240,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     },
                 ]),
                 granularity,
-                status: Some(kafka_lso_exporter::progress::GroupStatus::Blocked),
+                status: Some(kafka_lso_exporter::derive::progress::GroupStatus::Blocked),
             },
             GroupState {
                 coordinator: None,
@@ -269,7 +269,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     lost_records: Some(35),
                 }]),
                 granularity,
-                status: Some(kafka_lso_exporter::progress::GroupStatus::Stopped),
+                status: Some(kafka_lso_exporter::derive::progress::GroupStatus::Stopped),
             },
         ],
         series_dropped: 0,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::binary::Binary;
 use kafka_lso_exporter::config::{Config, Overrides};
-use kafka_lso_exporter::web::{WebConfig, WebConfigError};
+use kafka_lso_exporter::serve::web::{WebConfig, WebConfigError};
 use tokio::sync::oneshot;
 
 const UNREACHABLE: &str = "127.0.0.1:1";

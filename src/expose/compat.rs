@@ -14,8 +14,8 @@
 use prometheus_client::metrics::MetricType;
 
 use super::visit::{gauge, Labels, Owner, Shown, Visitor, CLUSTER_LABEL};
+use crate::derive::PartitionState;
 use crate::kafka::Replication;
-use crate::snapshot::PartitionState;
 
 /// Writes the families of every cluster that asked for them.
 pub(super) fn visit(out: &mut dyn Visitor, shown: &[Shown]) {
@@ -126,7 +126,7 @@ pub(super) fn visit(out: &mut dyn Visitor, shown: &[Shown]) {
         });
     }
 
-    type OffsetValue = fn(&crate::snapshot::GroupPartitionState) -> Option<i64>;
+    type OffsetValue = fn(&crate::derive::GroupPartitionState) -> Option<i64>;
     let group_partition_families: [(&str, &str, OffsetValue); 2] = [
         ("kafka_consumergroup_current_offset", "Current Offset of a ConsumerGroup at Topic/Partition", |o| {
             Some(o.committed_offset)
@@ -163,7 +163,7 @@ pub(super) fn visit(out: &mut dyn Visitor, shown: &[Shown]) {
         });
     }
 
-    type TopicValue = fn(&crate::series::GroupTopicAggregate) -> Option<i64>;
+    type TopicValue = fn(&crate::derive::series::GroupTopicAggregate) -> Option<i64>;
     let group_topic_families: [(&str, &str, TopicValue); 2] = [
         (
             "kafka_consumergroup_current_offset_sum",

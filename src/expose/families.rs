@@ -10,8 +10,8 @@ use std::time::UNIX_EPOCH;
 use prometheus_client::metrics::MetricType;
 
 use super::visit::{gauge, Labels, Owner, Sample, Shown, Value, Visitor, CLUSTER_LABEL};
-use crate::series::{GroupTopicAggregate, TopicAggregate};
-use crate::snapshot::{group_states, GroupState};
+use crate::derive::series::{GroupTopicAggregate, TopicAggregate};
+use crate::derive::{group_states, GroupState};
 
 /// Every family of ours, in the order `/metrics` shows them.
 pub(super) fn visit(out: &mut dyn Visitor, shown: &[Shown]) {
@@ -26,7 +26,7 @@ pub(super) fn visit(out: &mut dyn Visitor, shown: &[Shown]) {
 /// Per-partition series: every partition in `partition` granularity, pinned ones in
 /// `topic` granularity.
 fn visit_partitions(out: &mut dyn Visitor, shown: &[Shown]) {
-    type PartitionValue = fn(&crate::snapshot::PartitionState) -> Option<Value>;
+    type PartitionValue = fn(&crate::derive::PartitionState) -> Option<Value>;
     let partition_families: [(&str, &str, PartitionValue); 9] = [
         ("kafka_partition_log_start_offset", "Earliest offset of the partition", |p| {
             p.log_start_offset.map(Value::Count)
@@ -80,7 +80,7 @@ fn visit_partitions(out: &mut dyn Visitor, shown: &[Shown]) {
         });
     }
 
-    type TransactionValue = fn(&crate::snapshot::OpenTransaction) -> Option<Value>;
+    type TransactionValue = fn(&crate::derive::OpenTransaction) -> Option<Value>;
     let transaction_families: [(&str, &str, TransactionValue); 2] = [
         ("kafka_transaction_open_info", "An open transaction holding records of the partition back from read_committed consumers; always 1 (its age: kafka_transaction_open_age_seconds)", |_| {
             Some(Value::Count(1))
@@ -189,7 +189,7 @@ fn visit_topics(out: &mut dyn Visitor, shown: &[Shown]) {
 }
 
 fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
-    type LagValue = fn(&crate::snapshot::GroupPartitionState) -> Option<Value>;
+    type LagValue = fn(&crate::derive::GroupPartitionState) -> Option<Value>;
     let group_partition_families: [(&str, &str, LagValue); 10] = [
         ("kafka_consumergroup_committed_offset", "Committed offset of the group", |g| {
             Some(Value::Count(g.committed_offset))
@@ -287,7 +287,7 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
         visit_group_topics(out, shown, name, help, false, value);
     }
 
-    type ShareValue = fn(&GroupState, &crate::snapshot::GroupPartitionState) -> Option<Value>;
+    type ShareValue = fn(&GroupState, &crate::derive::GroupPartitionState) -> Option<Value>;
     let share_families: [(&str, &str, ShareValue); 3] = [
         ("kafka_sharegroup_start_offset", "Share-partition start offset of the share group: every record below it has been delivered and acknowledged", |_, g| {
             Some(Value::Count(g.committed_offset))
@@ -469,7 +469,7 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
             let Some(current) = group.status else {
                 continue;
             };
-            for status in crate::progress::GroupStatus::ALL {
+            for status in crate::derive::progress::GroupStatus::ALL {
                 let labels: &Labels = &[
                     (CLUSTER_LABEL, cluster.cluster()),
                     ("group", &group.name),
@@ -563,7 +563,7 @@ fn visit_cluster_transactions(out: &mut dyn Visitor, shown: &[Shown]) {
     }
 });
 
-    type DetailValue = fn(&crate::inventory::DetailedTransaction) -> Option<Value>;
+    type DetailValue = fn(&crate::derive::inventory::DetailedTransaction) -> Option<Value>;
     let detail_families: [(&str, &str, DetailValue); 4] = [
         ("kafka_coordinator_transaction_age_seconds", "Age of one of the transaction_list_detail oldest open transactions of the cluster, from its coordinator's start time", |t| {
             t.age_seconds.map(Value::Seconds)
@@ -603,7 +603,7 @@ fn visit_cluster_transactions(out: &mut dyn Visitor, shown: &[Shown]) {
         });
     }
 
-    type EventCount = fn(&crate::inventory::WatchCounters) -> u64;
+    type EventCount = fn(&crate::derive::inventory::WatchCounters) -> u64;
     let event_families: [(&str, &str, EventCount); 2] = [
         ("kafka_transaction_fencings", "Times the id's open transaction was ended by a new producer initialisation: a new instance fenced it, or the application restarted between two observations (seen Ongoing, then Empty or PrepareEpochFence under another producer id or epoch); a healthy producer committing is never counted", |c| c.fencings),
         ("kafka_transaction_coordinator_moves", "Times the transactional id's coordinator changed between two cycles that saw it", |c| c.coordinator_moves),
@@ -626,7 +626,9 @@ fn visit_cluster_transactions(out: &mut dyn Visitor, shown: &[Shown]) {
 /// The cluster's inventory, also when a broker did not answer: its counts are then lower
 /// bounds, and an alert on them can still fire (a broker down is when transactions get
 /// stuck).
-fn inventory<'a>(cluster: &Shown<'a>) -> Option<&'a crate::inventory::TransactionInventory> {
+fn inventory<'a>(
+    cluster: &Shown<'a>,
+) -> Option<&'a crate::derive::inventory::TransactionInventory> {
     cluster.snapshot.transactions.inventory.as_ref()
 }
 
@@ -723,7 +725,7 @@ fn visit_exporter(out: &mut dyn Visitor, shown: &[Shown]) {
 
     type SkewValue = fn(&crate::kafka::ClockSkew) -> f64;
     let skew_families: [(&str, &str, SkewValue); 2] = [
-        ("kafka_lso_exporter_clock_skew_seconds", "The brokers' clock (the KRaft leader's, by DescribeQuorum, read every minute) minus the exporter's: positive when the brokers are ahead. Ages from broker timestamps (transaction start times, LogAppendTime) read this much too high; absent when it cannot be read (DESCRIBE on the cluster, KRaft)", |s| s.seconds),
+        ("kafka_lso_exporter_clock_skew_seconds", "The brokers' clock (the KRaft quorum leader's, by DescribeQuorum, read every minute) minus the exporter's: positive when the brokers are ahead. Ages from broker timestamps (transaction start times, LogAppendTime) read this much too low (too high when negative); absent when it cannot be read (DESCRIBE on the cluster, KRaft)", |s| s.seconds),
         ("kafka_lso_exporter_clock_skew_uncertainty_seconds", "Half the round trip of the clock skew's measurement: kafka_lso_exporter_clock_skew_seconds is within this of the truth", |s| s.uncertainty_seconds),
     ];
     for (name, help, value) in skew_families {

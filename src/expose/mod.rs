@@ -33,8 +33,8 @@ use tokio::sync::watch;
 use self::body::{BodyWriter, Variant, PROMETHEUS_ACCEPT};
 pub use self::body::{OPENMETRICS_TEXT, PROMETHEUS_TEXT};
 use self::visit::{Count, Render, Shown, Visitor};
+use crate::derive::{Anomaly, ClusterSnapshot};
 use crate::kafka::Stage;
-use crate::snapshot::{Anomaly, ClusterSnapshot};
 
 /// The latest snapshot of one cluster, `None` until its first cycle ends.
 pub type SnapshotReceiver = watch::Receiver<Option<Arc<ClusterSnapshot>>>;
@@ -367,8 +367,8 @@ pub fn series_count(snapshot: &ClusterSnapshot) -> usize {
 mod tests {
     use super::*;
     use crate::config::Granularity;
-    use crate::series::Exposition;
-    use crate::snapshot::{
+    use crate::derive::series::Exposition;
+    use crate::derive::{
         GroupPartitionState, GroupState, Lag, PartitionState, TimeLag, Visibility,
     };
 
@@ -506,7 +506,7 @@ mod tests {
         // A transaction open on partition 2 whose LSO moved since the last cycle (a busy
         // exactly-once partition): withheld, not pinned, no partition series.
         partitions[2] = partition("t", 2, 9, 7, 0.0);
-        assert!(!crate::series::pinned(&partitions[2]));
+        assert!(!crate::derive::series::pinned(&partitions[2]));
         assert_eq!(
             counted(&partitions, &groups, TOPIC),
             5 + 7 + 6 + 5 + 5 + CLUSTER

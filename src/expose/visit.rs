@@ -12,8 +12,8 @@ use prometheus_client::encoding::{
 };
 use prometheus_client::metrics::MetricType;
 
-use crate::series::{self, GroupTopicAggregate, TopicAggregate};
-use crate::snapshot::{ClusterSnapshot, GroupState};
+use crate::derive::series::{self, GroupTopicAggregate, TopicAggregate};
+use crate::derive::{ClusterSnapshot, GroupState};
 
 pub(crate) type Labels<'a> = [(&'static str, &'a str)];
 

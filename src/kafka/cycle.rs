@@ -105,7 +105,13 @@ pub struct KafkaSampler {
     tokens: Option<Arc<TokenSource>>,
     /// The token last given to librdkafka (see `push_token`).
     pushed_token: std::sync::Mutex<Option<String>>,
+    /// The last refusal of some brokers' TLS that was logged.
+    refusal_said: std::sync::Mutex<Option<String>>,
 }
+
+/// What makes a broker certificate one the own client accepts.
+const TLS_HINT: &str = "a broker certificate that WebPKI accepts fixes it: valid for the broker's address \
+    (in its subjectAltName, or a host name in its CN), not marked as a CA, signed with a current algorithm";
 
 /// Routes librdkafka's own log lines and errors into `tracing`, tagged with the cluster.
 ///
@@ -274,6 +280,7 @@ impl KafkaSampler {
             cluster: config.name.clone(),
             tokens,
             pushed_token: Default::default(),
+            refusal_said: Default::default(),
         })
     }
 
@@ -356,8 +363,9 @@ impl KafkaSampler {
             if let Ok(mut rounds) = <[OffsetsRound; 3]>::try_from(listed.rounds) {
                 if let Some(refusal) = &listed.refusal {
                     // The partitions of leaders that refused the own client: through
-                    // librdkafka, in this cycle already.
-                    self.refused(refusal);
+                    // librdkafka, in this cycle already; every leader refused: the own
+                    // client is out for a while.
+                    self.brokers_refused(refusal, listed.refused.len() == targets.len());
                     let again: Arc<Vec<Target>> =
                         Arc::new(listed.refused.iter().map(|&i| targets[i].clone()).collect());
                     let read = self.librdkafka_log_offsets(&again, deadline).await;
@@ -423,28 +431,45 @@ impl KafkaSampler {
         .unwrap_or_else(|error| groups.iter().map(|_| Err(error.clone())).collect())
     }
 
-    /// The own client while no broker refused its TLS (see `wire_refused`).
+    /// The own client while the brokers do not refuse its TLS (see `wire_refused`).
     fn own(&self) -> Option<&Arc<WireClient>> {
-        let own = self.wire.as_ref().filter(|_| self.wire_refused.usable());
-        if own.is_some() && self.wire_refused.recovered() {
-            tracing::info!(cluster = %self.cluster, "the brokers accept the exporter's own Kafka client's TLS again");
-        }
-        own
+        self.wire.as_ref().filter(|_| self.wire_refused.usable())
     }
 
-    /// A broker refused the own client's TLS: librdkafka (OpenSSL) reads what it can for
-    /// [`RECHECK`], so that the cluster never looks reachable and empty at once.
+    /// Every broker refused the own client's TLS: librdkafka (OpenSSL) reads what it can
+    /// for [`RECHECK`] (metadata, the classic group list, committed and log offsets), so
+    /// that the cluster never looks reachable and empty at once.
     fn refused(&self, reason: &str) {
         tracing::warn!(
             cluster = %self.cluster,
-            "a broker refused the TLS of the exporter's own Kafka client ({reason}); metadata, groups (classic list) \
+            "the brokers refuse the TLS of the exporter's own Kafka client ({reason}); metadata, groups (classic list) \
              and offsets are read through librdkafka for the next {} min, then the own client is tried again; \
              transaction forensics, the transaction list, record reads and retention need the own client and \
-             fail meanwhile (a broker certificate that WebPKI accepts fixes it: valid for the broker's address, \
-             not marked as a CA, signed with a current algorithm)",
+             fail meanwhile ({TLS_HINT})",
             RECHECK.as_secs() / 60
         );
         self.wire_refused.engage();
+    }
+
+    /// Some brokers refused the own client's TLS in this cycle (every one when `all`):
+    /// their partitions' offsets were read through librdkafka; said once while the same
+    /// brokers refuse. The others keep the own client, so that their groups keep the
+    /// types and states of their own protocols.
+    fn brokers_refused(&self, reason: &str, all: bool) {
+        if all {
+            self.refused(reason);
+            return;
+        }
+        let mut said = self.refusal_said.lock().unwrap_or_else(|p| p.into_inner());
+        if said.as_deref() != Some(reason) {
+            tracing::warn!(
+                cluster = %self.cluster,
+                "a broker refuses the TLS of the exporter's own Kafka client ({reason}); the offsets of its partitions \
+                 are read through librdkafka, its groups and transactions are absent and counted as failures \
+                 ({TLS_HINT})"
+            );
+            *said = Some(reason.to_string());
+        }
     }
 
     fn offsets_unusable(&self, reason: &str) {
@@ -530,11 +555,14 @@ impl KafkaSampler {
                     if self.wire_groups.recovered() {
                         tracing::info!(cluster = %self.cluster, "every broker names group types again: groups are listed by their own protocols");
                     }
-                    if let Some(refused) = listed.list_failures.iter().find(|f| f.refused) {
+                    let refused = listed.list_failures.iter().filter(|f| f.refused).count();
+                    if refused > 0 && refused == brokers.len() {
                         // The classic list through librdkafka, in this cycle already.
-                        self.refused(&refused.reason);
+                        self.refused(&listed.list_failures[0].reason);
                         return self.classic_groups(sample, deadline).await;
                     }
+                    // Some brokers refused: their groups are absent (failures, a partial
+                    // list), the others' keep their own protocols.
                     let list_failed = listed.list_failures.len();
                     if let Some(first) = listed.list_failures.first() {
                         sample.fail(Stage::ListGroups, list_failed as u64, &first.reason);
@@ -749,7 +777,12 @@ impl KafkaSampler {
         // hangs does not cost the cycle), through librdkafka where it cannot be used.
         let metadata = match self.own().filter(|_| self.wire_metadata.usable()) {
             Some(wire) => match metadata::fetch(&wire.pool, &self.candidates, deadline).await {
-                Ok(answer) => Some(Ok(plan_of(&answer, &self.topics))),
+                Ok(answer) => {
+                    if self.wire_refused.recovered() {
+                        tracing::info!(cluster = %self.cluster, "the brokers accept the exporter's own Kafka client's TLS again");
+                    }
+                    Some(Ok(plan_of(&answer, &self.topics)))
+                }
                 Err(error @ WireError::Tls { .. }) => {
                     self.refused(&error.to_string());
                     None

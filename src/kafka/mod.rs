@@ -12,7 +12,7 @@
 //!
 //! A sampler returns a [`RawSample`]: the offsets exactly as the broker reported them,
 //! with failures recorded per stage. Turning that into metric values (gaps, lags, the
-//! stuck clock) is pure code in [`crate::snapshot`], tested without a broker.
+//! stuck clock) is pure code in [`crate::derive`], tested without a broker.
 
 mod ask;
 mod cycle;
@@ -386,5 +386,35 @@ impl RawSample {
             first_error: error.to_string(),
         });
         entry.count += count;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Stage::ALL` holds every stage (the match fails to compile when one is added
+    /// and not listed here), once, in the order of the enum: each cluster's errors_total
+    /// shows every stage at 0 from the start, and the alerts' health test relies on it.
+    #[test]
+    fn every_stage_is_in_all() {
+        let index = |stage: Stage| match stage {
+            Stage::Metadata => 0,
+            Stage::LogStartOffset => 1,
+            Stage::ListGroups => 2,
+            Stage::DescribeGroups => 3,
+            Stage::GroupOffsets => 4,
+            Stage::ShareGroupOffsets => 5,
+            Stage::LastStableOffset => 6,
+            Stage::HighWatermark => 7,
+            Stage::DescribeProducers => 8,
+            Stage::DescribeTransactions => 9,
+            Stage::ListTransactions => 10,
+            Stage::ReadRecords => 11,
+            Stage::TopicConfigs => 12,
+        };
+        for (i, stage) in Stage::ALL.into_iter().enumerate() {
+            assert_eq!(index(stage), i, "{stage}");
+        }
     }
 }

@@ -2,9 +2,11 @@
 //! wall clock minus a broker's timestamp (a coordinator's transaction start time, a
 //! leader's LogAppendTime), so a skew between the hosts reads as that much age, or none.
 //!
-//! The only broker clock a client can read on demand is the KRaft leader's: DescribeQuorum
-//! answers with each voter's last fetch time, and the leader's own entry is the leader's
-//! clock when it answered. The skew is that time less the exporter's at the middle of the
+//! The only broker clock a client can read on demand is the KRaft quorum leader's (the
+//! active controller's): DescribeQuorum answers with each voter's last fetch time, and
+//! the leader's own entry is the leader's clock when it answered. With dedicated
+//! controllers that is another host than the brokers whose timestamps the ages use; in
+//! an NTP-synchronised cluster it stands for them. The skew is that time less the exporter's at the middle of the
 //! round trip, within half the round trip. Read in the background every [`REFRESH`], on a
 //! connection of its own, from any broker (brokers forward it to the controller; a combined
 //! node answers itself). Needs DESCRIBE on the CLUSTER resource; without it, or on
@@ -42,6 +44,8 @@ struct State {
     due: Option<Instant>,
     reading: bool,
     warned: bool,
+    /// Which broker to ask next: they take turns, so that one down stops no measurement.
+    turn: usize,
 }
 
 impl BrokerClock {
@@ -65,8 +69,9 @@ impl BrokerClock {
         let now = Instant::now();
         let mut state = self.lock();
         let due = state.due.is_none_or(|at| now >= at);
-        if due && !state.reading {
-            if let Some(addr) = brokers.values().next().cloned() {
+        if due && !state.reading && !brokers.is_empty() {
+            state.turn = state.turn.wrapping_add(1);
+            if let Some(addr) = brokers.values().nth(state.turn % brokers.len()).cloned() {
                 state.reading = true;
                 state.due = Some(now + REFRESH);
                 let this = self.clone();

@@ -1,6 +1,6 @@
 //! The plumbing of the exporter's own Kafka client, on the `kafka-protocol` crate: the
-//! connection, the pool, TLS, SASL ([`scram`], and Kerberos in `gssapi` with the cargo
-//! feature of that name) and version negotiation. What is asked
+//! connection, the pool, TLS (`tls`), SASL ([`scram`], [`oauth`], [`msk_iam`], and
+//! Kerberos in `gssapi` with the cargo feature of that name) and version negotiation. What is asked
 //! through it lives in [`super::ask`]; [`share_offsets`] and [`streams_describe`] are the
 //! messages it encodes itself (the crate lacks the newest version of one, and the other
 //! entirely), with the field encodings of [`compact`].
@@ -39,6 +39,7 @@ pub mod scram;
 mod security;
 pub mod share_offsets;
 pub mod streams_describe;
+mod tls;
 
 use security::Sasl;
 pub use security::Security;

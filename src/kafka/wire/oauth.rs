@@ -748,7 +748,7 @@ fn file_stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
 /// system's roots, as librdkafka does. The brokers' `ssl.ca.*` is not used: a private
 /// Kafka CA and a publicly signed identity provider are common together.
 fn http_client(properties: &BTreeMap<String, String>) -> Result<reqwest::Client, PropertyError> {
-    let tls = super::security::roots_config(properties, &[("https.ca.location", "https.ca.pem")])
+    let tls = super::tls::roots_config(properties, &[("https.ca.location", "https.ca.pem")])
         .map_err(|(key, reason)| property_error(&key, reason))?;
     reqwest::Client::builder()
         .use_preconfigured_tls(tls)

@@ -488,14 +488,13 @@ rd_kafka_admin_coord_request(rd_kafka_broker_t *rkb,
 
 
         /* kafka-lso-exporter patch (see vendor/rdkafka-sys/PATCHED.md): the
-         * response source is added before the request source is removed. On an
-         * error returned here the caller, rd_kafka_coord_req_fsm(), fails the
-         * coord request, whose dummy response goes to
-         * rd_kafka_admin_coord_response_parse() with this eonce: it must still be
-         * alive and hold a source for that response to remove. Before, a timed-out
-         * admin request left the eonce destroyed here (its last reference gone), and
-         * a failed request() destroyed the worker here too: either way the dummy
-         * response met a freed eonce ("Assertion `eonce->refcnt > 0' failed"). */
+         * response source is added before the request source is removed. When the
+         * admin request has timed out, removing the request source first dropped the
+         * eonce's last reference and freed it; the DESTROY returned here then makes
+         * rd_kafka_coord_req_fsm() fail the coord request, whose dummy response
+         * reached rd_kafka_admin_coord_response_parse() with the freed eonce
+         * ("Assertion `eonce->refcnt > 0' failed"). Now that response removes the
+         * source added here. */
         rd_kafka_enq_once_add_source(eonce, "coordinator response");
         rko = rd_kafka_enq_once_del_source_return(eonce, "coordinator request");
         if (!rko)
@@ -507,13 +506,13 @@ rd_kafka_admin_coord_request(rd_kafka_broker_t *rkb,
             &rko->rko_u.admin_request.options, errstr, sizeof(errstr), replyq,
             rd_kafka_admin_handle_response, eonce);
 
-        if (err)
-                /* Reported, and the worker destroyed, by
-                 * rd_kafka_admin_coord_response_parse() on the failed coord
-                 * request's response. */
-                rd_kafka_dbg(rk, ADMIN, "ADMIN",
-                             "%s worker failed to send request: %s",
-                             rd_kafka_op2str(rko->rko_type), errstr);
+        if (err) {
+                rd_kafka_admin_result_fail(
+                    rko, err, "%s worker failed to send request: %s",
+                    rd_kafka_op2str(rko->rko_type), errstr);
+                rd_kafka_admin_common_worker_destroy(rk, rko,
+                                                     rd_true /*destroy*/);
+        }
         return err;
 }
 

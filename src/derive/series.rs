@@ -12,14 +12,14 @@
 //! vanishing cycle after cycle. A group's own granularity (`group_granularity`) can ask
 //! for its per-partition series either way.
 //!
-//! [`series_count`] counts what the renderer in [`crate::expose`] writes, for the
-//! cardinality guard; both read the decisions from here, so they cannot disagree.
+//! The renderer in [`crate::expose`] reads the decisions from here, and so does the
+//! cardinality guard that counts what it renders.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::state::{GroupState, PartitionState, TimeLag};
 pub use crate::config::Granularity;
-use crate::snapshot::{GroupState, PartitionState, TimeLag};
 
 /// How a cluster's snapshot is shown on `/metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,7 +33,7 @@ pub struct Exposition {
 /// A transaction pins the partition's LSO: HW > LSO, and the LSO has stood still since
 /// the previous cycle (or, after a restart, since a transaction the coordinator
 /// reports), or did at its previous value right before it moved on to another open
-/// transaction ([`crate::snapshot::StuckClock::pinned`]).
+/// transaction ([`super::state::StuckClock::pinned`]).
 pub fn pinned(partition: &PartitionState) -> bool {
     partition
         .visibility
@@ -166,7 +166,7 @@ pub fn group_topic_aggregates(group: &GroupState) -> Vec<GroupTopicAggregate> {
         .chunk_by(|a, b| a.topic == b.topic)
         .map(|run| {
             let topic = run[0].topic.clone();
-            let lags = |f: fn(&crate::snapshot::Lag) -> i64| {
+            let lags = |f: fn(&super::state::Lag) -> i64| {
                 sum_known(run.iter().map(|o| o.lag.as_ref().map(f)))
             };
             GroupTopicAggregate {
@@ -225,8 +225,8 @@ fn min_known<T: PartialOrd + Copy>(values: impl Iterator<Item = Option<T>>) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::tests::raw_transaction;
-    use crate::snapshot::{GroupPartitionState, Lag, OpenTransaction, Visibility};
+    use crate::derive::tests::raw_transaction;
+    use crate::derive::{GroupPartitionState, Lag, OpenTransaction, Visibility};
 
     fn partition(topic: &str, partition: i32, hw: i64, lso: i64, stuck: f64) -> PartitionState {
         PartitionState {

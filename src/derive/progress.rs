@@ -1,6 +1,6 @@
 //! Is each group still committing, and will its unread records still be there? Pure
 //! derivations over the cycles the exporter saw ([`CommitWatch`] holds what they need), run
-//! after [`crate::snapshot::derive`]:
+//! after [`super::state::derive`]:
 //!
 //! - the **commit stall** of a group on a partition: seconds since its committed offset
 //!   last moved while it had something to read (0 when it has nothing to read);
@@ -16,49 +16,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::snapshot::{Derived, GroupPartitionState, PartitionState, TimeLag};
-
-/// A group's status, worst of its partitions (the order of [`GroupStatus::ALL`] from the
-/// last: stopped is the worst).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum GroupStatus {
-    /// Nothing to read, or reading and committing with lag that comes and goes.
-    Ok,
-    /// Committing, but its lag has grown without ever shrinking for `stall_after`: it
-    /// does not keep up.
-    Lagging,
-    /// Nothing to read below the LSO of a partition a transaction pins (as on `/`).
-    Blocked,
-    /// The committed offset went back within the last `stall_after` (an offset reset).
-    Rewinding,
-    /// Something to read, no commit for `stall_after`, lag not growing.
-    Stalled,
-    /// Something to read, no commit for `stall_after`, and the lag grew meanwhile.
-    Stopped,
-}
-
-impl GroupStatus {
-    /// Every status: one series each per group.
-    pub const ALL: [GroupStatus; 6] = [
-        GroupStatus::Ok,
-        GroupStatus::Lagging,
-        GroupStatus::Blocked,
-        GroupStatus::Rewinding,
-        GroupStatus::Stalled,
-        GroupStatus::Stopped,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GroupStatus::Ok => "ok",
-            GroupStatus::Lagging => "lagging",
-            GroupStatus::Blocked => "blocked",
-            GroupStatus::Rewinding => "rewinding",
-            GroupStatus::Stalled => "stalled",
-            GroupStatus::Stopped => "stopped",
-        }
-    }
-}
+pub use super::state::GroupStatus;
+use super::state::{Derived, GroupPartitionState, PartitionState, TimeLag};
 
 /// What one group-partition looked like over the cycles seen.
 #[derive(Debug, Clone)]
@@ -83,6 +42,9 @@ struct Entry {
     below_log_start: bool,
     /// The broker that last listed the group: whether its absence means it is gone.
     coordinator: Option<String>,
+    /// Since when the group is missing from the lists of the brokers that answered
+    /// while another failed.
+    missing_since: Option<Instant>,
 }
 
 /// Per group and partition, what the commit stall and the status need from earlier
@@ -178,6 +140,7 @@ pub fn apply(
                 nothing_up_to_hw: false,
                 below_log_start: false,
                 coordinator: None,
+                missing_since: None,
             });
             entry.coordinator.clone_from(&group.coordinator);
             if previous.is_some_and(|e| g.committed_offset < e.committed) {
@@ -241,11 +204,24 @@ pub fn apply(
         // group whose offsets could not be fetched keeps its entries, and so does a group
         // last listed by a broker that could not list its groups now; what the brokers
         // that answered no longer list goes, however long another broker keeps failing.
+        //
+        // While some broker fails, a group missing from the others' lists may also have
+        // moved to the failing broker (a restarted broker takes coordination back and
+        // answers loading at first): it is forgotten only once missing for `stall_after`,
+        // so that a rolling restart restarts no clock; when every broker answered, at
+        // once.
         let listing = &derived.group_listing;
+        let complete = *listing == crate::kafka::GroupListing::Complete;
         watch.entries.retain(|key, entry| {
-            kept_groups.contains(key.0.as_str())
-                || seen.contains(key)
-                || !listing.gone(entry.coordinator.as_deref())
+            if kept_groups.contains(key.0.as_str()) || seen.contains(key) {
+                entry.missing_since = None;
+                return true;
+            }
+            if !listing.gone(entry.coordinator.as_deref()) {
+                return true;
+            }
+            let since = *entry.missing_since.get_or_insert(now);
+            !complete && now.saturating_duration_since(since) < stall_after
         });
     }
 }
@@ -296,7 +272,7 @@ fn retention(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{GroupState, Visibility};
+    use crate::derive::{GroupState, Visibility};
 
     fn partition(topic: &str, log_start: i64, hw: i64, lso: i64) -> PartitionState {
         PartitionState {
@@ -323,7 +299,7 @@ mod tests {
         lso: i64,
         age: Option<TimeLag>,
     ) -> GroupPartitionState {
-        let (lag, _) = crate::snapshot::lag(committed, hw, lso, None);
+        let (lag, _) = crate::derive::lag(committed, hw, lso, None);
         GroupPartitionState {
             topic: Arc::from(topic),
             partition: 0,
@@ -671,28 +647,80 @@ mod tests {
             vec![group("on-b", "b:9092"), group("console-0", "a:9092")],
             GroupListing::Complete,
         );
+        // A new group every 10 s for 500 s; each is gone the cycle after.
         for i in 1..=50u64 {
             let churning = format!("console-{i}");
             step(
                 &mut watch,
-                i,
+                10 * i,
                 vec![group(&churning, "a:9092")],
                 GroupListing::Partial(vec!["b:9092".into()]),
             );
         }
+        // Bounded: the group of this cycle, those missing for less than stall_after
+        // (60 s: the last six), and the one of the failing broker.
         let mut names: Vec<&str> = watch.entries.keys().map(|k| k.0.as_str()).collect();
         names.sort();
-        assert_eq!(names, ["console-50", "on-b"]);
-        // Every broker answers again and "on-b" is not listed: it is gone.
+        assert_eq!(
+            names,
+            [
+                "console-44",
+                "console-45",
+                "console-46",
+                "console-47",
+                "console-48",
+                "console-49",
+                "console-50",
+                "on-b"
+            ]
+        );
+        // Every broker answers again and "on-b" is not listed: it is gone, at once.
         step(
             &mut watch,
-            51,
+            510,
             vec![group("console-50", "a:9092")],
             GroupListing::Complete,
         );
         assert_eq!(watch.len(), 1);
+
+        // A group whose coordination moves to the failing broker (a rolling restart:
+        // the restarted broker takes it back and answers loading) keeps its clock while
+        // it is missing for less than stall_after.
+        let mut watch = CommitWatch::default();
+        let moving = |t: u64, committed: i64| {
+            let mut g = group("etl", "a:9092");
+            g.offsets.as_mut().unwrap()[0].committed_offset = committed;
+            (t, g)
+        };
+        let (t, g) = moving(0, 100);
+        step(&mut watch, t, vec![g], GroupListing::Complete);
+        for t in [10, 20, 30] {
+            step(
+                &mut watch,
+                t,
+                Vec::new(),
+                GroupListing::Partial(vec!["b:9092".into()]),
+            );
+        }
+        assert_eq!(watch.len(), 1, "kept while it may have moved");
+        let mut derived = Derived {
+            partitions: vec![partition("orders", 0, 150, 150)],
+            groups: vec![moving(40, 100).1],
+            group_listing: GroupListing::Complete,
+            ..Default::default()
+        };
+        apply(
+            &mut derived,
+            &mut watch,
+            t0 + Duration::from_secs(40),
+            Duration::from_secs(60),
+            true,
+        );
+        let stall = derived.groups[0].offsets.as_ref().unwrap()[0].commit_stall_seconds;
+        assert_eq!(stall, Some(40.0), "the stall clock went on across the move");
+
         // Nothing listed at all (every broker failed): nothing is forgotten.
-        step(&mut watch, 52, Vec::new(), GroupListing::Unknown);
+        step(&mut watch, 1000, Vec::new(), GroupListing::Unknown);
         assert_eq!(watch.len(), 1);
     }
 

@@ -1,6 +1,11 @@
 //! The HTTP surface (SPEC §5): `/metrics` (or the `--web.telemetry-path`), `/healthz`,
 //! `/readyz`, a small HTML page at `/`, and the same pinned partitions as JSON at
-//! `/api/v1/stuck`. Nothing here talks to Kafka; every handler reads the latest snapshots.
+//! `/api/v1/stuck`; [`web`] puts TLS and basic auth in front of it (the exporter-toolkit's
+//! web config). Nothing here talks to Kafka: every handler reads the latest snapshots
+//! ([`crate::derive`]) and the rendered bodies ([`crate::expose`]). Only the wiring in
+//! the crate root imports this.
+
+pub mod web;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -15,8 +20,8 @@ use axum::routing::get;
 use axum::Router;
 use serde::Serialize;
 
+use crate::derive::ClusterSnapshot;
 use crate::expose::{Metrics, SnapshotReceiver};
-use crate::snapshot::ClusterSnapshot;
 
 /// Shared by all handlers.
 #[derive(Clone)]
@@ -300,7 +305,7 @@ impl<'a> StuckReport<'a> {
             let Some(snapshot) = snapshot else { continue };
             let servers = bootstrap.get(name).map_or("BOOTSTRAP", String::as_str);
             let mut blocked: HashMap<(&str, i32), Vec<&str>> = HashMap::new();
-            let by_partition: HashMap<(&str, i32), &crate::snapshot::PartitionState> = snapshot
+            let by_partition: HashMap<(&str, i32), &crate::derive::PartitionState> = snapshot
                 .partitions
                 .iter()
                 .map(|p| ((&*p.topic, p.partition), p))
@@ -377,7 +382,7 @@ impl<'a> StuckReport<'a> {
                     .fold(0i64, i64::saturating_add);
                 let ok = group
                     .status
-                    .is_none_or(|s| s == crate::progress::GroupStatus::Ok);
+                    .is_none_or(|s| s == crate::derive::progress::GroupStatus::Ok);
                 if ok && lost_records == 0 {
                     continue;
                 }
@@ -802,7 +807,7 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{
+    use crate::derive::{
         AgeClock, CoordinatorStatus, GroupPartitionState, GroupState, OpenTransaction,
         PartitionState, Visibility,
     };
@@ -846,7 +851,7 @@ mod tests {
                 topic: Arc::from(topic),
                 partition,
                 committed_offset: committed,
-                lag: Some(crate::snapshot::lag(committed, hw, lso, None).0),
+                lag: Some(crate::derive::lag(committed, hw, lso, None).0),
                 hw_time_lag: None,
                 lso_time_lag: None,
                 commit_stall_seconds: None,
@@ -886,7 +891,7 @@ mod tests {
 
     #[test]
     fn groups_that_are_not_ok_are_listed_those_losing_records_first() {
-        use crate::progress::GroupStatus;
+        use crate::derive::progress::GroupStatus;
         let with = |name: &str, status: GroupStatus, stall: f64, margin: f64, lost: i64| {
             let mut g = group(name, "orders", 0, 100, 120, 120);
             g.status = Some(status);
@@ -1139,7 +1144,7 @@ mod tests {
 
     #[test]
     fn cluster_transactions_on_the_page_and_in_the_api_escaped() {
-        use crate::inventory::{
+        use crate::derive::inventory::{
             DetailedTransaction, Fencing, TransactionInventory, TransactionsView, WatchCounters,
         };
         let hostile = "<b>etl</b>&\"";

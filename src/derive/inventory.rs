@@ -29,8 +29,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::state::PartitionState;
 use crate::kafka::{CoordinatorTransaction, CoordinatorView, RawSample, TransactionList};
-use crate::snapshot::PartitionState;
 
 /// The transaction timeout the coordinator gives a two-phase (KIP-939) producer: it never
 /// times its transactions out.
@@ -789,7 +789,7 @@ mod tests {
             visibility: None,
             withheld_age_seconds: None,
             transactions: holder.map(|producer_id| {
-                vec![crate::snapshot::OpenTransaction {
+                vec![crate::derive::OpenTransaction {
                     producer_id,
                     producer_epoch: 0,
                     start_offset: lso,
@@ -798,7 +798,7 @@ mod tests {
                     age_seconds: None,
                     age_clock: None,
                     timeout_ms: None,
-                    coordinator: crate::snapshot::CoordinatorStatus::Unknown,
+                    coordinator: crate::derive::CoordinatorStatus::Unknown,
                     coordinator_broker: None,
                     hanging: false,
                 }]

@@ -1,0 +1,179 @@
+//! Derivation: from what the brokers reported in one cycle ([`RawSample`]) to what is
+//! shown ([`ClusterSnapshot`]), in pure code with no I/O. Every rule of SPEC §1–§3 that
+//! turns offsets into gaps, lags and durations is a function here. [`Deriver`] is the
+//! entry: it holds what lives across cycles (the stuck clock, the commit watch, the
+//! transaction watch) and runs one cycle's steps in order: offsets and lags
+//! ([`offsets`]), commit progress ([`progress`]), granularity, every transaction
+//! ([`inventory`]).
+//!
+//! The files depend downward only: this one on all of them; [`offsets`], [`progress`],
+//! [`inventory`], [`stuck`] and [`series`] on [`state`], the leaf. It imports the kafka
+//! module's plain types ([`RawSample`]), never its clients; the renderer
+//! ([`crate::expose`]), the status page and the scheduler import it.
+
+pub mod inventory;
+pub mod offsets;
+pub mod progress;
+pub mod series;
+pub mod state;
+pub mod stuck;
+
+#[cfg(test)]
+pub(crate) mod tests;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+pub use self::offsets::{derive, hw_minus_lso, lag, share_lag_from_broker, time_lag, withheld_age};
+pub use self::state::*;
+pub use self::stuck::StuckClock;
+use crate::config::GroupGranularity;
+use crate::kafka::RawSample;
+
+/// What one cycle learned about one cluster; immutable once published.
+#[derive(Debug, Clone)]
+pub struct ClusterSnapshot {
+    pub cluster: String,
+    /// The last cycle reached the cluster.
+    pub up: bool,
+    /// End of this cycle.
+    pub taken_at: SystemTime,
+    /// End of the last cycle that reached the cluster (this one, if `up`).
+    pub last_success: Option<SystemTime>,
+    pub partitions: Vec<PartitionState>,
+    pub groups: Vec<GroupState>,
+    /// Series left out by the cardinality guard in this cycle.
+    pub series_dropped: usize,
+    /// Groups whose offset series the guard leaves out of `/metrics` in this cycle; the
+    /// status page and the JSON API show them whole.
+    pub left_out_groups: std::collections::HashSet<String>,
+    /// Series `/metrics` shows for the cluster, counted by the cardinality guard in every
+    /// cycle ([`crate::expose::guard`]).
+    pub series: usize,
+    /// Per topic, the cost of exactly-once counted so far ([`RawSample::eos_cost`]).
+    pub eos_cost: std::collections::BTreeMap<Arc<str>, crate::kafka::records::EosCost>,
+    /// How `/metrics` shows it: granularity, compatibility families.
+    pub exposition: series::Exposition,
+    /// Brokers the last cycle's metadata listed: id and address (host:port).
+    pub brokers: Vec<(i32, String)>,
+    /// The sampled topics' `retention.ms` (-1: unlimited), where it could be read.
+    pub retention_ms: HashMap<Arc<str>, i64>,
+    /// Every open transaction of the cluster, fencings and coordinator moves.
+    pub transactions: inventory::TransactionsView,
+    /// The brokers' clock against the exporter's, when measured recently.
+    pub clock_skew: Option<crate::kafka::ClockSkew>,
+}
+
+impl ClusterSnapshot {
+    /// A cycle that could not be derived: the cluster down, no partition or group.
+    pub fn down(
+        cluster: &str,
+        taken_at: SystemTime,
+        last_success: Option<SystemTime>,
+        exposition: series::Exposition,
+    ) -> ClusterSnapshot {
+        ClusterSnapshot {
+            cluster: cluster.to_string(),
+            up: false,
+            taken_at,
+            last_success,
+            partitions: Vec::new(),
+            groups: Vec::new(),
+            series_dropped: 0,
+            left_out_groups: Default::default(),
+            series: 0,
+            exposition,
+            brokers: Vec::new(),
+            retention_ms: HashMap::new(),
+            transactions: Default::default(),
+            clock_skew: None,
+            eos_cost: Default::default(),
+        }
+    }
+}
+
+/// What one cycle's derivation gives the scheduler: the cluster's values and what the
+/// cycle remembered.
+#[derive(Debug, Default)]
+pub struct Step {
+    pub derived: Derived,
+    pub transactions: inventory::TransactionsView,
+    /// Entries of the commit watch and the transaction watch after the cycle.
+    pub remembered: (usize, usize),
+}
+
+/// One cluster's derivation across cycles: what it remembers, and its settings.
+#[derive(Debug)]
+pub struct Deriver {
+    clock: StuckClock,
+    commits: progress::CommitWatch,
+    watch: inventory::TransactionWatch,
+    /// See `clusters[].hanging_margin`.
+    pub hanging_margin: Duration,
+    /// See `clusters[].stall_after`.
+    pub stall_after: Duration,
+    /// See `clusters[].transaction_list_detail`.
+    pub transaction_list_detail: usize,
+    /// The cluster's granularity.
+    pub granularity: crate::config::Granularity,
+    /// Groups whose granularity differs from the cluster's.
+    pub group_granularity: GroupGranularity,
+}
+
+impl Deriver {
+    pub fn new(
+        hanging_margin: Duration,
+        stall_after: Duration,
+        transaction_list_detail: usize,
+        granularity: crate::config::Granularity,
+        group_granularity: GroupGranularity,
+    ) -> Deriver {
+        Deriver {
+            clock: StuckClock::default(),
+            commits: progress::CommitWatch::default(),
+            watch: inventory::TransactionWatch::default(),
+            hanging_margin,
+            stall_after,
+            transaction_list_detail,
+            granularity,
+            group_granularity,
+        }
+    }
+
+    /// Derives one cycle's sample, `now` and `wall` being when it was taken: offsets and
+    /// lags, the stuck clock, commit progress, each group's granularity, and every
+    /// transaction of the cluster.
+    pub fn step(&mut self, mut raw: RawSample, now: Instant, wall: SystemTime) -> Step {
+        let transactions = inventory::Input::take(&mut raw);
+        let reached = raw.reached;
+        let mut derived = derive(raw, &mut self.clock, now, wall, self.hanging_margin);
+        progress::apply(
+            &mut derived,
+            &mut self.commits,
+            now,
+            self.stall_after,
+            reached,
+        );
+        for group in &mut derived.groups {
+            group.granularity = self.group_granularity.of(&group.name, self.granularity);
+        }
+        let inventory = inventory::derive(
+            transactions,
+            &derived.partitions,
+            &mut self.watch,
+            self.transaction_list_detail,
+            now,
+            wall,
+        );
+        Step {
+            transactions: inventory::TransactionsView {
+                inventory,
+                counters: self.watch.counters(),
+                recent_fencings: self.watch.recent().to_vec(),
+            },
+            remembered: (self.commits.len(), self.watch.len()),
+            derived,
+        }
+    }
+}
