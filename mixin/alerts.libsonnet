@@ -15,21 +15,30 @@ local text = import 'lib/text.libsonnet';
     // Alerts with a `for` read their series through a bridge, so that one or two cycles in
     // which the exporter could not read them do not start their `for` over. A failed read
     // removes a series for a cycle (Prometheus marks it stale, and a plain selector returns
-    // nothing), or leaves a per-topic aggregate over the partitions that were read (a
-    // maximum or a sum that drops, a minimum that rises); an exporter restart marks every
-    // series stale for a scrape or two. While the cluster is not `healthy`, the worst
-    // value within pagingGapWindow stands in (the *_over_time functions skip stale
-    // markers); while it is, only the current series counts, so an episode that ended (the
-    // series gone, as per-partition series go in topic granularity, or back below the
-    // threshold) resolves at once.
+    // nothing); an exporter restart marks every series stale for a scrape or two. While the
+    // cluster is not `healthy`, an absent series stands in with its last value within
+    // pagingGapWindow (last_over_time skips stale markers); a present series always counts
+    // with its current value, so "above the threshold for 5m" keeps its meaning on a
+    // cluster that counts a failure in every cycle (an offline partition, a broker the
+    // exporter cannot reach, a principal denied DescribeProducers). While it is healthy,
+    // only the current series counts, so an episode that ended with the series gone (as
+    // per-partition series go in topic granularity) resolves at once; one that ends with
+    // the series gone while the cluster is not healthy resolves within the window.
+    //
+    // A value that is present but partial is taken as it is: the per-topic aggregates over
+    // the partitions that were read (a maximum or a sum that drops, a minimum that rises),
+    // a partition's hanging count that reads 0 while its transactions' coordinator could
+    // not be asked. They are lower bounds (upper bounds for a minimum), documented as such:
+    // an alert on them never fires wrongly, and may start its `for` over after such a cycle.
     //
     // Healthy: the exporter reports a successful cycle for the cluster
     // (kafka_lso_exporter_up 1) and counted no failure, within the window, of a stage that
     // reads the alert's series. Every stage's errors_total series exists from the start at
-    // 0; without it a cluster is never healthy, and the bridge always applies.
+    // 0; without it a cluster is never healthy, and absent series are always bridged.
     //
-    // `+ 0` drops the metric name, so both sides of `or` carry the same labels. The
-    // threshold comes last, once: the Helm chart's override replaces it there.
+    // `+ 0` drops the metric name, so both sides of `or` carry the same labels and `or`
+    // keeps the current value. The threshold comes last, once: the Helm chart's override
+    // replaces it there.
     local w = c.pagingGapWindow,
     // The stages whose failure removes a partition's series (and leaves its topic's
     // aggregates over the other partitions); with the group stages, a group's series; with
@@ -46,20 +55,20 @@ local text = import 'lib/text.libsonnet';
           and on (%(cl)s) sum by (%(cl)s) (increase(kafka_lso_exporter_errors_total%(e)s[%(w)s])) == 0
       )
     ||| % { s: sel([]), e: sel(['stage=~"%s"' % std.join('|', stages)]), cl: cl, w: w },
-    // `metric`, bridged: `worst` is max_over_time for a condition `>`, min_over_time for
-    // `<`, last_over_time for a value compared with nothing.
-    local bridge(metric, stages, worst) = std.rstripChars(|||
+    // `metric`, bridged: its current value, or while the cluster is not healthy its last
+    // value within the window.
+    local bridge(metric, stages) = std.rstripChars(|||
       (
-        %(worst)s(%(m)s%(s)s[%(w)s])
-          unless on (%(cl)s) %(healthy)s
-        or %(m)s%(s)s + 0
+        %(m)s%(s)s + 0
+        or (
+          last_over_time(%(m)s%(s)s[%(w)s])
+            unless on (%(cl)s) %(healthy)s
+        )
       )
-    ||| % { worst: worst, m: metric, s: sel([]), w: w, cl: cl, healthy: promql.indent(healthy(stages), 4) }, '\n'),
-    local bridged(metric, stages, condition) =
-      local worst = if std.startsWith(condition, '<') then 'min_over_time' else 'max_over_time';
-      bridge(metric, stages, worst) + ' ' + condition + '\n',
-    local margin = bridge('kafka_consumergroup_topic_min_retention_margin_seconds', retentionStages, 'min_over_time'),
-    local retention = bridge('kafka_topic_retention_seconds', retentionStages, 'last_over_time'),
+    ||| % { m: metric, s: sel([]), w: w, cl: cl, healthy: promql.indent(healthy(stages), 6) }, '\n'),
+    local bridged(metric, stages, condition) = bridge(metric, stages) + ' ' + condition + '\n',
+    local margin = bridge('kafka_consumergroup_topic_min_retention_margin_seconds', retentionStages),
+    local retention = bridge('kafka_topic_retention_seconds', retentionStages),
     local runbook(alert) = c.runbookURLBase + alert + '.md',
 
     // Appended to descriptions: the open transaction whose start offset is the partition's
@@ -365,8 +374,8 @@ local text = import 'lib/text.libsonnet';
           // (a caught-up group has all of it). critical: less than the floor on a group
           // that is not moving and has records of the topic left (margin below the
           // retention; the comparison keeps the margin as the value). The floor's
-          // comparison stays last: the Helm chart's threshold override replaces it. The
-          // margin is bridged by its least value, the retention by its last.
+          // comparison stays last: the Helm chart's threshold override replaces it. Both
+          // the margin and the retention are bridged by their last value while absent.
           {
             alert: 'KafkaConsumerGroupRetentionRisk',
             expr: |||

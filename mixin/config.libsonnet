@@ -37,9 +37,11 @@
     // answer, a group coordinator that failed) removes series for a cycle or two, and an
     // exporter restart marks every series stale for a scrape or two. While the cluster
     // is not healthy (kafka_lso_exporter_up not 1, or a failure counted in
-    // kafka_lso_exporter_errors_total within this window), the worst value within it
-    // stands in; an episode that ends while it is healthy resolves at once, one that ends
-    // while it is not resolves within this window. Longer than two scrape intervals.
+    // kafka_lso_exporter_errors_total within this window), an absent series stands in
+    // with its last value within it; a present series always counts with its current
+    // value. An episode that ends while the cluster is healthy resolves at once; one that
+    // ends with its series gone while it is not resolves within this window. Longer than
+    // two scrape intervals.
     pagingGapWindow: '2m',
     // KafkaConsumerGroupCommitStalled: how long a group must stay `stalled` or `stopped`
     // (kafka_consumergroup_status). The exporter calls a group stalled once it has had
