@@ -295,6 +295,51 @@ fn visit_all(out: &mut dyn Visitor, shown: &[Shown]) {
     compat::visit(out, shown);
 }
 
+/// Every family `/metrics` can show, ours and kafka_exporter's, with its type: the
+/// snapshot families as the render walks them (whatever a cycle found), then the
+/// exporter's own registry. What docs/metrics.md is checked against.
+pub fn catalog() -> Vec<(String, &'static str)> {
+    struct Names(Vec<(String, &'static str)>);
+    impl Visitor for Names {
+        fn family(
+            &mut self,
+            name: &str,
+            _help: &str,
+            kind: prometheus_client::metrics::MetricType,
+            _samples: &mut dyn FnMut(&mut visit::Emit<'_>),
+        ) {
+            let (name, kind) = match kind {
+                prometheus_client::metrics::MetricType::Counter => {
+                    (format!("{name}_total"), "counter")
+                }
+                _ => (name.to_string(), "gauge"),
+            };
+            self.0.push((name, kind));
+        }
+    }
+    let snapshot = ClusterSnapshot::down(
+        "catalog",
+        std::time::SystemTime::UNIX_EPOCH,
+        None,
+        crate::derive::series::Exposition {
+            granularity: crate::config::Granularity::Partition,
+            kafka_exporter: true,
+        },
+    );
+    let mut names = Names(Vec::new());
+    visit_all(&mut names, &[Shown::new(&snapshot)]);
+    names.0.extend([
+        ("kafka_lso_exporter_errors_total".to_string(), "counter"),
+        ("kafka_lso_exporter_anomalies_total".to_string(), "counter"),
+        (
+            "kafka_lso_exporter_cycle_duration_seconds".to_string(),
+            "histogram",
+        ),
+        ("kafka_lso_exporter_build_info".to_string(), "gauge"),
+    ]);
+    names.0
+}
+
 /// What the cardinality guard decided for one cluster's snapshot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Trimmed {

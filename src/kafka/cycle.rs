@@ -32,7 +32,6 @@
 //! and transactions their values for that cycle, but no value of any other broker.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,6 +52,7 @@ use super::ask::metadata::{self, Candidates};
 use super::ask::offsets::{self, Coordinators};
 use super::ask::reads::Reads;
 use super::ask::topic_configs::TopicConfigs;
+use super::capability::Capability;
 use super::native::{list_consumer_group_offsets, queued_events, set_oauth_token};
 use super::wire::oauth::{self, TokenSource};
 use super::wire::{Security, WireClient, WireError};
@@ -74,16 +74,16 @@ pub struct KafkaSampler {
     wire: Option<Arc<WireClient>>,
     /// Committed offsets go through `wire`, except for a while after it proved unable to
     /// fetch them here.
-    wire_offsets: Fallback,
+    wire_offsets: Capability,
     /// Groups are listed and described through `wire`, except for a while after a broker
     /// turned out not to name group types.
-    wire_groups: Fallback,
+    wire_groups: Capability,
     /// Metadata is fetched through `wire`, except for a while after it proved unable to.
-    wire_metadata: Fallback,
+    wire_metadata: Capability,
     /// A broker refused the own client's TLS (a certificate rustls rejects and OpenSSL
     /// accepts, such as one naming its host only in the CN): metadata, groups, committed
     /// offsets and log offsets go through librdkafka for a while.
-    wire_refused: Fallback,
+    wire_refused: Capability,
     /// Where the own client asks for metadata.
     candidates: Candidates,
     /// Each group's coordinator, kept between cycles.
@@ -269,11 +269,11 @@ impl KafkaSampler {
             topic_configs: wire
                 .clone()
                 .map(|w| Arc::new(TopicConfigs::new(&config.name, w))),
-            wire_offsets: Fallback::default(),
-            wire_metadata: Fallback::default(),
-            wire_refused: Fallback::default(),
+            wire_offsets: Capability::new(RECHECK),
+            wire_metadata: Capability::new(RECHECK),
+            wire_refused: Capability::new(RECHECK),
             candidates: Candidates::new(&config.bootstrap_servers),
-            wire_groups: Fallback::default(),
+            wire_groups: Capability::new(RECHECK),
             coordinators: Coordinators::default(),
             shares: ShareReader::default(),
             wire,
@@ -448,7 +448,8 @@ impl KafkaSampler {
              fail meanwhile ({TLS_HINT})",
             RECHECK.as_secs() / 60
         );
-        self.wire_refused.engage();
+        self.wire_refused
+            .turn_off(format!("the brokers refuse its TLS: {reason}"));
     }
 
     /// Some brokers refused the own client's TLS in this cycle (every one when `all`):
@@ -479,53 +480,12 @@ impl KafkaSampler {
              fetched through librdkafka, one request per group, for the next {} min, then the own client is tried again",
             RECHECK.as_secs() / 60
         );
-        self.wire_offsets.engage();
+        self.wire_offsets.turn_off(reason);
     }
 }
 
-/// A capability of the own client that turned out not to work on a cluster (a broker
-/// too old, security it cannot speak): off for [`RECHECK`], then tried again, so that a
-/// broker seen once mid-upgrade or a passing failure does not decide for the life of the
-/// process.
-#[derive(Default)]
-struct Fallback {
-    until: std::sync::Mutex<Option<Instant>>,
-    /// It was off and has been tried again: say so once it works.
-    retrying: AtomicBool,
-}
-
-/// How long a [`Fallback`] stays engaged before the own client is tried again.
+/// How long a capability of the own client stays off before it is tried again.
 const RECHECK: Duration = Duration::from_secs(300);
-
-impl Fallback {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
-        self.until.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The own client is to be used now (not engaged, or its time is up).
-    fn usable(&self) -> bool {
-        let mut until = self.lock();
-        match *until {
-            Some(at) if Instant::now() < at => false,
-            Some(_) => {
-                *until = None;
-                self.retrying.store(true, Ordering::Relaxed);
-                true
-            }
-            None => true,
-        }
-    }
-
-    fn engage(&self) {
-        *self.lock() = Some(Instant::now() + RECHECK);
-        self.retrying.store(false, Ordering::Relaxed);
-    }
-
-    /// It worked: true the first time after a re-check.
-    fn recovered(&self) -> bool {
-        self.retrying.swap(false, Ordering::Relaxed)
-    }
-}
 
 impl KafkaSampler {
     /// The selected groups with their type, state and members: through the exporter's
@@ -609,7 +569,7 @@ impl KafkaSampler {
                         "groups are listed with the classic APIs for the next {} min, then the brokers are asked again ({reason}): consumer groups of the new protocol (KIP-848), share and streams groups may show a wrong state and member count",
                         RECHECK.as_secs() / 60
                     );
-                    self.wire_groups.engage();
+                    self.wire_groups.turn_off(reason);
                 }
             }
         }
@@ -794,7 +754,7 @@ impl KafkaSampler {
                          fetches it for the next {} min, then the own client is tried again",
                         RECHECK.as_secs() / 60
                     );
-                    self.wire_metadata.engage();
+                    self.wire_metadata.turn_off(error.to_string());
                     None
                 }
                 Err(error) => Some(Err(error.to_string())),

@@ -15,6 +15,7 @@
 //! stuck clock) is pure code in [`crate::derive`], tested without a broker.
 
 mod ask;
+pub mod capability;
 mod cycle;
 mod native;
 pub mod records;

@@ -27,6 +27,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::config::ClusterConfig;
+use crate::kafka::capability::Capability;
 use crate::kafka::wire::{WireClient, WireError};
 use crate::kafka::{
     CoordinatorTransaction, CoordinatorView, ListedTransaction, Planned, RawSample, RawTransaction,
@@ -37,14 +38,14 @@ use crate::kafka::{
 pub struct Forensics {
     cluster: String,
     wire: Arc<WireClient>,
+    /// Off for a while when a broker lacks DescribeProducers (older than Kafka 3.0, or
+    /// mid rolling upgrade).
+    capability: Capability,
     state: Mutex<State>,
 }
 
 #[derive(Default)]
 struct State {
-    /// Forensics is off for this cluster until then: a broker lacks DescribeProducers
-    /// (older than Kafka 3.0, or mid rolling upgrade); asked again after a while.
-    disabled_until: Option<Instant>,
     max_timeout_ms: Option<i64>,
     /// `max_timeout_ms` is the default, not the broker's: read it again then.
     max_timeout_retry: Option<Instant>,
@@ -72,6 +73,7 @@ impl Forensics {
         Some(Forensics {
             cluster: config.name.clone(),
             wire,
+            capability: Capability::new(RECHECK),
             state: Mutex::default(),
         })
     }
@@ -86,11 +88,7 @@ impl Forensics {
         brokers: &BTreeMap<i32, String>,
         deadline: Instant,
     ) {
-        let disabled = self
-            .lock()
-            .disabled_until
-            .is_some_and(|until| Instant::now() < until);
-        if disabled {
+        if !self.capability.usable() {
             return;
         }
         for p in &mut sample.partitions {
@@ -538,17 +536,13 @@ impl Forensics {
     fn unsupported(&self, error: WireError) -> String {
         if error.is_unsupported() {
             let reason = format!("{error} (Kafka 3.0 or later is needed)");
-            let mut state = self.lock();
-            let off = state
-                .disabled_until
-                .is_some_and(|until| Instant::now() < until);
-            if !off {
+            if self.capability.turn_off(reason.clone()) {
                 tracing::warn!(
                     cluster = %self.cluster,
                     "transaction forensics is off for this cluster: {reason}; every other metric is still \
-                     sampled; asked again in 10 min"
+                     sampled; asked again in {} min",
+                    RECHECK.as_secs() / 60
                 );
-                state.disabled_until = Some(Instant::now() + RECHECK);
             }
             return reason;
         }

@@ -15,6 +15,7 @@ use kafka_protocol::messages::DescribeConfigsRequest;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use crate::kafka::capability::Capability;
 use crate::kafka::wire::{Lane, WireClient};
 
 /// How long a topic's `retention.ms` is used before it is read again (an operator may
@@ -27,6 +28,8 @@ const RETRY: Duration = Duration::from_secs(60);
 pub struct TopicConfigs {
     cluster: String,
     wire: Arc<WireClient>,
+    /// Off for [`RETRY`] after a failed request: no topic is asked for meanwhile.
+    capability: Capability,
     state: Mutex<State>,
 }
 
@@ -35,8 +38,6 @@ struct State {
     /// Per topic: `retention.ms` (-1: unlimited; `None`: the broker refused it, e.g. no
     /// DescribeConfigs permission) and when it is due again.
     known: HashMap<Arc<str>, (Option<i64>, Instant)>,
-    /// No topic is asked for before then (after a failed request).
-    quiet_until: Option<Instant>,
     /// A refresh runs in the background.
     reading: bool,
     /// Why the last refresh failed, until a cycle reports it.
@@ -55,6 +56,7 @@ impl TopicConfigs {
         TopicConfigs {
             cluster: cluster.to_string(),
             wire,
+            capability: Capability::new(RETRY),
             state: Mutex::default(),
         }
     }
@@ -77,8 +79,7 @@ impl TopicConfigs {
         let wanted: HashSet<&str> = topics.iter().map(|t| &**t).collect();
         let mut state = self.lock();
         state.known.retain(|topic, _| wanted.contains(&**topic));
-        let quiet = state.quiet_until.is_some_and(|until| now < until);
-        if !quiet && !state.reading && !brokers.is_empty() {
+        if !state.reading && !brokers.is_empty() && self.capability.usable() {
             let due: Vec<Arc<str>> = topics
                 .iter()
                 .filter(|t| state.known.get(*t).is_none_or(|(_, at)| now >= *at))
@@ -115,7 +116,6 @@ impl TopicConfigs {
                     let value = read.get(&topic).copied();
                     state.known.insert(topic, (value, next));
                 }
-                state.quiet_until = None;
                 match refused {
                     Some(reason) if !state.warned => {
                         state.warned = true;
@@ -131,7 +131,7 @@ impl TopicConfigs {
                 }
             }
             Err(error) => {
-                state.quiet_until = Some(Instant::now() + RETRY);
+                self.capability.turn_off(error.clone());
                 if !state.warned {
                     state.warned = true;
                     tracing::warn!(
