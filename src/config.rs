@@ -215,7 +215,7 @@ pub struct ClusterConfig {
     /// stay open before it counts as hanging.
     pub hanging_margin: Duration,
     /// A group with something to read whose committed offset has not moved for this long
-    /// is stalled (or stopped); see [`crate::progress`].
+    /// is stalled (or stopped); see [`crate::derive::progress`].
     pub stall_after: Duration,
     /// List every open transaction of the cluster from the coordinators (needs
     /// `transactions`).

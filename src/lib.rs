@@ -2,11 +2,14 @@
 //! visibility — per partition the high watermark and the last stable offset, the gap
 //! between them, how long the LSO has been stuck, and consumer lag against both.
 //!
-//! Layout: [`config`] loads and validates settings; [`kafka`] samples clusters;
-//! [`snapshot`] derives metric values (pure code); [`scheduler`] runs one sampling loop
-//! per cluster; [`expose`] renders snapshots; [`http`] serves them, behind [`web`] (TLS
-//! and basic auth) when a web config is given; [`logfmt`] is the default log format.
-//! [`run`] and [`run_with`] wire it up.
+//! The path of a cycle, one folder each, every import pointing down it:
+//! [`kafka`] samples a cluster (a [`kafka::RawSample`]), [`derive`] turns that into a
+//! [`derive::ClusterSnapshot`] (pure code), [`expose`] renders snapshots for `/metrics`,
+//! [`serve`] answers HTTP (behind TLS and basic auth when a web config is given).
+//! [`scheduler`] runs one sampling loop per cluster through them. At the side:
+//! [`config`] (settings, validated; imported by all), [`logfmt`] (the default log format)
+//! and `drill` (the binary's `drill` subcommand). [`run`] and [`run_with`] wire it up;
+//! `main.rs` only parses flags and starts telemetry.
 
 pub mod config;
 pub mod derive;

@@ -1,6 +1,6 @@
 //! Is each group still committing, and will its unread records still be there? Pure
 //! derivations over the cycles the exporter saw ([`CommitWatch`] holds what they need), run
-//! after [`super::state::derive`]:
+//! after [`crate::derive::derive`]:
 //!
 //! - the **commit stall** of a group on a partition: seconds since its committed offset
 //!   last moved while it had something to read (0 when it has nothing to read);

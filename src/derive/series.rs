@@ -33,7 +33,7 @@ pub struct Exposition {
 /// A transaction pins the partition's LSO: HW > LSO, and the LSO has stood still since
 /// the previous cycle (or, after a restart, since a transaction the coordinator
 /// reports), or did at its previous value right before it moved on to another open
-/// transaction ([`super::state::StuckClock::pinned`]).
+/// transaction ([`crate::derive::StuckClock::pinned`]).
 pub fn pinned(partition: &PartitionState) -> bool {
     partition
         .visibility

@@ -258,7 +258,7 @@ pub struct Visibility {
     pub hw_minus_lso: i64,
     /// Seconds the LSO has stood still while behind the HW; 0 when HW == LSO.
     pub lso_stuck_seconds: f64,
-    /// A transaction pins the LSO ([`StuckClock::pinned`]).
+    /// A transaction pins the LSO ([`crate::derive::StuckClock::pinned`]).
     pub pinned: bool,
 }
 
@@ -417,7 +417,7 @@ pub fn group_states(group_type: &str) -> &'static [&'static str] {
 impl GroupState {
     /// A share group's lag on one partition: against the LSO when it reads committed,
     /// the HW otherwise; `None` for other groups or an unknown isolation level. Derived
-    /// from the broker's own lag where it reports one ([`share_lag_from_broker`]), else
+    /// from the broker's own lag where it reports one ([`crate::derive::share_lag_from_broker`]), else
     /// counted from the start offset (an upper bound).
     pub fn share_lag(&self, offset: &GroupPartitionState) -> Option<i64> {
         let lag = offset.lag?;
@@ -443,7 +443,7 @@ impl GroupState {
     /// LSO after everything there was acknowledged: where its broker reports the lag
     /// (KIP-1226: records up to the HW not yet acknowledged), the group waits when that
     /// lag is no more than what the transaction withholds (HW - LSO). Its lag is then
-    /// derived from the broker's ([`share_lag_from_broker`]) and reads 0 as well; it also
+    /// derived from the broker's ([`crate::derive::share_lag_from_broker`]) and reads 0 as well; it also
     /// reads 0, and the group waits, when all that is left below the LSO is markers or
     /// aborted records.
     pub fn waits_at_lso(&self, offset: &GroupPartitionState, partition: &PartitionState) -> bool {

@@ -10,9 +10,14 @@
 //!   SASL/SCRAM, version negotiation, and the messages it encodes itself.
 //! - [`records`]: record-batch headers and what they say about lag (pure code).
 //!
+//! - [`capability`]: one mechanism for what the own client may turn out not to be able
+//!   to do on a cluster (off for a while with the reason, then tried again).
+//!
 //! A sampler returns a [`RawSample`]: the offsets exactly as the broker reported them,
 //! with failures recorded per stage. Turning that into metric values (gaps, lags, the
-//! stuck clock) is pure code in [`crate::derive`], tested without a broker.
+//! stuck clock) is pure code in [`crate::derive`], tested without a broker. This module
+//! imports only [`crate::config`]; the derivation imports its plain types (this file),
+//! the scheduler its [`Sampler`].
 
 mod ask;
 pub mod capability;

@@ -1,6 +1,8 @@
 //! What a sampling cycle asks of the brokers through the exporter's own client
 //! ([`super::wire`]). Each request is planned per broker, leader or coordinator, so that
-//! requests per cycle grow with brokers, not with partitions or groups.
+//! requests per cycle grow with brokers, not with partitions or groups. Only the cycle
+//! ([`super::cycle`]) imports these; they import the plumbing ([`super::wire`]) and the
+//! sample's types.
 
 pub mod clock;
 pub mod forensics;

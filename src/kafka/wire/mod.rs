@@ -9,7 +9,9 @@
 //! that fails or runs past its deadline closes its connection, so a half-read answer can
 //! never be mistaken for the next one. Every connection starts with ApiVersions, then
 //! TLS and SASL as the cluster's `client` settings say (the same librdkafka property
-//! names), so one set of settings covers both clients.
+//! names), so one set of settings covers both clients. Imported by [`super::ask`] and
+//! the cycle, and by the configuration for its checks of OAUTHBEARER settings; imports
+//! nothing of the rest of the exporter.
 
 use std::collections::HashMap;
 use std::io;
