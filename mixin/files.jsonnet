@@ -1,19 +1,24 @@
-// Every file mixin/build writes, keyed by its path in the repository.
+// Every file mixin/build writes, keyed by its path in the repository. The chart's copies
+// refer to the same values, so that each file is rendered once.
 local mixin = import 'mixin.libsonnet';
 local render = import 'lib/render.libsonnet';
 
 local rules = render.rulesYaml(mixin);
 local chart = 'deploy/helm/kafka-lso-exporter/files/';
+local dashboards = {
+  [name]: render.dashboardJson(mixin.grafanaDashboards[name])
+  for name in std.objectFields(mixin.grafanaDashboards)
+};
 
 {
   'alerts/kafka-lso-exporter.rules.yml': rules,
   [chart + 'kafka-lso-exporter.rules.yml']: rules,
 }
 + {
-  ['dashboards/' + name]: render.dashboardJson(mixin.grafanaDashboards[name])
-  for name in std.objectFields(mixin.grafanaDashboards)
+  ['dashboards/' + name]: dashboards[name]
+  for name in std.objectFields(dashboards)
 }
 + {
-  [chart + 'dashboards/' + name]: render.dashboardJson(mixin.grafanaDashboards[name])
-  for name in std.objectFields(mixin.grafanaDashboards)
+  [chart + 'dashboards/' + name]: dashboards[name]
+  for name in std.objectFields(dashboards)
 }
