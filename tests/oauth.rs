@@ -519,12 +519,24 @@ async fn two_minutes_of_reauthentication_and_token_refresh_without_a_failed_cycl
             scrape.text,
             binary.log()
         );
-        assert_eq!(
-            errors(&scrape),
-            errors(&first),
-            "errors counted:\n{}",
-            scrape.text
-        );
+        if errors(&scrape) != errors(&first) {
+            let counted: Vec<&str> = scrape
+                .text
+                .lines()
+                .filter(|l| l.starts_with("kafka_lso_exporter_errors_total"))
+                .collect();
+            let log = binary.log();
+            let said: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("level=warn") || l.contains("level=error"))
+                .collect();
+            panic!(
+                "errors counted after {:?}:\n{}\nwhat the exporter said:\n{}",
+                start.elapsed(),
+                counted.join("\n"),
+                said.join("\n")
+            );
+        }
     }
     let p = [
         ("kafka_cluster", "oidc"),
