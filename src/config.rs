@@ -81,6 +81,9 @@ pub struct Config {
     /// Deadline of one sampling cycle; never longer than `interval`.
     pub timeout: Duration,
     pub clusters: Vec<ClusterConfig>,
+    /// `KAFKA_LSO_EXPORTER_*` variables left unread because they are Kubernetes
+    /// service-link variables (see [`is_service_link`]), by name, for a debug line.
+    pub ignored_env: Vec<String>,
 }
 
 /// Where and how the exporter serves HTTP.
@@ -810,10 +813,10 @@ impl Config {
             figment = figment.merge(IndexedToml { path: path.clone() });
         }
 
-        let env: Vec<(String, String)> = env
+        let (ignored_env, env): (Vec<(String, String)>, Vec<(String, String)>) = env
             .into_iter()
             .filter(|(k, _)| k.starts_with(ENV_PREFIX))
-            .collect();
+            .partition(|(k, v)| is_service_link(k, v));
         figment = figment.merge(env_provider(env));
 
         figment = figment.merge(overrides.provider());
@@ -837,8 +840,67 @@ impl Config {
         }
 
         let raw: RawConfig = figment.extract().map_err(|e| describe_figment_error(&e))?;
-        validate(raw, &figment)
+        let mut config = validate(raw, &figment)?;
+        config.ignored_env = ignored_env.into_iter().map(|(k, _)| k).collect();
+        config.ignored_env.sort();
+        Ok(config)
     }
+}
+
+/// Whether `name` is one of the variables a kubelet injects for every Service of the
+/// namespace (unless the pod sets `enableServiceLinks: false`), for a Service whose name
+/// turns into our prefix: `kafka-lso-exporter` (the name the bundled manifests and the
+/// chart give theirs) or `kafka-lso-exporter-<anything>`. Their shapes, for a Service
+/// `NAME` with a port 9745 named `http`:
+///
+/// - `NAME_SERVICE_HOST=10.96.0.12`, `NAME_SERVICE_PORT=9745`, `NAME_SERVICE_PORT_HTTP=9745`;
+/// - `NAME_PORT=tcp://10.96.0.12:9745`;
+/// - `NAME_PORT_9745_TCP=tcp://10.96.0.12:9745`, and that with `_PROTO`, `_PORT`, `_ADDR`
+///   (also for UDP and SCTP).
+///
+/// No setting has these names: settings are one word or words joined by `__`, which a
+/// Service name never yields. `NAME_PORT` is a service link only with a value of its
+/// shape, so that `KAFKA_LSO_EXPORTER_PORT=9745` (someone setting the listen port) is
+/// still an unknown key, answered with the key that does it.
+pub fn is_service_link(name: &str, value: &str) -> bool {
+    let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
+        return false;
+    };
+    if rest.is_empty() || rest.contains("__") {
+        return false;
+    }
+    let words: Vec<&str> = rest.split('_').collect();
+    // A Service name may add words of its own (`kafka-lso-exporter-headless`); the shape
+    // is in the last words.
+    let ends = |tail: &[&str]| words.ends_with(tail);
+    let number = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+    let protocol = |w: &str| matches!(w, "TCP" | "UDP" | "SCTP");
+    let url = |v: &str| {
+        ["tcp://", "udp://", "sctp://"]
+            .iter()
+            .any(|scheme| v.to_ascii_lowercase().starts_with(scheme))
+    };
+    if ends(&["SERVICE", "HOST"]) || ends(&["SERVICE", "PORT"]) {
+        return true;
+    }
+    // NAME_SERVICE_PORT_<port name>: a port name is one or more words.
+    if let Some(at) = words.windows(2).rposition(|w| w == ["SERVICE", "PORT"]) {
+        if at + 2 < words.len() {
+            return true;
+        }
+    }
+    // NAME_PORT_<n>_<protocol>[_PROTO|_PORT|_ADDR]
+    let n = words.len();
+    let port_proto = |i: usize| {
+        i >= 1 && words[i - 1] == "PORT" && number(words[i]) && i + 1 < n && protocol(words[i + 1])
+    };
+    if n >= 3 && port_proto(n - 2) {
+        return true;
+    }
+    if n >= 4 && port_proto(n - 3) && matches!(words[n - 1], "PROTO" | "PORT" | "ADDR") {
+        return true;
+    }
+    ends(&["PORT"]) && url(value)
 }
 
 /// Environment provider over an explicit list of variables (not the process environment).
@@ -954,10 +1016,49 @@ fn describe_figment_error(error: &figment::Error) -> ConfigError {
     // Type errors quote the value; never quote one that may be a credential.
     let problem = if error.path.iter().any(|segment| looks_secret(segment)) {
         "invalid value (not shown: it may be a secret)".to_string()
+    } else if let figment::error::Kind::UnknownField(field, expected) = &error.kind {
+        unknown_key(field, expected)
     } else {
         one_line(&error.kind.to_string())
     };
     ConfigError::Invalid(format!("{key}: {problem} (from {origin})"))
+}
+
+/// "unknown key", with the known key it is most likely a typo of, and a word for the
+/// listen port that people look for as `port`.
+fn unknown_key(field: &str, expected: &[&str]) -> String {
+    let known = expected.join(", ");
+    let near = expected
+        .iter()
+        .map(|k| (edit_distance(field, k), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+        .min();
+    match near {
+        Some((_, k)) => format!("unknown key; did you mean {k}? (known here: {known})"),
+        None if field == "port" && expected.contains(&"web") => format!(
+            "unknown key; the port to serve on is web.listen_addresses \
+             (KAFKA_LSO_EXPORTER_WEB__LISTEN_ADDRESSES=:9745) (known here: {known})"
+        ),
+        None => format!("unknown key (known here: {known})"),
+    }
+}
+
+/// Levenshtein distance, for the few short keys of one table.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// TOML parse errors draw a multi-line picture; keep the words, drop the picture.
@@ -1311,6 +1412,7 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
         interval,
         timeout,
         clusters,
+        ignored_env: Vec::new(),
     })
 }
 

@@ -197,9 +197,19 @@ fn main() -> ExitCode {
                 println!("web config warning: {warning}");
             }
         }
+        if !config.ignored_env.is_empty() {
+            println!(
+                "ignored {} Kubernetes service-link variable(s): {}",
+                config.ignored_env.len(),
+                config.ignored_env.join(" ")
+            );
+        }
         return ExitCode::SUCCESS;
     }
     init_logging(&config);
+    for variable in &config.ignored_env {
+        tracing::debug!(%variable, "ignored: a Kubernetes service-link variable, not a setting");
+    }
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -559,6 +559,20 @@ fn bad_configs() -> Vec<BadConfig> {
             "KAFKA_LSO_EXPORTER_PORT",
         ),
         (
+            "a typo in an environment key",
+            CLUSTER.into(),
+            vec![("KAFKA_LSO_EXPORTER_INTERVALL", "5s")],
+            "intervall",
+            "KAFKA_LSO_EXPORTER_INTERVALL",
+        ),
+        (
+            "a service-link look-alike with two underscores is a setting",
+            CLUSTER.into(),
+            vec![("KAFKA_LSO_EXPORTER_WEB__SERVICE_HOST", "10.0.0.1")],
+            "web.service_host",
+            "KAFKA_LSO_EXPORTER_WEB__SERVICE_HOST",
+        ),
+        (
             "bad env regex",
             CLUSTER.into(),
             vec![("KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE", "[\"[\"]")],
@@ -1060,4 +1074,64 @@ fn help_groups_the_flags_like_other_exporters() {
             "{old} in --help:\n{help}"
         );
     }
+}
+
+/// The variables a kubelet injects for every Service of the namespace: for the Service
+/// the bundled manifests create (`kafka-lso-exporter`, port 9745 named `http`) and for
+/// one whose name adds a word (`kafka-lso-exporter-headless`), with every protocol.
+/// They are ignored (and listed for a debug line); the settings beside them still apply,
+/// and a real typo still fails naming the key and the known one it looks like.
+#[test]
+fn kubernetes_service_link_variables_are_not_settings() {
+    let mut links = Vec::new();
+    for (name, ip, port, protocol) in [
+        ("KAFKA_LSO_EXPORTER", "10.96.0.12", 9745, "TCP"),
+        ("KAFKA_LSO_EXPORTER_HEADLESS", "10.96.0.13", 9746, "UDP"),
+        ("KAFKA_LSO_EXPORTER_METRICS", "10.96.0.14", 19745, "SCTP"),
+    ] {
+        let url = format!("{}://{ip}:{port}", protocol.to_ascii_lowercase());
+        let base = format!("{name}_PORT_{port}_{protocol}");
+        links.extend([
+            (format!("{name}_SERVICE_HOST"), ip.to_string()),
+            (format!("{name}_SERVICE_PORT"), port.to_string()),
+            (format!("{name}_SERVICE_PORT_HTTP"), port.to_string()),
+            (
+                format!("{name}_SERVICE_PORT_HTTP_METRICS"),
+                port.to_string(),
+            ),
+            (format!("{name}_PORT"), url.clone()),
+            (base.clone(), url),
+            (format!("{base}_PROTO"), protocol.to_ascii_lowercase()),
+            (format!("{base}_PORT"), port.to_string()),
+            (format!("{base}_ADDR"), ip.to_string()),
+        ]);
+    }
+    let mut vars = links.clone();
+    vars.push(("KAFKA_LSO_EXPORTER_INTERVAL".into(), "7s".into()));
+    let file = write_temp("service-links.toml", CLUSTER);
+    let config = Config::load(Some(&file), vars.clone(), &Overrides::default())
+        .unwrap_or_else(|e| panic!("service-link variables refused: {e}"));
+    assert_eq!(config.interval, std::time::Duration::from_secs(7));
+    let mut expected: Vec<String> = links.iter().map(|(k, _)| k.clone()).collect();
+    expected.sort();
+    assert_eq!(config.ignored_env, expected);
+
+    // Beside them, a typo is still a typo.
+    vars.push(("KAFKA_LSO_EXPORTER_INTERVALL".into(), "5s".into()));
+    let error = Config::load(Some(&file), vars, &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("KAFKA_LSO_EXPORTER_INTERVALL") && error.contains("did you mean interval"),
+        "{error}"
+    );
+    // `PORT` set by hand (not a service link's tcp://...) names the setting to use.
+    let error = Config::load(
+        Some(&file),
+        env(&[("KAFKA_LSO_EXPORTER_PORT", "9745")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("web.listen_addresses"), "{error}");
 }

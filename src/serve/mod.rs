@@ -91,7 +91,11 @@ fn accepts_gzip(header: &str) -> bool {
     })
 }
 
-/// Ready once every cluster had a cycle that reached it within the last 3 intervals.
+/// Ready while it serves: every cluster's sampler has ended a cycle within the last 3
+/// intervals, reached or not (an unreachable cluster is `up 0` on /metrics and a line
+/// here, not an unready pod: `helm upgrade --wait` must not stall during a Kafka
+/// incident). Not ready before each cluster's first cycle has ended (nothing to serve
+/// yet) or when a sampler has stopped producing snapshots.
 async fn readyz(State(state): State<AppState>) -> Response {
     let now = SystemTime::now();
     let limit = state.interval * 3;
@@ -99,23 +103,32 @@ async fn readyz(State(state): State<AppState>) -> Response {
     let mut ready = true;
     for (name, rx) in state.clusters.iter() {
         let snapshot = rx.borrow().clone();
-        match snapshot.as_ref().and_then(|s| s.last_success) {
-            Some(at) => {
-                let age = now.duration_since(at).unwrap_or_default();
-                let fresh = age <= limit;
-                ready &= fresh;
-                let _ = writeln!(
-                    body,
-                    "{name}: last successful cycle {:.1}s ago{}",
-                    age.as_secs_f64(),
-                    if fresh { "" } else { " (stale)" }
-                );
+        let Some(snapshot) = snapshot else {
+            ready = false;
+            let _ = writeln!(body, "{name}: first cycle not ended yet");
+            continue;
+        };
+        let age = now.duration_since(snapshot.taken_at).unwrap_or_default();
+        let fresh = age <= limit;
+        ready &= fresh;
+        let reached = match snapshot.last_success {
+            _ if snapshot.up => "up".to_string(),
+            Some(at) => format!(
+                "down (up 0), last successful cycle {:.1}s ago",
+                now.duration_since(at).unwrap_or_default().as_secs_f64()
+            ),
+            None => "down (up 0), no successful cycle yet".to_string(),
+        };
+        let _ = writeln!(
+            body,
+            "{name}: {reached}; last cycle ended {:.1}s ago{}",
+            age.as_secs_f64(),
+            if fresh {
+                ""
+            } else {
+                " (stale: the sampler is stuck)"
             }
-            None => {
-                ready = false;
-                let _ = writeln!(body, "{name}: no successful cycle yet");
-            }
-        }
+        );
     }
     let status = if ready {
         StatusCode::OK
