@@ -813,7 +813,7 @@ impl Config {
             figment = figment.merge(IndexedToml { path: path.clone() });
         }
 
-        let (ignored_env, env): (Vec<(String, String)>, Vec<(String, String)>) = env
+        let (ignored_env, env): (Vec<_>, Vec<_>) = env
             .into_iter()
             .filter(|(k, _)| k.starts_with(ENV_PREFIX))
             .partition(|(k, v)| is_service_link(k, v));

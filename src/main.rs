@@ -149,6 +149,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    for (index, cluster) in config.clusters.iter().enumerate() {
+        if let Err(error) = kafka_lso_exporter::kafka::check_client(index, cluster) {
+            eprintln!("kafka-lso-exporter: invalid configuration: {error}");
+            return ExitCode::from(2);
+        }
+    }
     let web = match config
         .web
         .config_file

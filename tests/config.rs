@@ -1135,3 +1135,81 @@ fn kubernetes_service_link_variables_are_not_settings() {
     .to_string();
     assert!(error.contains("web.listen_addresses"), "{error}");
 }
+
+/// `--check-config` asks librdkafka whether it takes each cluster's client properties
+/// (without connecting), and wants a user name and a password for PLAIN and SCRAM: a
+/// typo, a refused value and missing credentials exit 2 naming the key, never showing a
+/// value; the same properties spelt right pass. The service-link variables of the
+/// bundled Service are ignored and said so.
+#[test]
+fn check_config_catches_what_librdkafka_and_sasl_would_refuse_later() {
+    let run = |vars: &[(&str, &str)]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"));
+        command
+            .args(["--bootstrap-servers", "localhost:9092", "--check-config"])
+            .env_remove("RUST_LOG");
+        for (k, v) in vars {
+            command.env(k, v);
+        }
+        command.output().unwrap()
+    };
+    let client = |property: &str| format!("KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__{property}");
+    let (protocol, mechanism) = (client("security.protocol"), client("sasl.mechanism"));
+    let (user, password, typo) = (
+        client("sasl.username"),
+        client("sasl.password"),
+        client("sasl.pasword"),
+    );
+    for (what, vars, key) in [
+        (
+            "a misspelt property",
+            vec![(typo.as_str(), "hunter2-typo")],
+            "clusters[0].client.sasl.pasword",
+        ),
+        (
+            "a value librdkafka refuses",
+            vec![(protocol.as_str(), "SASL_SSLL")],
+            "clusters[0].client.security.protocol",
+        ),
+        (
+            "SCRAM without a user name or a password",
+            vec![
+                (protocol.as_str(), "SASL_SSL"),
+                (mechanism.as_str(), "SCRAM-SHA-512"),
+            ],
+            "clusters[0].client.sasl.username",
+        ),
+        (
+            "PLAIN without a password",
+            vec![
+                (protocol.as_str(), "SASL_PLAINTEXT"),
+                (mechanism.as_str(), "PLAIN"),
+                (user.as_str(), "exporter"),
+            ],
+            "clusters[0].client.sasl.password",
+        ),
+    ] {
+        let output = run(&vars);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{what}: {output:?}");
+        assert!(stderr.contains(key), "{what}: {stderr}");
+        assert!(
+            !stderr.contains("hunter2"),
+            "{what} shows the value: {stderr}"
+        );
+    }
+    let output = run(&[
+        (protocol.as_str(), "SASL_SSL"),
+        (mechanism.as_str(), "SCRAM-SHA-512"),
+        (user.as_str(), "exporter"),
+        (password.as_str(), "hunter2"),
+        ("KAFKA_LSO_EXPORTER_PORT", "tcp://10.96.0.12:9745"),
+        ("KAFKA_LSO_EXPORTER_SERVICE_HOST", "10.96.0.12"),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        stdout.contains("ignored 2 Kubernetes service-link variable(s)"),
+        "{stdout}"
+    );
+}

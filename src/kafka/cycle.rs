@@ -177,14 +177,94 @@ impl ClientContext for ClusterContext {
 
 impl ConsumerContext for ClusterContext {}
 
+/// The librdkafka configuration of one cluster's consumer: the user's `client` properties
+/// (less those the exporter reads itself) and the exporter's own settings.
+fn librdkafka_config(config: &ClusterConfig, isolation_level: &str) -> ClientConfig {
+    let oauthbearer = is_oauthbearer(config);
+    let mut client = ClientConfig::new();
+    client.set("client.id", "kafka-lso-exporter");
+    // Reconnect to a broker that came back within a cycle, not after librdkafka's
+    // default 10 s backoff; the exporter makes few connections, so this is cheap.
+    client.set("reconnect.backoff.max.ms", "1000");
+    for (property, value) in &config.client {
+        // The token source is the exporter's (see `generate_oauth_token`): librdkafka is
+        // given none of its settings (some of which it does not know, such as
+        // `sasl.oauthbearer.method=file`).
+        let token_setting = property.starts_with("sasl.oauthbearer.")
+            || property == "enable.sasl.oauthbearer.unsecure.jwt";
+        if (oauthbearer && token_setting) || oauth::OWN_PROPERTIES.contains(&property.as_str()) {
+            continue;
+        }
+        client.set(property, value);
+    }
+    client
+        .set("bootstrap.servers", &config.bootstrap_servers)
+        // librdkafka's default is read_committed: always say which one is meant.
+        .set("isolation.level", isolation_level)
+        .set("enable.auto.commit", "false")
+        // librdkafka drops debug-level lines unless the log level allows them; a `debug`
+        // property in `client` asks for exactly those.
+        .set_log_level(if config.client.contains_key("debug") {
+            RDKafkaLogLevel::Debug
+        } else {
+            RDKafkaLogLevel::Info
+        });
+    client
+}
+
+fn is_oauthbearer(config: &ClusterConfig) -> bool {
+    config
+        .client
+        .get("sasl.mechanism")
+        .or(config.client.get("sasl.mechanisms"))
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case(oauth::MECHANISM))
+}
+
+/// Whether librdkafka takes the cluster's `client` properties: an unknown property
+/// (`sasl.pasword`) or a value it refuses (`security.protocol = "SASL_SSLL"`), found
+/// without connecting. The error names the key as the configuration writes it.
+///
+/// Also a user name and a password for PLAIN and SCRAM, which librdkafka would only
+/// miss at the first connection.
+pub fn check_client(index: usize, config: &ClusterConfig) -> Result<(), String> {
+    let mechanism = config
+        .client
+        .get("sasl.mechanism")
+        .or(config.client.get("sasl.mechanisms"))
+        .map(|m| m.trim().to_ascii_uppercase())
+        .unwrap_or_else(|| "GSSAPI".into());
+    if oauth::uses_sasl(&config.client)
+        && matches!(
+            mechanism.as_str(),
+            "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512"
+        )
+    {
+        let missing: Vec<&str> = ["sasl.username", "sasl.password"]
+            .into_iter()
+            .filter(|k| config.client.get(*k).is_none_or(|v| v.is_empty()))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "clusters[{index}].client.{}: missing; sasl.mechanism {mechanism} needs sasl.username and \
+                 sasl.password (in client, client_files or an environment variable)",
+                missing[0]
+            ));
+        }
+    }
+    match librdkafka_config(config, "read_committed").create_native_config() {
+        Ok(_) => Ok(()),
+        // Never the value: it may be a secret.
+        Err(KafkaError::ClientConfig(_, description, key, _)) => {
+            Err(format!("clusters[{index}].client.{key}: {description}"))
+        }
+        Err(other) => Err(format!("clusters[{index}].client: {other}")),
+    }
+}
+
 impl KafkaSampler {
     /// Creates the clients; no connection is made until the first cycle.
     pub fn new(config: &ClusterConfig) -> Result<Self, KafkaError> {
-        let oauthbearer = config
-            .client
-            .get("sasl.mechanism")
-            .or(config.client.get("sasl.mechanisms"))
-            .is_some_and(|m| m.trim().eq_ignore_ascii_case(oauth::MECHANISM));
+        let oauthbearer = is_oauthbearer(config);
         // One token source for both clients, whether or not the own client can serve
         // this cluster (its TLS settings may be ones only librdkafka reads).
         let tokens = (oauthbearer && oauth::uses_sasl(&config.client))
@@ -208,36 +288,7 @@ impl KafkaSampler {
             None => security,
         });
         let consumer = |isolation_level: &str| -> Result<BaseConsumer<ClusterContext>, KafkaError> {
-            let mut client = ClientConfig::new();
-            client.set("client.id", "kafka-lso-exporter");
-            // Reconnect to a broker that came back within a cycle, not after librdkafka's
-            // default 10 s backoff; the exporter makes few connections, so this is cheap.
-            client.set("reconnect.backoff.max.ms", "1000");
-            for (property, value) in &config.client {
-                // The token source is the exporter's (see `generate_oauth_token`):
-                // librdkafka is given none of its settings (some of which it does not
-                // know, such as `sasl.oauthbearer.method=file`).
-                let token_setting = property.starts_with("sasl.oauthbearer.")
-                    || property == "enable.sasl.oauthbearer.unsecure.jwt";
-                if (oauthbearer && token_setting)
-                    || oauth::OWN_PROPERTIES.contains(&property.as_str())
-                {
-                    continue;
-                }
-                client.set(property, value);
-            }
-            client
-                .set("bootstrap.servers", &config.bootstrap_servers)
-                // librdkafka's default is read_committed: always say which one is meant.
-                .set("isolation.level", isolation_level)
-                .set("enable.auto.commit", "false")
-                // librdkafka drops debug-level lines unless the log level allows them;
-                // a `debug` property in `client` asks for exactly those.
-                .set_log_level(if config.client.contains_key("debug") {
-                    RDKafkaLogLevel::Debug
-                } else {
-                    RDKafkaLogLevel::Info
-                });
+            let client = librdkafka_config(config, isolation_level);
             client.create_with_context(ClusterContext {
                 cluster: config.name.clone(),
                 tokens: tokens.clone(),

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub use ask::forensics::DEFAULT_MAX_TIMEOUT_MS;
-pub use cycle::KafkaSampler;
+pub use cycle::{check_client, KafkaSampler};
 pub use native::{CommittedOffset, GroupOffsetsError};
 
 /// Takes one sample of a cluster: one asynchronous cycle. Calls into librdkafka, which
