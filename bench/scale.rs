@@ -175,6 +175,9 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
         bootstrap: Arc::new(Default::default()),
         interval: Duration::from_secs(30),
         telemetry_path: Arc::from("/metrics"),
+        ownership: kafka_lso_exporter::kafka::coordination::Ownership::everything(vec![
+            "scale".into()
+        ]),
     });
     tokio::spawn(async move { axum::serve(listener, app).await });
 

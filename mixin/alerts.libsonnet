@@ -57,15 +57,17 @@ local text = import 'lib/text.libsonnet';
     ||| % { s: sel([]), e: sel(['stage=~"%s"' % std.join('|', stages)]), cl: cl, w: w },
     // `metric`, bridged: its current value, or while the cluster is not healthy its last
     // value within the window.
+    // The replica labels are aggregated away: a series keeps its identity when another
+    // replica takes its cluster over, so the alert and its `for` go on.
     local bridge(metric, stages) = std.rstripChars(|||
       (
-        %(m)s%(s)s + 0
+        max without (%(r)s) (%(m)s%(s)s)
         or (
-          last_over_time(%(m)s%(s)s[%(w)s])
+          max without (%(r)s) (last_over_time(%(m)s%(s)s[%(w)s]))
             unless on (%(cl)s) %(healthy)s
         )
       )
-    ||| % { m: metric, s: sel([]), w: w, cl: cl, healthy: promql.indent(healthy(stages), 6) }, '\n'),
+    ||| % { m: metric, s: sel([]), w: w, cl: cl, r: std.join(', ', c.replicaLabels), healthy: promql.indent(healthy(stages), 6) }, '\n'),
     local bridged(metric, stages, condition) = bridge(metric, stages) + ' ' + condition + '\n',
     local margin = bridge('kafka_consumergroup_topic_min_retention_margin_seconds', retentionStages),
     local retention = bridge('kafka_topic_retention_seconds', retentionStages),

@@ -15,6 +15,11 @@
     // none, every series of these names is the exporter's.
     kafkaLsoExporterSelector: '',
 
+    // Labels that name the exporter replica a series came from (Prometheus' `instance`,
+    // the Prometheus Operator's `pod`). Alerts with a `for` aggregate them away, so that a
+    // cluster handed from one replica to another ([ha]) keeps its alerts and their `for`.
+    replicaLabels: ['instance', 'pod'],
+
     // KafkaLsoGapHigh: records between a partition's LSO and its high watermark.
     gapThreshold: 5000,
     gapFor: '5m',

@@ -81,9 +81,24 @@ pub struct Config {
     /// Deadline of one sampling cycle; never longer than `interval`.
     pub timeout: Duration,
     pub clusters: Vec<ClusterConfig>,
+    /// Replicas that share the work, under `[ha]`; `None`: this replica serves all.
+    pub ha: Option<HaSettings>,
     /// `KAFKA_LSO_EXPORTER_*` variables left unread because they are Kubernetes
     /// service-link variables (see [`is_service_link`]), by name, for a debug line.
     pub ignored_env: Vec<String>,
+}
+
+/// Replicas sharing the work through one group of Kafka's group protocol (see
+/// [`crate::kafka::coordination`]).
+#[derive(Debug, Clone)]
+pub struct HaSettings {
+    /// The coordination group: the same for every replica of one deployment.
+    pub group: String,
+    /// The cluster whose brokers coordinate the group (the first one unless set).
+    pub cluster: String,
+    /// A replica that does not heartbeat for this long loses its share.
+    pub session_timeout: Duration,
+    pub heartbeat_interval: Duration,
 }
 
 /// Where and how the exporter serves HTTP.
@@ -484,6 +499,28 @@ struct RawConfig {
     timeout: Option<String>,
     #[serde(default, deserialize_with = "indexed_list")]
     clusters: Vec<RawCluster>,
+    #[serde(default)]
+    ha: Option<RawHa>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHa {
+    #[serde(default)]
+    group: Option<String>,
+    #[serde(default)]
+    cluster: Option<String>,
+    #[serde(default = "default_session_timeout")]
+    session_timeout: String,
+    #[serde(default = "default_heartbeat_interval")]
+    heartbeat_interval: String,
+}
+
+fn default_session_timeout() -> String {
+    "10s".into()
+}
+fn default_heartbeat_interval() -> String {
+    "2s".into()
 }
 
 #[derive(Debug, Deserialize)]
@@ -1403,6 +1440,10 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
         });
     }
 
+    let ha = match raw.ha {
+        Some(ha) => validate_ha(ha, &clusters, figment)?,
+        None => None,
+    };
     Ok(Config {
         web,
         log: LogSettings {
@@ -1412,8 +1453,84 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
         interval,
         timeout,
         clusters,
+        ha,
         ignored_env: Vec::new(),
     })
+}
+
+/// `[ha]`: no group (or an empty one) is a single replica.
+fn validate_ha(
+    raw: RawHa,
+    clusters: &[ClusterConfig],
+    figment: &Figment,
+) -> Result<Option<HaSettings>, ConfigError> {
+    let Some(group) = raw
+        .group
+        .map(|g| g.trim().to_string())
+        .filter(|g| !g.is_empty())
+    else {
+        return Ok(None);
+    };
+    if group.len() > 249 || group.chars().any(char::is_control) {
+        return Err(invalid(
+            figment,
+            &["ha", "group"],
+            "must be at most 249 printable characters".to_string(),
+        ));
+    }
+    let cluster = match raw.cluster {
+        Some(name) if clusters.iter().any(|c| c.name == name) => name,
+        Some(name) => {
+            return Err(invalid(
+                figment,
+                &["ha", "cluster"],
+                format!(
+                    "\"{name}\" is not a configured cluster (configured: {})",
+                    clusters
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ))
+        }
+        None => clusters[0].name.clone(),
+    };
+    let session_timeout =
+        parse_duration(figment, &["ha", "session_timeout"], &raw.session_timeout)?;
+    let heartbeat_interval = parse_duration(
+        figment,
+        &["ha", "heartbeat_interval"],
+        &raw.heartbeat_interval,
+    )?;
+    // The brokers' group.min.session.timeout.ms and group.max.session.timeout.ms
+    // defaults bound what a coordinator accepts.
+    if session_timeout < Duration::from_secs(6) || session_timeout > Duration::from_secs(1800) {
+        return Err(invalid(
+            figment,
+            &["ha", "session_timeout"],
+            format!(
+                "{} is outside 6s..30m (the brokers' group.min/max.session.timeout.ms defaults)",
+                raw.session_timeout
+            ),
+        ));
+    }
+    if heartbeat_interval.is_zero() || heartbeat_interval * 2 > session_timeout {
+        return Err(invalid(
+            figment,
+            &["ha", "heartbeat_interval"],
+            format!(
+                "{} must be above 0 and at most half of session_timeout {}",
+                raw.heartbeat_interval, raw.session_timeout
+            ),
+        ));
+    }
+    Ok(Some(HaSettings {
+        group,
+        cluster,
+        session_timeout,
+        heartbeat_interval,
+    }))
 }
 
 fn validate_web(raw: RawWeb, figment: &Figment) -> Result<WebSettings, ConfigError> {

@@ -32,6 +32,7 @@ use tokio::sync::watch;
 use crate::config::Config;
 use crate::derive::series::Exposition;
 use crate::expose::Metrics;
+use crate::kafka::coordination::{self, Coordinator, Ownership};
 use crate::kafka::{KafkaSampler, Sampler};
 use crate::scheduler::ClusterLoop;
 use crate::serve::web::{self, WebConfig};
@@ -49,6 +50,8 @@ pub enum RunError {
         cluster: String,
         source: rdkafka::error::KafkaError,
     },
+    #[error("cannot coordinate replicas ([ha]) over cluster {cluster}: its client settings are not usable by the exporter's own client")]
+    Coordination { cluster: String },
     #[error("no address to serve HTTP on")]
     NoListener,
     #[error("HTTP server failed: {0}")]
@@ -79,12 +82,42 @@ pub async fn run_with(
     if listeners.is_empty() {
         return Err(RunError::NoListener);
     }
+    let names: Vec<String> = config.clusters.iter().map(|c| c.name.clone()).collect();
+    let ownership = match &config.ha {
+        Some(ha) => Ownership::member(names.clone(), &ha.group),
+        None => Ownership::everything(names.clone()),
+    };
     let mut samplers: Vec<(String, Arc<dyn Sampler>)> = Vec::new();
+    let mut coordinator = None;
     for cluster in &config.clusters {
         let sampler = KafkaSampler::new(cluster).map_err(|source| RunError::Client {
             cluster: cluster.name.clone(),
             source,
         })?;
+        if let Some(ha) = config.ha.as_ref().filter(|ha| ha.cluster == cluster.name) {
+            coordinator = Some(Coordinator {
+                ownership: ownership.clone(),
+                wire: sampler.wire().ok_or_else(|| RunError::Coordination {
+                    cluster: cluster.name.clone(),
+                })?,
+                settings: ha.clone(),
+                bootstrap: cluster
+                    .bootstrap_servers
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+                fingerprints: config
+                    .clusters
+                    .iter()
+                    .map(|c| {
+                        let parts = format!("{c:?} {:?} {:?}", config.interval, config.timeout);
+                        (c.name.clone(), coordination::fingerprint(&parts))
+                    })
+                    .collect(),
+            });
+        }
         samplers.push((cluster.name.clone(), Arc::new(sampler)));
     }
 
@@ -95,11 +128,13 @@ pub async fn run_with(
         receivers.push((name.clone(), rx));
         senders.push(tx);
     }
-    let metrics = Arc::new(Metrics::new(
+    let metrics = Arc::new(Metrics::with_ownership(
         receivers.iter().map(|(_, rx)| rx.clone()).collect(),
+        ownership.clone(),
     ));
 
     let (stop_tx, stop_rx) = watch::channel(false);
+    let coordinating = coordinator.map(|c| tokio::spawn(c.run(stop_rx.clone())));
     let mut loops = Vec::new();
     for (((name, sampler), snapshots), cluster) in
         samplers.into_iter().zip(senders).zip(&config.clusters)
@@ -122,6 +157,7 @@ pub async fn run_with(
                 kafka_exporter: cluster.compat_kafka_exporter,
             },
             group_granularity: cluster.group_granularity.clone(),
+            ownership: ownership.clone(),
         };
         loops.push(tokio::spawn(cluster_loop.run(stop_rx.clone())));
     }
@@ -138,6 +174,7 @@ pub async fn run_with(
         ),
         interval: config.interval,
         telemetry_path: Arc::from(config.web.telemetry_path.as_str()),
+        ownership: ownership.clone(),
     });
     if let Some(web) = &web {
         for warning in web.warnings() {
@@ -196,6 +233,10 @@ pub async fn run_with(
         }
     };
     let _ = stop_tx.send(true);
+    // Leaves the coordination group at once, so that the other replicas take over now.
+    if let Some(handle) = coordinating {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), handle).await;
+    }
     for handle in loops {
         let _ = handle.await;
     }

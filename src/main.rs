@@ -203,6 +203,13 @@ fn main() -> ExitCode {
                 println!("web config warning: {warning}");
             }
         }
+        if let Some(ha) = &config.ha {
+            println!(
+                "ha: replicas share the clusters over coordination group {} on cluster {} \
+                 (session timeout {:?}, heartbeat {:?}); the principal needs Read on that group",
+                ha.group, ha.cluster, ha.session_timeout, ha.heartbeat_interval
+            );
+        }
         if !config.ignored_env.is_empty() {
             println!(
                 "ignored {} Kubernetes service-link variable(s): {}",

@@ -12,6 +12,7 @@ use crate::config::{GroupGranularity, NameFilter};
 use crate::derive::series::Exposition;
 use crate::derive::{ClusterSnapshot, Deriver, Step};
 use crate::expose::{self, Metrics};
+use crate::kafka::coordination::Ownership;
 use crate::kafka::{RawSample, Sampler, Stage};
 
 /// Everything one cluster's loop needs.
@@ -34,6 +35,8 @@ pub struct ClusterLoop {
     pub exposition: Exposition,
     /// Groups whose granularity differs from the cluster's.
     pub group_granularity: GroupGranularity,
+    /// Whether this replica samples the cluster (always, without `[ha]`).
+    pub ownership: Arc<Ownership>,
 }
 
 impl ClusterLoop {
@@ -42,13 +45,18 @@ impl ClusterLoop {
         // Derivation is CPU work that grows with the fleet (tens of milliseconds at 200,000
         // group-partitions), so it runs on a blocking thread: scrapes, served by the async
         // workers, never wait behind it.
-        let deriver = Arc::new(std::sync::Mutex::new(Deriver::new(
-            self.hanging_margin,
-            self.stall_after,
-            self.transaction_list_detail,
-            self.exposition.granularity,
-            self.group_granularity.clone(),
-        )));
+        let fresh_deriver = || {
+            Arc::new(std::sync::Mutex::new(Deriver::new(
+                self.hanging_margin,
+                self.stall_after,
+                self.transaction_list_detail,
+                self.exposition.granularity,
+                self.group_granularity.clone(),
+            )))
+        };
+        let mut deriver = fresh_deriver();
+        let mut handed = self.ownership.subscribe();
+        let mut sampling_here = false;
         let max_series = Arc::new(self.max_series.clone());
         let exposition = self.exposition;
         let mut last_success: Option<SystemTime> = None;
@@ -56,12 +64,33 @@ impl ClusterLoop {
         let mut was_limited = (false, false);
         let mut ticker = tokio::time::interval(self.interval);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        self.metrics.init_cluster(&self.cluster);
 
         loop {
             tokio::select! {
                 _ = ticker.tick() => {}
+                // Taken over (or handed on): act now, not at the next tick.
+                Ok(()) = handed.changed() => ticker.reset(),
                 _ = shutdown.wait_for(|stop| *stop) => break,
+            }
+            if !self.ownership.serves(&self.cluster) {
+                if sampling_here {
+                    // Another replica serves it now: nothing of it stays here, and what
+                    // this replica remembered of it would be stale when it comes back.
+                    tracing::info!(cluster = %self.cluster, "handed over to another replica of the coordination group: no longer sampled here");
+                    self.snapshots.send_replace(None);
+                    self.metrics.cycle_finished();
+                    deriver = fresh_deriver();
+                    (last_success, was_up, was_limited) = (None, None, (false, false));
+                    sampling_here = false;
+                }
+                continue;
+            }
+            if !sampling_here {
+                if self.ownership.group().is_some() {
+                    tracing::info!(cluster = %self.cluster, "assigned to this replica by the coordination group: sampling it");
+                }
+                self.metrics.init_cluster(&self.cluster);
+                sampling_here = true;
             }
             let started = Instant::now();
             let deadline = started + self.timeout;
@@ -269,6 +298,10 @@ impl ClusterLoop {
                 }
                 was_limited = (limited, over);
             }
+            if !self.ownership.serves(&self.cluster) {
+                // Handed over during the cycle: the next turn of the loop lets go.
+                continue;
+            }
             let previous = self.snapshots.send_replace(Some(Arc::new(snapshot)));
             // Rendered before it replaces the previous cycle's body, so that no scrape
             // waits for a render; the next cycle starts after it.
@@ -381,6 +414,7 @@ mod tests {
                 kafka_exporter: true,
             },
             group_granularity: GroupGranularity::default(),
+            ownership: Ownership::everything(vec!["prod".into()]),
         };
         (cluster_loop, published, metrics)
     }

@@ -1382,3 +1382,96 @@ async fn three_brokers_hung_lowest_broker_holds_up_only_its_own() {
     drop(proxies);
     tokio::task::block_in_place(|| held.into_iter().for_each(commit));
 }
+
+/// Which of `replicas` serve `up` of `cluster` in one round of scrapes (a replica that
+/// does not answer within a second serves nothing).
+async fn serving_up(replicas: &[&Binary], cluster: &str) -> Vec<usize> {
+    let mut serving = Vec::new();
+    for (i, replica) in replicas.iter().enumerate() {
+        let answer = tokio::time::timeout(Duration::from_secs(1), replica.get("/metrics")).await;
+        if let Ok(Some((200, body))) = answer {
+            if Scrape::parse(&body).value("kafka_lso_exporter_up", &[("kafka_cluster", cluster)])
+                == Some(1.0)
+            {
+                serving.push(i);
+            }
+        }
+    }
+    serving
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_brokers_replicas_survive_their_coordination_groups_coordinator_failing_over() {
+    let _turn = exclusive().await;
+    require_three_brokers();
+    ensure_internal_topics().await;
+    let topic = unique("ha-failover");
+    create_replicated_topic(&topic, &[1]).await;
+    // The coordination group is coordinated by broker 2.
+    let group =
+        tokio::task::block_in_place(|| id_coordinated_by("__consumer_offsets", "ha-failover", 2));
+    let mut env = cluster_env(0, "c", &bootstrap(), &topic, &[]);
+    env.extend([
+        ("KAFKA_LSO_EXPORTER_HA__GROUP".to_string(), group.clone()),
+        (
+            "KAFKA_LSO_EXPORTER_HA__SESSION_TIMEOUT".to_string(),
+            "6s".to_string(),
+        ),
+        (
+            "KAFKA_LSO_EXPORTER_HA__HEARTBEAT_INTERVAL".to_string(),
+            "1s".to_string(),
+        ),
+    ]);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let config = repo_root().join("tests/empty.toml");
+    let args = ["--config", config.to_str().unwrap(), "--interval", "1s"];
+    let (r1, r2) = (Binary::start(&args, &env), Binary::start(&args, &env));
+    let replicas = [&r1, &r2];
+    let started = Instant::now();
+    while serving_up(&replicas, "c").await.len() != 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no single replica serves the cluster:\n{}\n{}",
+            r1.log(),
+            r2.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    tokio::task::block_in_place(|| kafka_local(&["kill", "2"]));
+    let killed = Instant::now();
+    let (mut uncovered, mut last, mut covered_again) = (Duration::ZERO, Instant::now(), None);
+    while killed.elapsed() < Duration::from_secs(45) {
+        let serving = serving_up(&replicas, "c").await;
+        assert!(
+            serving.len() <= 1,
+            "both replicas serve the cluster during the coordinator's failover"
+        );
+        let now = Instant::now();
+        if serving.is_empty() {
+            uncovered += now - last;
+            covered_again = None;
+        } else if covered_again.is_none() {
+            covered_again = Some(now);
+        }
+        last = now;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(r1.alive() && r2.alive(), "a replica exited");
+    let covered_again = covered_again.unwrap_or_else(|| {
+        panic!(
+            "the cluster is not served at the end of the failover:\n{}\n{}",
+            r1.log(),
+            r2.log()
+        )
+    });
+    eprintln!(
+        "coordination group's coordinator (broker 2) killed: {:.1} s without a replica serving \
+         the cluster in all; served by one replica again from {:.1} s after the kill on",
+        uncovered.as_secs_f64(),
+        covered_again.duration_since(killed).as_secs_f64()
+    );
+    tokio::task::block_in_place(|| kafka_local(&["start", "2"]));
+    r1.stop();
+    r2.stop();
+}

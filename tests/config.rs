@@ -226,6 +226,36 @@ type BadConfig = (
 fn bad_configs() -> Vec<BadConfig> {
     vec![
         (
+            "a misspelt [ha] key",
+            format!("{CLUSTER}\n[ha]\ngroup = \"g\"\nsession_timout = \"10s\"\n"),
+            vec![],
+            "did you mean session_timeout",
+            "bad-",
+        ),
+        (
+            "an [ha] session timeout the brokers refuse",
+            format!("{CLUSTER}\n[ha]\ngroup = \"g\"\nsession_timeout = \"2s\"\n"),
+            vec![],
+            "ha.session_timeout",
+            "bad-",
+        ),
+        (
+            "an [ha] heartbeat as long as the session",
+            format!(
+                "{CLUSTER}\n[ha]\ngroup = \"g\"\nsession_timeout = \"10s\"\nheartbeat_interval = \"10s\"\n"
+            ),
+            vec![],
+            "ha.heartbeat_interval",
+            "bad-",
+        ),
+        (
+            "an [ha] cluster that is not configured",
+            format!("{CLUSTER}\n[ha]\ngroup = \"g\"\ncluster = \"nope\"\n"),
+            vec![],
+            "ha.cluster",
+            "bad-",
+        ),
+        (
             "unknown top-level key",
             format!("intervall = \"5s\"\n{CLUSTER}"),
             vec![],
@@ -1212,4 +1242,36 @@ fn check_config_catches_what_librdkafka_and_sasl_would_refuse_later() {
         stdout.contains("ignored 2 Kubernetes service-link variable(s)"),
         "{stdout}"
     );
+}
+
+#[test]
+fn ha_settings_from_file_and_environment_with_their_defaults() {
+    let path = write_temp(
+        "ha.toml",
+        &format!("{CLUSTER}\n[ha]\ngroup = \"exporters\"\n"),
+    );
+    let config = Config::load(Some(&path), env(&[]), &Overrides::default()).unwrap();
+    let ha = config.ha.expect("[ha]");
+    assert_eq!(ha.group, "exporters");
+    assert_eq!(ha.cluster, config.clusters[0].name);
+    assert_eq!(ha.session_timeout, std::time::Duration::from_secs(10));
+    assert_eq!(ha.heartbeat_interval, std::time::Duration::from_secs(2));
+    let config = Config::load(
+        Some(&path),
+        env(&[
+            ("KAFKA_LSO_EXPORTER_HA__GROUP", "from-env"),
+            ("KAFKA_LSO_EXPORTER_HA__SESSION_TIMEOUT", "30s"),
+        ]),
+        &Overrides::default(),
+    )
+    .unwrap();
+    let ha = config.ha.expect("[ha]");
+    assert_eq!(
+        (ha.group.as_str(), ha.session_timeout.as_secs()),
+        ("from-env", 30)
+    );
+    // No group: a single replica.
+    let path = write_temp("no-ha.toml", CLUSTER);
+    let config = Config::load(Some(&path), env(&[]), &Overrides::default()).unwrap();
+    assert!(config.ha.is_none());
 }

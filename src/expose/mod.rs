@@ -34,6 +34,7 @@ use self::body::{BodyWriter, Variant, PROMETHEUS_ACCEPT};
 pub use self::body::{OPENMETRICS_TEXT, PROMETHEUS_TEXT};
 use self::visit::{Count, Render, Shown, Visitor};
 use crate::derive::{Anomaly, ClusterSnapshot};
+use crate::kafka::coordination::Ownership;
 use crate::kafka::Stage;
 
 /// The latest snapshot of one cluster, `None` until its first cycle ends.
@@ -80,14 +81,63 @@ pub struct Metrics {
     /// turn held, so whatever is here belongs to the current cycle.
     rendered: Mutex<Rendered>,
     render_turn: Mutex<()>,
+    /// Which clusters this replica serves; the bodies in `rendered` were rendered under
+    /// `rendered_view` of it and are dropped as soon as it changes.
+    ownership: Arc<Ownership>,
+    rendered_view: Mutex<(u64, bool)>,
+    /// This replica's place in its coordination group, with `[ha]`.
+    ha: Option<HaFamilies>,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupLabels {
+    group: String,
+}
+
+#[derive(Debug)]
+struct HaFamilies {
+    labels: GroupLabels,
+    serving: Family<GroupLabels, Gauge>,
+    leader: Family<GroupLabels, Gauge>,
+    generation: Family<GroupLabels, Gauge>,
+    fallbacks: Family<GroupLabels, Counter>,
+}
+
+/// The exporter's own families of `[ha]`: (name as shown, kind, help).
+const HA_FAMILIES: [(&str, &str, &str); 4] = [
+    (
+        "kafka_lso_exporter_ha_serving_clusters",
+        "gauge",
+        "Clusters this replica of the coordination group samples and serves",
+    ),
+    (
+        "kafka_lso_exporter_ha_leader",
+        "gauge",
+        "1 while this replica leads the coordination group (assigns the clusters)",
+    ),
+    (
+        "kafka_lso_exporter_ha_generation",
+        "gauge",
+        "Generation of the coordination group this replica last joined",
+    ),
+    (
+        "kafka_lso_exporter_ha_fallbacks_total",
+        "counter",
+        "Times this replica could not use the coordination group and served every cluster alone",
+    ),
+];
 
 /// Bodies rendered for one cycle, one slot per [`Variant`].
 type Rendered = [Option<Bytes>; 4];
 
 impl Metrics {
-    /// Builds the registry for the given clusters' snapshot channels.
+    /// Builds the registry for the given clusters' snapshot channels, all served.
     pub fn new(clusters: Vec<SnapshotReceiver>) -> Self {
+        Self::with_ownership(clusters, Ownership::everything(Vec::new()))
+    }
+
+    /// [`Metrics::new`] for a replica that serves what `ownership` says.
+    pub fn with_ownership(clusters: Vec<SnapshotReceiver>, ownership: Arc<Ownership>) -> Self {
         let mut registry = Registry::default();
         let errors = Family::<StageLabels, Counter>::default();
         let anomalies = Family::<AnomalyLabels, Counter>::default();
@@ -122,14 +172,38 @@ impl Metrics {
             "Version of the exporter; always 1",
             build_info,
         );
-        registry.register_collector(Box::new(SnapshotCollector { clusters }));
+        registry.register_collector(Box::new(SnapshotCollector {
+            clusters,
+            ownership: ownership.clone(),
+        }));
+        let rendered_view = Mutex::new(ownership.view());
+        let ha = ownership.group().map(|group| {
+            let families = HaFamilies {
+                labels: GroupLabels {
+                    group: group.to_string(),
+                },
+                serving: Family::default(),
+                leader: Family::default(),
+                generation: Family::default(),
+                fallbacks: Family::default(),
+            };
+            let name = |i: usize| HA_FAMILIES[i].0.trim_end_matches("_total");
+            registry.register(name(0), HA_FAMILIES[0].2, families.serving.clone());
+            registry.register(name(1), HA_FAMILIES[1].2, families.leader.clone());
+            registry.register(name(2), HA_FAMILIES[2].2, families.generation.clone());
+            registry.register(name(3), HA_FAMILIES[3].2, families.fallbacks.clone());
+            families
+        });
         Self {
+            ha,
             registry,
             errors,
             anomalies,
             cycle_duration,
             rendered: Mutex::new(Rendered::default()),
             render_turn: Mutex::new(()),
+            ownership,
+            rendered_view,
         }
     }
 
@@ -192,10 +266,67 @@ impl Metrics {
     /// body compressed as the registry writes it, so a gzipped body never exists
     /// uncompressed in memory (at a million series that text is over 100 MB).
     fn render(&self, variant: Variant) -> Bytes {
+        self.forget_unserved();
         let mut body = BodyWriter::new(variant);
         prometheus_client::encoding::text::encode(&mut body, &self.registry)
             .expect("writing to memory cannot fail");
         body.finish()
+    }
+
+    /// Drops the counters of the clusters another replica serves: every series with a
+    /// `kafka_cluster` label comes from the one replica that serves the cluster. A
+    /// cluster taken over again starts them at 0 ([`Metrics::init_cluster`]).
+    fn forget_unserved(&self) {
+        if let Some(ha) = &self.ha {
+            let report = self.ownership.report();
+            let count = i64::try_from(report.serving.len()).unwrap_or(i64::MAX);
+            ha.serving.get_or_create(&ha.labels).set(count);
+            ha.leader
+                .get_or_create(&ha.labels)
+                .set(i64::from(report.leader));
+            ha.generation
+                .get_or_create(&ha.labels)
+                .set(i64::from(report.generation.max(0)));
+            let fallbacks = ha.fallbacks.get_or_create(&ha.labels);
+            fallbacks.inc_by(report.fallbacks.saturating_sub(fallbacks.get()));
+        }
+        for cluster in self.ownership.clusters() {
+            if self.ownership.serves(cluster) {
+                continue;
+            }
+            for stage in Stage::ALL {
+                self.errors.remove(&StageLabels {
+                    kafka_cluster: cluster.clone(),
+                    stage: stage.as_str(),
+                });
+            }
+            for kind in [
+                Anomaly::LsoAboveHighWatermark,
+                Anomaly::CommittedBeyondHighWatermark,
+            ] {
+                self.anomalies.remove(&AnomalyLabels {
+                    kafka_cluster: cluster.clone(),
+                    kind: kind.as_str(),
+                });
+            }
+            self.cycle_duration.remove(&ClusterLabels {
+                kafka_cluster: cluster.clone(),
+            });
+        }
+    }
+
+    /// Drops the rendered bodies when what this replica serves changed since they were
+    /// rendered (a hand-over, or a membership that ran out while frozen).
+    fn outdate_if_moved(&self) {
+        let now = self.ownership.view();
+        let mut view = self
+            .rendered_view
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if *view != now {
+            *view = now;
+            *self.rendered() = Rendered::default();
+        }
     }
 
     /// Marks everything rendered so far as outdated, without rendering.
@@ -211,6 +342,7 @@ impl Metrics {
     /// blocking thread.
     pub fn cycle_finished_and_rendered(&self) {
         let _turn = self.render_turn();
+        self.outdate_if_moved();
         let variant = Variant::new(Some(PROMETHEUS_ACCEPT), true);
         let body = self.render(variant);
         let mut bodies = Rendered::default();
@@ -225,6 +357,7 @@ impl Metrics {
         accept: Option<&str>,
         accept_gzip: bool,
     ) -> Option<(&'static str, bool, Bytes)> {
+        self.outdate_if_moved();
         let variant = Variant::new(accept, accept_gzip);
         let body = self.rendered()[variant.slot()].clone()?;
         Some((variant.content_type(), variant.gzip, body))
@@ -241,6 +374,7 @@ impl Metrics {
     ) -> (&'static str, bool, Bytes) {
         let variant = Variant::new(accept, accept_gzip);
         let _turn = self.render_turn();
+        self.outdate_if_moved();
         let cached = self.rendered()[variant.slot()].clone();
         let body = cached.unwrap_or_else(|| {
             let body = self.render(variant);
@@ -269,6 +403,7 @@ impl Metrics {
 #[derive(Debug)]
 struct SnapshotCollector {
     clusters: Vec<SnapshotReceiver>,
+    ownership: Arc<Ownership>,
 }
 
 impl prometheus_client::collector::Collector for SnapshotCollector {
@@ -278,6 +413,7 @@ impl prometheus_client::collector::Collector for SnapshotCollector {
             .clusters
             .iter()
             .filter_map(|rx| rx.borrow().clone())
+            .filter(|s| self.ownership.serves(&s.cluster))
             .collect();
         let shown: Vec<Shown> = snapshots.iter().map(|s| Shown::new(s)).collect();
         let mut render = Render {
@@ -337,6 +473,11 @@ pub fn catalog() -> Vec<(String, &'static str)> {
         ),
         ("kafka_lso_exporter_build_info".to_string(), "gauge"),
     ]);
+    names.0.extend(
+        HA_FAMILIES
+            .iter()
+            .map(|(name, kind, _)| (name.to_string(), *kind)),
+    );
     names.0
 }
 

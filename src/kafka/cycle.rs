@@ -262,6 +262,11 @@ pub fn check_client(index: usize, config: &ClusterConfig) -> Result<(), String> 
 }
 
 impl KafkaSampler {
+    /// The cluster's own client (its connections, TLS and SASL), when it has one.
+    pub fn wire(&self) -> Option<Arc<WireClient>> {
+        self.wire.clone()
+    }
+
     /// Creates the clients; no connection is made until the first cycle.
     pub fn new(config: &ClusterConfig) -> Result<Self, KafkaError> {
         let oauthbearer = is_oauthbearer(config);

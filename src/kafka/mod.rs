@@ -10,6 +10,8 @@
 //!   SASL/SCRAM, version negotiation, and the messages it encodes itself.
 //! - [`records`]: record-batch headers and what they say about lag (pure code).
 //!
+//! - [`coordination`]: replicas that share the work through a group of Kafka's group
+//!   protocol (`[ha]`), and what this replica may serve ([`coordination::Ownership`]).
 //! - [`capability`]: one mechanism for what the own client may turn out not to be able
 //!   to do on a cluster (off for a while with the reason, then tried again).
 //!
@@ -21,6 +23,7 @@
 
 mod ask;
 pub mod capability;
+pub mod coordination;
 mod cycle;
 mod native;
 pub mod records;

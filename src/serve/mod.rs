@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::derive::ClusterSnapshot;
 use crate::expose::{Metrics, SnapshotReceiver};
+use crate::kafka::coordination::{Mode, Ownership, Report};
 
 /// Shared by all handlers.
 #[derive(Clone)]
@@ -33,6 +34,8 @@ pub struct AppState {
     pub interval: Duration,
     /// Where the metrics are served (`--web.telemetry-path`), validated by the config.
     pub telemetry_path: Arc<str>,
+    /// Which clusters this replica serves (all, without `[ha]`).
+    pub ownership: Arc<Ownership>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -101,10 +104,29 @@ async fn readyz(State(state): State<AppState>) -> Response {
     let limit = state.interval * 3;
     let mut body = String::new();
     let mut ready = true;
+    let report = state.ownership.report();
+    if let Some(group) = &report.group {
+        let _ = writeln!(body, "{}", ha_line(group, &report));
+    }
     for (name, rx) in state.clusters.iter() {
+        if !report.serving.contains(name) {
+            // Another replica's share, or none yet while joining: this replica serves
+            // what it has (nothing of this cluster), and is ready to.
+            let why = match report.refused.get(name) {
+                Some(reason) => format!("not served by this replica: {reason}"),
+                None if report.mode == Mode::Joining => {
+                    "not served until this replica has joined the group".to_string()
+                }
+                None => "served by another replica".to_string(),
+            };
+            let _ = writeln!(body, "{name}: {why}");
+            continue;
+        }
         let snapshot = rx.borrow().clone();
         let Some(snapshot) = snapshot else {
-            ready = false;
+            // Only a replica that just started waits for its first cycle; a member
+            // that just took a cluster over is ready while its first cycle runs.
+            ready &= report.group.is_some();
             let _ = writeln!(body, "{name}: first cycle not ended yet");
             continue;
         };
@@ -140,12 +162,25 @@ async fn readyz(State(state): State<AppState>) -> Response {
 
 async fn index(State(state): State<AppState>) -> Html<String> {
     let snapshots = state.snapshots();
-    Html(render_index(
+    let page = render_index(
         &snapshots,
         &state.bootstrap,
         &state.telemetry_path,
         SystemTime::now(),
-    ))
+    );
+    let report = state.ownership.report();
+    match &report.group {
+        // Which replica serves what: the clusters below are this replica's share.
+        Some(group) => Html(page.replacen(
+            "<h2>Clusters</h2>",
+            &format!(
+                "<p>{}; the other clusters are on the other replicas' pages.</p>\n<h2>Clusters</h2>",
+                escape(&ha_line(group, &report))
+            ),
+            1,
+        )),
+        None => Html(page),
+    }
 }
 
 async fn stuck(State(state): State<AppState>) -> Response {
@@ -158,11 +193,34 @@ async fn stuck(State(state): State<AppState>) -> Response {
 }
 
 impl AppState {
+    /// The clusters this replica serves, with their latest snapshots.
     fn snapshots(&self) -> Vec<(String, Option<Arc<ClusterSnapshot>>)> {
         self.clusters
             .iter()
+            .filter(|(name, _)| self.ownership.serves(name))
             .map(|(name, rx)| (name.clone(), rx.borrow().clone()))
             .collect()
+    }
+}
+
+/// One line on this replica's place in its coordination group.
+fn ha_line(group: &str, report: &Report) -> String {
+    let serving = if report.serving.is_empty() {
+        "nothing".to_string()
+    } else {
+        report.serving.join(", ")
+    };
+    match report.mode {
+        Mode::Member => format!(
+            "ha group {group}: {} of generation {}, serving {serving}",
+            if report.leader { "leader" } else { "member" },
+            report.generation
+        ),
+        Mode::Joining => format!("ha group {group}: joining, serving nothing yet"),
+        Mode::Alone => {
+            format!("ha group {group}: unusable (see the log), serving every cluster alone")
+        }
+        Mode::Everything => format!("ha group {group}: serving {serving}"),
     }
 }
 

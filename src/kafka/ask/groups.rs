@@ -311,7 +311,9 @@ async fn list_at(
     let mut listings = BTreeMap::new();
     for g in response.groups {
         let name = g.group_id.0.to_string();
-        if !accepts(&name) {
+        // The replicas' own coordination group is no consumer group.
+        if !accepts(&name) || g.protocol_type.as_str() == crate::kafka::coordination::PROTOCOL_TYPE
+        {
             continue;
         }
         listings.insert(

@@ -523,6 +523,11 @@ fn ours(key: i16) -> Option<(i16, i16)> {
         DescribeTransactionsRequest::KEY => range::<DescribeTransactionsRequest>(),
         DescribeConfigsRequest::KEY => range::<DescribeConfigsRequest>(),
         FindCoordinatorRequest::KEY => range::<FindCoordinatorRequest>(),
+        // The coordination group of replicas (`[ha]`).
+        JoinGroupRequest::KEY => range::<JoinGroupRequest>(),
+        SyncGroupRequest::KEY => range::<SyncGroupRequest>(),
+        HeartbeatRequest::KEY => range::<HeartbeatRequest>(),
+        LeaveGroupRequest::KEY => range::<LeaveGroupRequest>(),
         DescribeQuorumRequest::KEY => range::<DescribeQuorumRequest>(),
         // v4 can refuse to create topics.
         MetadataRequest::KEY => (4, range::<MetadataRequest>().1),
@@ -687,6 +692,9 @@ pub enum Lane {
     /// Reads in the background of the cycles (the topics' configurations): a broker slow
     /// to answer them holds up no cycle.
     Background,
+    /// The replicas' coordination group (`[ha]`): a JoinGroup waits for the whole
+    /// rebalance, and heartbeats must not wait behind a cycle.
+    Coordination,
 }
 
 /// The exporter's own client for one cluster: its connection pool, driven by the

@@ -320,3 +320,16 @@ send credentials); web.tls: an httpGet probe gets scheme HTTPS. Empty probe: not
 {{- toYaml . }}
 {{- end }}
 {{- end }}
+
+{{/*
+The replicas' coordination group: ha.group, or the release's full name once there is more
+than one replica; empty for one replica.
+*/}}
+{{- define "kafka-lso-exporter.haGroup" -}}
+{{- $ha := .Values.ha | default dict -}}
+{{- if $ha.group -}}
+{{- $ha.group -}}
+{{- else if gt (int .Values.replicaCount) 1 -}}
+{{- printf "kafka-lso-exporter-%s-%s" .Release.Namespace (include "kafka-lso-exporter.fullname" .) | trunc 249 -}}
+{{- end -}}
+{{- end }}
