@@ -1515,12 +1515,14 @@ fn validate_ha(
             ),
         ));
     }
-    if heartbeat_interval.is_zero() || heartbeat_interval * 2 > session_timeout {
+    // At most a third: a heartbeat that runs into its deadline and the next one still
+    // renew the membership in time.
+    if heartbeat_interval.is_zero() || heartbeat_interval * 3 > session_timeout {
         return Err(invalid(
             figment,
             &["ha", "heartbeat_interval"],
             format!(
-                "{} must be above 0 and at most half of session_timeout {}",
+                "{} must be above 0 and at most a third of session_timeout {}",
                 raw.heartbeat_interval, raw.session_timeout
             ),
         ));

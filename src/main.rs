@@ -155,6 +155,20 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    if let Some(ha) = &config.ha {
+        let cluster = config.clusters.iter().find(|c| c.name == ha.cluster);
+        if let Some(Err(reason)) =
+            cluster.map(|c| kafka_lso_exporter::kafka::wire::Security::from_properties(&c.client))
+        {
+            eprintln!(
+                "kafka-lso-exporter: invalid configuration: ha.cluster: the replicas coordinate over \
+                 cluster {}, whose client settings the exporter's own client cannot use: {reason}; \
+                 name another cluster in ha.cluster",
+                ha.cluster
+            );
+            return ExitCode::from(2);
+        }
+    }
     let web = match config
         .web
         .config_file

@@ -123,7 +123,7 @@ const HA_FAMILIES: [(&str, &str, &str); 4] = [
     (
         "kafka_lso_exporter_ha_fallbacks_total",
         "counter",
-        "Times this replica could not use the coordination group and served every cluster alone",
+        "Times this replica could not use the coordination group (denied, or its name taken) and served every cluster alone",
     ),
 ];
 
@@ -357,7 +357,15 @@ impl Metrics {
         accept: Option<&str>,
         accept_gzip: bool,
     ) -> Option<(&'static str, bool, Bytes)> {
-        self.outdate_if_moved();
+        // Never updates the view itself: a render under way may belong to the old one.
+        // A moved view sends the scrape to `encode_for`, which waits for its turn.
+        let current = *self
+            .rendered_view
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if current != self.ownership.view() {
+            return None;
+        }
         let variant = Variant::new(accept, accept_gzip);
         let body = self.rendered()[variant.slot()].clone()?;
         Some((variant.content_type(), variant.gzip, body))

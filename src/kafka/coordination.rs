@@ -18,7 +18,8 @@
 //! A cluster that two members configure differently is not shared: it goes to the
 //! members whose configuration matches the leader's (or most members'), and the others
 //! are told which member they differ from. A group that the ACLs deny falls back to
-//! serving everything alone, with a warning and a counted fallback.
+//! serving everything alone, with a warning and a counted fallback; a replica that cannot
+//! reach any coordinator serves nothing (it may be the only one cut off).
 //!
 //! Imported by the scheduler, the exposition and the HTTP side (through [`Ownership`]);
 //! imports the wire client and the configuration.
@@ -453,21 +454,11 @@ impl Coordinator {
                 }
                 Err(Failure::Unreachable(reason)) => {
                     coordinator = None;
+                    // No fallback to serving alone: a replica cut off from the brokers
+                    // while the others are not would serve its clusters twice. Its
+                    // membership runs out by itself (see `Ownership::serves`).
                     let since = *unreachable_since.get_or_insert_with(Instant::now);
-                    tracing::warn!(%group, "coordination group: {reason}; trying again");
-                    // Nobody can coordinate: after two session timeouts without a
-                    // coordinator, serving alone is better than a gap (the clusters are
-                    // most likely down for every replica alike).
-                    if since.elapsed() >= 2 * self.settings.session_timeout {
-                        self.ownership.update(|s| {
-                            if s.mode != Mode::Alone {
-                                s.fallbacks += 1;
-                                tracing::warn!(%group, "no group coordinator for {:?}: serving every cluster alone until one answers", since.elapsed());
-                            }
-                            s.mode = Mode::Alone;
-                            s.assigned.clear();
-                        });
-                    }
+                    tracing::warn!(%group, unreachable_for = ?since.elapsed(), "coordination group: {reason}; trying again");
                     self.settings.heartbeat_interval
                 }
             };
@@ -567,6 +558,7 @@ impl Coordinator {
     /// One membership: join, sync, then heartbeats until the group rebalances or the
     /// membership is lost.
     async fn session(&self, addr: &str, member_id: &mut String) -> Result<Next, Failure> {
+        let mut heartbeat_to = addr.to_string();
         let group = &self.settings.group;
         let session_timeout = self.settings.session_timeout;
         let (generation, owned) = self.ownership.owned();
@@ -658,13 +650,23 @@ impl Coordinator {
                 })
                 .collect();
         }
-        let synced = self
+        // A new generation exists from here on: what this replica served in the previous
+        // one may already be another's, so a failed SyncGroup leaves it nothing.
+        let syncing = Instant::now();
+        let synced = match self
             .wire
             .pool
             .send_via(Lane::Coordination, addr, &sync, "SyncGroup", deadline)
             .await
-            .map_err(unreachable)?;
+        {
+            Ok(synced) => synced,
+            Err(error) => {
+                self.drop_assignment();
+                return Err(unreachable(error));
+            }
+        };
         if let Some(error) = ResponseError::try_from_code(synced.error_code) {
+            self.drop_assignment();
             return self.failed("SyncGroup", error, member_id);
         }
         let assignment: Assignment = if synced.assignment.is_empty() {
@@ -695,7 +697,7 @@ impl Coordinator {
         self.ownership.update(|s| {
             s.mode = Mode::Member;
             s.assigned = mine;
-            s.valid_until = Some(started + session_timeout);
+            s.valid_until = Some(syncing + session_timeout);
             s.generation = generation;
             s.leader = leader;
             s.member_id = id;
@@ -715,13 +717,28 @@ impl Coordinator {
             let answer = match self
                 .wire
                 .pool
-                .send_via(Lane::Coordination, addr, &beat, "Heartbeat", deadline)
+                .send_via(
+                    Lane::Coordination,
+                    &heartbeat_to,
+                    &beat,
+                    "Heartbeat",
+                    deadline,
+                )
                 .await
             {
                 Ok(answer) => answer,
                 Err(error) => {
                     tracing::debug!(%group, "Heartbeat: {error}");
                     if self.ownership.view().1 {
+                        // The coordinator may have moved (its broker died): ask where
+                        // it is now and go on heartbeating in the same generation, which
+                        // the new coordinator knows from __consumer_offsets.
+                        if let Ok(moved) = self.find_coordinator().await {
+                            if moved != heartbeat_to {
+                                tracing::info!(%group, from = %heartbeat_to, to = %moved, "the coordination group's coordinator moved");
+                                heartbeat_to = moved;
+                            }
+                        }
                         continue;
                     }
                     // The membership ran out while the coordinator did not answer.
@@ -739,6 +756,16 @@ impl Coordinator {
                         s.valid_until = Some(sent + session_timeout);
                     });
                     return Ok(Next::Rejoin);
+                }
+                Some(ResponseError::NotCoordinator | ResponseError::CoordinatorNotAvailable) => {
+                    // Moved: heartbeat the new coordinator in the same generation.
+                    if let Ok(moved) = self.find_coordinator().await {
+                        heartbeat_to = moved;
+                    }
+                    if !self.ownership.view().1 {
+                        self.drop_assignment();
+                        return Ok(Next::Rediscover);
+                    }
                 }
                 Some(error) => return self.failed("Heartbeat", error, member_id),
             }
@@ -772,9 +799,9 @@ impl Coordinator {
                 tracing::info!(%group, "{api}: {error}: looking for the new coordinator");
                 Ok(Next::Rediscover)
             }
-            ResponseError::RebalanceInProgress | ResponseError::CoordinatorLoadInProgress => {
-                Ok(Next::Rejoin)
-            }
+            ResponseError::RebalanceInProgress => Ok(Next::Rejoin),
+            // The coordinator is still loading the group: ask again after a pause.
+            ResponseError::CoordinatorLoadInProgress => Ok(Next::Rediscover),
             ResponseError::UnknownMemberId
             | ResponseError::IllegalGeneration
             | ResponseError::FencedInstanceId => {
