@@ -1469,7 +1469,13 @@ fn validate_ha(
         .map(|g| g.trim().to_string())
         .filter(|g| !g.is_empty())
     else {
-        return Ok(None);
+        return Err(invalid(
+            figment,
+            &["ha", "group"],
+            "missing: an [ha] section without a group would leave every replica serving every \
+             cluster; name the group the replicas share, or remove [ha]"
+                .to_string(),
+        ));
     };
     if group.len() > 249 || group.chars().any(char::is_control) {
         return Err(invalid(

@@ -76,7 +76,7 @@ impl ClusterLoop {
                 if sampling_here {
                     // Another replica serves it now: nothing of it stays here, and what
                     // this replica remembered of it would be stale when it comes back.
-                    tracing::info!(cluster = %self.cluster, "handed over to another replica of the coordination group: no longer sampled here");
+                    tracing::info!(cluster = %self.cluster, "no longer sampled by this replica: another replica's share now, or this replica's membership of the coordination group ran out");
                     self.snapshots.send_replace(None);
                     self.metrics.cycle_finished();
                     deriver = fresh_deriver();
@@ -87,7 +87,7 @@ impl ClusterLoop {
             }
             if !sampling_here {
                 if self.ownership.group().is_some() {
-                    tracing::info!(cluster = %self.cluster, "assigned to this replica by the coordination group: sampling it");
+                    tracing::info!(cluster = %self.cluster, "sampled by this replica now (its share of the coordination group, or every cluster while the group cannot be used)");
                 }
                 self.metrics.init_cluster(&self.cluster);
                 sampling_here = true;

@@ -242,10 +242,17 @@ fn bad_configs() -> Vec<BadConfig> {
         (
             "an [ha] heartbeat as long as the session",
             format!(
-                "{CLUSTER}\n[ha]\ngroup = \"g\"\nsession_timeout = \"10s\"\nheartbeat_interval = \"10s\"\n"
+                "{CLUSTER}\n[ha]\ngroup = \"g\"\nsession_timeout = \"10s\"\nheartbeat_interval = \"4s\"\n"
             ),
             vec![],
             "ha.heartbeat_interval",
+            "bad-",
+        ),
+        (
+            "an [ha] section without a group",
+            format!("{CLUSTER}\n[ha]\nsession_timeout = \"10s\"\n"),
+            vec![],
+            "ha.group",
             "bad-",
         ),
         (

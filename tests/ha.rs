@@ -349,7 +349,7 @@ async fn replicas_configured_differently_do_not_share_the_cluster_they_disagree_
         for (name, replica) in &both {
             let ready = replica.get("/readyz").await.expect("readyz").1;
             if ready.contains(
-                "a: not served by this replica: its configuration of cluster a differs from member",
+                "a: not served by this replica: its configuration of cluster a (topics, groups, client settings, interval or timeout) differs from that of member",
             ) {
                 assert!(
                     !owners["a"].contains(&name.to_string()),

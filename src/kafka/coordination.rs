@@ -287,7 +287,7 @@ pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, 
             .find(|(m, _)| m == id)
             .map(|(m, meta)| match meta.host.as_str() {
                 "" => m.clone(),
-                host => format!("{m} on {host}"),
+                host => format!("{m} (host {host})"),
             })
             .unwrap_or_else(|| id.to_string())
     };
@@ -325,7 +325,7 @@ pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, 
             } else if let Some(a) = out.get_mut(id) {
                 a.refused.insert(
                     (*name).clone(),
-                    format!("its configuration of cluster {name} differs from member {example}'s"),
+                    format!("its configuration of cluster {name} (topics, groups, client settings, interval or timeout) differs from that of member {example}"),
                 );
             }
         }
@@ -632,6 +632,11 @@ impl Coordinator {
                 }
             }
             let plan = assign(member_id, &members);
+            for (id, a) in &plan {
+                for (cluster, reason) in &a.refused {
+                    tracing::warn!(%group, member = %id, %cluster, "not shared with that member: {reason}");
+                }
+            }
             tracing::info!(
                 %group, generation, members = members.len(),
                 "leading the coordination group: {}",
@@ -687,10 +692,11 @@ impl Coordinator {
             .cloned()
             .collect();
         tracing::info!(
-            %group, generation, leader,
-            "serving {} of {} cluster(s): {}",
+            %group, generation, leader, member = %member_id,
+            "serving {} of {} cluster(s){}{}",
             mine.len(),
             self.fingerprints.len(),
+            if mine.is_empty() { " (standing by)" } else { ": " },
             mine.iter().cloned().collect::<Vec<_>>().join(", ")
         );
         let id = member_id.clone();
@@ -914,7 +920,7 @@ mod tests {
         assert_eq!(plan["m1"].clusters, ["a"]);
         assert!(plan["m2"].clusters.is_empty());
         assert!(
-            plan["m2"].refused["a"].contains("differs from member m1"),
+            plan["m2"].refused["a"].contains("differs from that of member m1"),
             "{:?}",
             plan["m2"]
         );

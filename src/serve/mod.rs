@@ -169,6 +169,16 @@ async fn index(State(state): State<AppState>) -> Html<String> {
         SystemTime::now(),
     );
     let report = state.ownership.report();
+    if let (Some(group), true) = (&report.group, report.serving.is_empty()) {
+        // A replica that stands by knows nothing of the clusters: it says so, and no
+        // "every partition's LSO equals its HW" about data it does not sample.
+        return Html(format!(
+            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>kafka-lso-exporter</title></head><body>\n\
+             <h1>kafka-lso-exporter</h1>\n<p>{}.</p>\n<p>This replica serves no cluster now: the \
+             other replicas' pages show them. <a href=\"readyz\">readyz</a></p>\n</body></html>\n",
+            escape(&ha_line(group, &report))
+        ));
+    }
     match &report.group {
         // Which replica serves what: the clusters below are this replica's share.
         Some(group) => Html(page.replacen(
