@@ -256,6 +256,15 @@ pub struct ClusterConfig {
     pub compat_kafka_exporter: bool,
 }
 
+/// The `host:port` entries of a `bootstrap_servers` list, as written.
+pub fn bootstrap_list(bootstrap_servers: &str) -> Vec<&str> {
+    bootstrap_servers
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 /// A cluster's librdkafka properties. They hold secrets (`sasl.password`,
 /// `ssl.key.password`, ...), so `Debug` shows the value of no key that
 /// [`looks_secret`]: a `{:?}` of the config in a log or a panic message leaks nothing.
@@ -1249,11 +1258,7 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             )));
         }
         let bootstrap_servers = cluster.bootstrap_servers.unwrap_or_default();
-        let servers: Vec<&str> = bootstrap_servers
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
+        let servers = bootstrap_list(&bootstrap_servers);
         if servers.is_empty() {
             return Err(at("bootstrap_servers")(
                 "no bootstrap servers; write host:port[,host:port...]".into(),

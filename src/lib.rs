@@ -101,11 +101,8 @@ pub async fn run_with(
                     cluster: cluster.name.clone(),
                 })?,
                 settings: ha.clone(),
-                bootstrap: cluster
-                    .bootstrap_servers
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
+                bootstrap: config::bootstrap_list(&cluster.bootstrap_servers)
+                    .into_iter()
                     .map(str::to_string)
                     .collect(),
                 fingerprints: config

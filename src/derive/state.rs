@@ -350,6 +350,12 @@ pub enum Anomaly {
 }
 
 impl Anomaly {
+    /// Every kind, for counters that exist at 0 from the start.
+    pub const ALL: [Anomaly; 2] = [
+        Anomaly::LsoAboveHighWatermark,
+        Anomaly::CommittedBeyondHighWatermark,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Anomaly::LsoAboveHighWatermark => "lso_above_high_watermark",

@@ -216,10 +216,7 @@ impl Metrics {
                 stage: stage.as_str(),
             }));
         }
-        for kind in [
-            Anomaly::LsoAboveHighWatermark,
-            Anomaly::CommittedBeyondHighWatermark,
-        ] {
+        for kind in Anomaly::ALL {
             drop(self.anomalies.get_or_create(&AnomalyLabels {
                 kafka_cluster: cluster.to_string(),
                 kind: kind.as_str(),
@@ -267,6 +264,7 @@ impl Metrics {
     /// uncompressed in memory (at a million series that text is over 100 MB).
     fn render(&self, variant: Variant) -> Bytes {
         self.forget_unserved();
+        self.refresh_ha();
         let mut body = BodyWriter::new(variant);
         prometheus_client::encoding::text::encode(&mut body, &self.registry)
             .expect("writing to memory cannot fail");
@@ -277,6 +275,30 @@ impl Metrics {
     /// `kafka_cluster` label comes from the one replica that serves the cluster. A
     /// cluster taken over again starts them at 0 ([`Metrics::init_cluster`]).
     fn forget_unserved(&self) {
+        for cluster in self.ownership.clusters() {
+            if self.ownership.serves(cluster) {
+                continue;
+            }
+            for stage in Stage::ALL {
+                self.errors.remove(&StageLabels {
+                    kafka_cluster: cluster.clone(),
+                    stage: stage.as_str(),
+                });
+            }
+            for kind in Anomaly::ALL {
+                self.anomalies.remove(&AnomalyLabels {
+                    kafka_cluster: cluster.clone(),
+                    kind: kind.as_str(),
+                });
+            }
+            self.cycle_duration.remove(&ClusterLabels {
+                kafka_cluster: cluster.clone(),
+            });
+        }
+    }
+
+    /// This replica's place in its coordination group, as the group last said it.
+    fn refresh_ha(&self) {
         if let Some(ha) = &self.ha {
             let report = self.ownership.report();
             let count = i64::try_from(report.serving.len()).unwrap_or(i64::MAX);
@@ -289,29 +311,6 @@ impl Metrics {
                 .set(i64::from(report.generation.max(0)));
             let fallbacks = ha.fallbacks.get_or_create(&ha.labels);
             fallbacks.inc_by(report.fallbacks.saturating_sub(fallbacks.get()));
-        }
-        for cluster in self.ownership.clusters() {
-            if self.ownership.serves(cluster) {
-                continue;
-            }
-            for stage in Stage::ALL {
-                self.errors.remove(&StageLabels {
-                    kafka_cluster: cluster.clone(),
-                    stage: stage.as_str(),
-                });
-            }
-            for kind in [
-                Anomaly::LsoAboveHighWatermark,
-                Anomaly::CommittedBeyondHighWatermark,
-            ] {
-                self.anomalies.remove(&AnomalyLabels {
-                    kafka_cluster: cluster.clone(),
-                    kind: kind.as_str(),
-                });
-            }
-            self.cycle_duration.remove(&ClusterLabels {
-                kafka_cluster: cluster.clone(),
-            });
         }
     }
 

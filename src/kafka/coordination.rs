@@ -196,14 +196,15 @@ impl Ownership {
         }
     }
 
+    /// Applies `change`; wakes the cluster loops when the mode or the assignment moved.
     fn update(&self, change: impl FnOnce(&mut State)) {
-        let before = {
+        let moved = {
             let mut state = self.lock();
             let before = (state.mode, state.assigned.clone());
             change(&mut state);
-            (before.0 != state.mode || before.1 != state.assigned).then_some(())
+            before != (state.mode, state.assigned.clone())
         };
-        if before.is_some() {
+        if moved {
             self.changes.send_modify(|n| *n += 1);
         }
     }
@@ -231,7 +232,7 @@ impl State {
 }
 
 /// A member's metadata in JoinGroup: what it can serve and what it serves now.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Metadata {
     pub version: u32,
     /// The exporter's version, said in the leader's log when it differs.
@@ -614,14 +615,7 @@ impl Coordinator {
                     let metadata = serde_json::from_slice::<Metadata>(&m.metadata)
                         .unwrap_or_else(|error| {
                             tracing::warn!(%group, member = %m.member_id, "a member's metadata does not read ({error}): it gets nothing");
-                            Metadata {
-                                version: 0,
-                                exporter: String::new(),
-                                host: String::new(),
-                                clusters: BTreeMap::new(),
-                                generation: -1,
-                                owned: Vec::new(),
-                            }
+                            Metadata::default()
                         });
                     (m.member_id.to_string(), metadata)
                 })

@@ -26,10 +26,8 @@ pub struct Candidates {
 impl Candidates {
     pub fn new(bootstrap_servers: &str) -> Candidates {
         Candidates {
-            bootstrap: bootstrap_servers
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
+            bootstrap: crate::config::bootstrap_list(bootstrap_servers)
+                .into_iter()
                 .map(str::to_string)
                 .collect(),
             state: Mutex::default(),
