@@ -1394,13 +1394,12 @@ async fn three_brokers_hung_lowest_broker_holds_up_only_its_own() {
 async fn serving_up(replicas: &[&Binary], cluster: &str) -> Vec<usize> {
     let mut serving = Vec::new();
     for (i, replica) in replicas.iter().enumerate() {
-        let answer = tokio::time::timeout(Duration::from_secs(1), replica.get("/metrics")).await;
-        if let Ok(Some((200, body))) = answer {
-            if Scrape::parse(&body).value("kafka_lso_exporter_up", &[("kafka_cluster", cluster)])
-                == Some(1.0)
-            {
-                serving.push(i);
-            }
+        let up = replica
+            .scrape_within(Duration::from_secs(1))
+            .await
+            .and_then(|s| s.value("kafka_lso_exporter_up", &[("kafka_cluster", cluster)]));
+        if up == Some(1.0) {
+            serving.push(i);
         }
     }
     serving

@@ -19,19 +19,7 @@ use rdkafka::producer::Producer;
 const SESSION: &str = "6s";
 
 fn replica(env: &[(String, String)]) -> Binary {
-    let config = repo_root().join("tests/empty.toml");
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    Binary::start(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--interval",
-            "1s",
-            "--log.level",
-            "info,kafka_lso_exporter::kafka::coordination=debug",
-        ],
-        &env,
-    )
+    Binary::start_logging(env, "info,kafka_lso_exporter::kafka::coordination=debug")
 }
 
 /// Two clusters (the same broker under two names, each with a topic of its own) and,
@@ -67,10 +55,7 @@ fn settings(group: Option<&str>, topic_a: &str, topic_b: &str) -> Vec<(String, S
 /// One scrape, or `None` when the replica does not answer within a second (frozen,
 /// dead).
 async fn scrape(replica: &Binary) -> Option<Scrape> {
-    match tokio::time::timeout(Duration::from_secs(1), replica.get("/metrics")).await {
-        Ok(Some((200, body))) => Some(Scrape::parse(&body)),
-        _ => None,
-    }
+    replica.scrape_within(Duration::from_secs(1)).await
 }
 
 /// The series of the clusters (every family with a `kafka_cluster` label), as
@@ -312,7 +297,7 @@ async fn three_replicas_share_the_work_and_take_over_after_sigkill_and_sigstop()
     until_covered("after SIGCONT", &both, Duration::from_secs(20)).await;
     let log = by_name(&owner_b).log();
     assert!(
-        log.contains("joining again") || log.contains("handed over"),
+        log.contains("joining again") || log.contains("no longer sampled by this replica"),
         "the woken replica did not notice the group moved on:\n{log}"
     );
 

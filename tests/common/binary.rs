@@ -23,6 +23,11 @@ impl Binary {
     /// The binary at `--log.level debug` (logfmt) with an empty config file, a 1 s
     /// interval and the `KAFKA_LSO_EXPORTER_*` settings of `env`.
     pub fn start_debug(env: &[(String, String)]) -> Binary {
+        Binary::start_logging(env, "debug")
+    }
+
+    /// [`Binary::start_debug`] at log level (or filter) `level`.
+    pub fn start_logging(env: &[(String, String)], level: &str) -> Binary {
         let config = repo_root().join("tests/empty.toml");
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         Binary::start(
@@ -32,7 +37,7 @@ impl Binary {
                 "--interval",
                 "1s",
                 "--log.level",
-                "debug",
+                level,
                 "--log.format",
                 "logfmt",
             ],
@@ -104,6 +109,15 @@ impl Binary {
             .ok()?;
         let status = response.status().as_u16();
         Some((status, response.text().await.ok()?))
+    }
+
+    /// One `/metrics`, or `None` when it does not answer 200 within `within` (a process
+    /// frozen with SIGSTOP accepts the connection and never answers).
+    pub async fn scrape_within(&self, within: Duration) -> Option<Scrape> {
+        match tokio::time::timeout(within, self.get("/metrics")).await {
+            Ok(Some((200, body))) => Some(Scrape::parse(&body)),
+            _ => None,
+        }
     }
 
     /// `/metrics`, asked again until it answers 200; fails with the log when the process
