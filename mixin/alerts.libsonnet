@@ -121,6 +121,7 @@ local text = import 'lib/text.libsonnet';
       readsUncommittedFor: text.duration(c.readsUncommittedFor),
       hangingFor: text.duration(c.hangingFor),
       clusterDownFor: text.duration(c.clusterDownFor),
+      clustersUnservedFor: text.duration(c.clustersUnservedFor),
       errorsFor: text.duration(c.errorsFor),
       commitStalledFor: text.duration(c.commitStalledFor),
       retentionRiskPercent: text.number(c.retentionRiskFraction * 100),
@@ -357,7 +358,8 @@ local text = import 'lib/text.libsonnet';
           // than go when its status changes: no health condition is needed.
           {
             alert: 'KafkaConsumerGroupCommitStalled',
-            expr: 'max without (status) (last_over_time(kafka_consumergroup_status%s[%s])) == 1' % [sel(['status=~"stalled|stopped"']), w],
+            expr: 'max without (status, %s) (last_over_time(kafka_consumergroup_status%s[%s])) == 1'
+                  % [std.join(', ', c.replicaLabels), sel(['status=~"stalled|stopped"']), w],
             'for': c.commitStalledFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -453,8 +455,11 @@ local text = import 'lib/text.libsonnet';
             alert: 'KafkaLsoExporterClusterDown',
             // Bridged by its last value within pagingGapWindow: a failed scrape or an
             // exporter restart (every series stale for a scrape or two) does not restart
-            // the `for`. A cluster that is back reads 1 at once.
-            expr: '(kafka_lso_exporter_up%(s)s + 0 or last_over_time(kafka_lso_exporter_up%(s)s[%(w)s])) == 0' % { s: sel([]), w: w },
+            // the `for`. A cluster that is back reads 1 at once. The replica labels are
+            // aggregated away, the current value of any replica first: a cluster handed
+            // over to another replica ([ha]) keeps its alert and its `for`.
+            expr: '(max without (%(r)s) (kafka_lso_exporter_up%(s)s) or max without (%(r)s) (last_over_time(kafka_lso_exporter_up%(s)s[%(w)s]))) == 0'
+                  % { s: sel([]), w: w, r: std.join(', ', c.replicaLabels) },
             'for': c.clusterDownFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -470,8 +475,8 @@ local text = import 'lib/text.libsonnet';
             alert: 'KafkaLsoExporterStale',
             // The same bridge: the last success's time, not a value, so the age stays true
             // through the gap.
-            expr: 'time() - (kafka_lso_exporter_last_success_timestamp_seconds%(s)s + 0 or last_over_time(kafka_lso_exporter_last_success_timestamp_seconds%(s)s[%(w)s])) > %(t)s'
-                  % { s: sel([]), w: w, t: text.number(c.staleSeconds) },
+            expr: 'time() - (max without (%(r)s) (kafka_lso_exporter_last_success_timestamp_seconds%(s)s) or max without (%(r)s) (last_over_time(kafka_lso_exporter_last_success_timestamp_seconds%(s)s[%(w)s]))) > %(t)s'
+                  % { s: sel([]), w: w, t: text.number(c.staleSeconds), r: std.join(', ', c.replicaLabels) },
             'for': c.staleFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -481,6 +486,28 @@ local text = import 'lib/text.libsonnet';
                 {{ $value | humanizeDuration }} ago, more than 3 sampling intervals.
               |||),
               runbook_url: runbook('KafkaLsoExporterStale'),
+            },
+          },
+          // [ha]: clusters the replicas' configuration names that no replica serves now (a
+          // replica frozen or cut off from the coordinator after its membership ran out,
+          // replicas that cannot agree, a coordinating cluster down). Their series are
+          // absent everywhere, so KafkaLsoExporterClusterDown has nothing to read. A
+          // replica that cannot be scraped counts as serving nothing. Without [ha] there are
+          // no such series and the alert cannot fire.
+          {
+            alert: 'KafkaLsoExporterClustersUnserved',
+            expr: 'max by (group) (kafka_lso_exporter_ha_clusters%(s)s) - sum by (group) (kafka_lso_exporter_ha_serving_clusters%(s)s) > 0'
+                  % { s: sel([]) },
+            'for': c.clustersUnservedFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'kafka-lso-exporter: {{ $value }} cluster(s) of coordination group {{ $labels.group }} served by no replica',
+              description: describe(|||
+                The replicas of coordination group {{ $labels.group }} have served {{ $value }} fewer clusters than their
+                configuration names for more than %(clustersUnservedFor)s: no replica samples those clusters, their
+                series are absent and no alert about them can fire. /readyz of each replica names what it serves.
+              |||),
+              runbook_url: runbook('KafkaLsoExporterClustersUnserved'),
             },
           },
           // rate() over errorsRateWindow needs no bridge: the window spans a scrape or two

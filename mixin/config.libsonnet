@@ -93,6 +93,10 @@
     // intervals at the default interval of 15 s (use 3 x your interval).
     staleSeconds: 45,
     staleFor: '1m',
+    // KafkaLsoExporterClustersUnserved ([ha]): how long a cluster may be served by no
+    // replica. A hand-over takes the session timeout plus a cycle or two (about 15 s at
+    // the defaults); a coordinator failing over a few seconds more.
+    clustersUnservedFor: '2m',
     // KafkaLsoExporterErrors: failures per second of one stage, over errorsRateWindow,
     // for errorsFor.
     errorsThreshold: 0,

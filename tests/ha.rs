@@ -180,8 +180,20 @@ async fn three_replicas_share_the_work_and_take_over_after_sigkill_and_sigstop()
     // Steady state: the union is what one replica serves, each series from one replica.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let mut union: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    let mut serving_clusters = 0.0;
     for (name, replica) in &all {
         let s = scrape(replica).await.expect("scrape");
+        // What KafkaLsoExporterClustersUnserved compares: the clusters configured, and
+        // the ones each replica serves.
+        let ha = [("group", group.as_str())];
+        assert_eq!(
+            s.value("kafka_lso_exporter_ha_clusters", &ha),
+            Some(2.0),
+            "{name}"
+        );
+        serving_clusters += s
+            .value("kafka_lso_exporter_ha_serving_clusters", &ha)
+            .expect("ha_serving_clusters");
         for series in cluster_series(&s) {
             union.entry(series).or_default().push(name);
         }
@@ -206,6 +218,10 @@ async fn three_replicas_share_the_work_and_take_over_after_sigkill_and_sigstop()
             ready.1
         );
     }
+    assert_eq!(
+        serving_clusters, 2.0,
+        "the replicas serve every cluster once"
+    );
     let twice: Vec<_> = union.iter().filter(|(_, by)| by.len() > 1).collect();
     assert!(twice.is_empty(), "served by two replicas: {twice:?}");
     let served: BTreeSet<String> = union.keys().cloned().collect();

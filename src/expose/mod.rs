@@ -97,6 +97,7 @@ struct GroupLabels {
 #[derive(Debug)]
 struct HaFamilies {
     labels: GroupLabels,
+    clusters: Family<GroupLabels, Gauge>,
     serving: Family<GroupLabels, Gauge>,
     leader: Family<GroupLabels, Gauge>,
     generation: Family<GroupLabels, Gauge>,
@@ -104,7 +105,12 @@ struct HaFamilies {
 }
 
 /// The exporter's own families of `[ha]`: (name as shown, kind, help).
-const HA_FAMILIES: [(&str, &str, &str); 4] = [
+const HA_FAMILIES: [(&str, &str, &str); 5] = [
+    (
+        "kafka_lso_exporter_ha_clusters",
+        "gauge",
+        "Clusters this replica's configuration names, which the coordination group shares out",
+    ),
     (
         "kafka_lso_exporter_ha_serving_clusters",
         "gauge",
@@ -182,16 +188,18 @@ impl Metrics {
                 labels: GroupLabels {
                     group: group.to_string(),
                 },
+                clusters: Family::default(),
                 serving: Family::default(),
                 leader: Family::default(),
                 generation: Family::default(),
                 fallbacks: Family::default(),
             };
             let name = |i: usize| HA_FAMILIES[i].0.trim_end_matches("_total");
-            registry.register(name(0), HA_FAMILIES[0].2, families.serving.clone());
-            registry.register(name(1), HA_FAMILIES[1].2, families.leader.clone());
-            registry.register(name(2), HA_FAMILIES[2].2, families.generation.clone());
-            registry.register(name(3), HA_FAMILIES[3].2, families.fallbacks.clone());
+            registry.register(name(0), HA_FAMILIES[0].2, families.clusters.clone());
+            registry.register(name(1), HA_FAMILIES[1].2, families.serving.clone());
+            registry.register(name(2), HA_FAMILIES[2].2, families.leader.clone());
+            registry.register(name(3), HA_FAMILIES[3].2, families.generation.clone());
+            registry.register(name(4), HA_FAMILIES[4].2, families.fallbacks.clone());
             families
         });
         Self {
@@ -301,8 +309,13 @@ impl Metrics {
     fn refresh_ha(&self) {
         if let Some(ha) = &self.ha {
             let report = self.ownership.report();
-            let count = i64::try_from(report.serving.len()).unwrap_or(i64::MAX);
-            ha.serving.get_or_create(&ha.labels).set(count);
+            let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+            ha.clusters
+                .get_or_create(&ha.labels)
+                .set(count(self.ownership.clusters().len()));
+            ha.serving
+                .get_or_create(&ha.labels)
+                .set(count(report.serving.len()));
             ha.leader
                 .get_or_create(&ha.labels)
                 .set(i64::from(report.leader));
