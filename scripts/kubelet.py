@@ -66,13 +66,11 @@ SCRAPED_WITHIN = 45.0
 # The hash of "changeme" (docs/web-config.md).
 BCRYPT_CHANGEME = "$2b$10$ByvS7b1gz/BLrB4Py0xMwObVKeSylhtf7jhbeESoh/RGbvBhK2q5i"
 # The keys of the Secrets the manifests mount whole (without items), as their comments and
-# values.yaml tell users to create them.
+# values.yaml tell users to create them; for other Secrets mounted whole, the files the pod
+# names under their mount path.
 SECRET_KEYS = {
     "kafka-lso-exporter-tls": ["ca.crt"],
     "kafka-lso-exporter-web": ["web.yml", "web-config.yml", "tls.crt", "tls.key", "ca.crt"],
-    # ci/sasl-ssl-values.yaml: a client certificate Secret as cert-manager writes it, plus
-    # the key's password.
-    "kafka-staging-client": ["ca.crt", "tls.crt", "tls.key", "key-password"],
 }
 # The ConfigMaps the values files mount but leave to the user to create, as their comments
 # describe them.
@@ -301,6 +299,22 @@ class Pod:
                         ]}}))
         return out
 
+    def referenced_keys(self, volume):
+        """The files of a volume mounted whole that the pod names (in its ConfigMaps, args
+        or env values): the keys its Secret must hold."""
+        texts = [str(v) for d in self.objects if d.get("kind") == "ConfigMap"
+                 for v in d.get("data", {}).values()]
+        texts += [str(a) for a in self.container.get("args", [])]
+        texts += [str(e.get("value", "")) for e in self.container.get("env", [])]
+        keys = set()
+        for mount in self.container.get("volumeMounts", []):
+            if mount["name"] != volume["name"] or "subPath" in mount:
+                continue
+            prefix = re.escape(mount["mountPath"].rstrip("/") + "/")
+            for text in texts:
+                keys.update(re.findall(prefix + r"([A-Za-z0-9._-]+)", text))
+        return sorted(keys)
+
     def volume_files(self, volume):
         """The files of a volume: {relative path: (content, mode)}; None for emptyDir."""
         if "emptyDir" in volume:
@@ -311,8 +325,9 @@ class Pod:
         def add(kind, source, default_mode):
             if kind == "secret":
                 name = source.get("secretName") or source.get("name")
-                keys = [i["key"] for i in source.get("items", [])] or SECRET_KEYS.get(name)
-                if keys is None:
+                keys = [i["key"] for i in source.get("items", [])] or SECRET_KEYS.get(name) \
+                    or self.referenced_keys(volume)
+                if not keys:
                     raise Problem(f"Secret {name} mounted whole: add its keys to SECRET_KEYS")
                 content = lambda key: self.stand_in(name, key)
             else:
@@ -575,6 +590,9 @@ def inside(path, options, exporter, index):
                     break
                 time.sleep(2)
             problems += missing
+            if not missing:
+                scheme, port, path, _ = pod.scrape()
+                facts.append(f"scraped {scheme}://{POD_IP}:{port}{path} at {time.monotonic() - started:.1f} s: every cluster there")
             grace = pod.spec.get("terminationGracePeriodSeconds", 30)
             process.send_signal(signal.SIGTERM)
             stopping = time.monotonic()
