@@ -228,6 +228,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             left_out_groups: Default::default(),
             series: 0,
             eos_cost: Default::default(),
+            features: Default::default(),
             exposition,
             brokers: Vec::new(),
             retention_ms: derived.retention_ms,

@@ -112,24 +112,56 @@ local text = import 'lib/text.libsonnet';
       + '[' + c.fencedWindow + ']) > 0` $labels.' + cl + ' $labels.transactional_id | query }}'
       + ' Its coordinator moved in the same window (a broker restart, or leadership of __transaction_state moving):'
       + ' a fencing right after a move is usually a producer that retried through it.{{ end }}',
+    // A two-phase (KIP-939) transaction among the oldest listed: its coordinator never
+    // times it out.
+    local twoPhase =
+      '{{ range printf `kafka_coordinator_transaction_two_phase' + sel([cl + '=%q', 'transactional_id=%q', 'producer_id=%q', 'producer_epoch=%q']) + ' == 1`'
+      + ' $labels.' + cl + ' $labels.transactional_id $labels.producer_id $labels.producer_epoch | query }}',
+    // The series the max_series guard limits; a feature's status and reason.
+    local seriesOf =
+      '{{ range printf `max(kafka_lso_exporter_series' + sel([cl + '=%q']) + ')` $labels.' + cl + ' | query }}'
+      + '{{ .Value }}{{ end }}',
+    local featureReason =
+      '{{ range printf `topk(1, kafka_lso_exporter_feature_info' + sel([cl + '=%q', 'feature=%q', 'status!="ok"']) + ')`'
+      + ' $labels.' + cl + ' $labels.feature | query }} Status {{ .Labels.status }}: {{ .Labels.reason }}{{ end }}',
+    // An alert's own threshold and `for` as its annotations say them. In the Helm chart's
+    // copy of the texts (annotationPlaceholders) they are placeholders, which the chart
+    // fills in from the threshold and `for` it renders: an override changes both.
+    local placeholders = c.annotationPlaceholders,
+    local own = {
+      duration(d): if placeholders then '${for}' else text.duration(d),
+      number(n): if placeholders then '${threshold}' else text.number(n),
+      seconds(n): if placeholders then '${threshold_seconds}' else text.seconds(n),
+      percent(f): if placeholders then '${threshold_percent}' else text.number(f * 100),
+    },
     local v = {
       cl: cl,
       transactionAtLso: transactionAtLso,
       withheldAge: withheldAge,
-      gapFor: text.duration(c.gapFor),
-      blockedStuck: text.seconds(c.blockedStuckSeconds),
-      readsUncommittedFor: text.duration(c.readsUncommittedFor),
-      hangingFor: text.duration(c.hangingFor),
-      clusterDownFor: text.duration(c.clusterDownFor),
-      clustersUnservedFor: text.duration(c.clustersUnservedFor),
-      errorsFor: text.duration(c.errorsFor),
-      commitStalledFor: text.duration(c.commitStalledFor),
-      retentionRiskPercent: text.number(c.retentionRiskFraction * 100),
-      retentionRiskFor: text.duration(c.retentionRiskFor),
-      retentionRiskCritical: text.seconds(c.retentionRiskCriticalSeconds),
+      twoPhase: twoPhase,
+      seriesOf: seriesOf,
+      featureReason: featureReason,
+      gapThreshold: own.number(c.gapThreshold),
+      gapFor: own.duration(c.gapFor),
+      stuckWarning: own.seconds(c.stuckWarningSeconds),
+      stuckCritical: own.seconds(c.stuckCriticalSeconds),
+      blockedStuck: own.seconds(c.blockedStuckSeconds),
+      readsUncommittedFor: own.duration(c.readsUncommittedFor),
+      hangingFor: own.duration(c.hangingFor),
+      clusterDownFor: own.duration(c.clusterDownFor),
+      staleSeconds: own.seconds(c.staleSeconds),
+      clustersUnservedFor: own.duration(c.clustersUnservedFor),
+      errorsThreshold: own.number(c.errorsThreshold),
+      errorsFor: own.duration(c.errorsFor),
+      exporterAbsentFor: own.duration(c.exporterAbsentFor),
+      seriesDroppedFor: own.duration(c.seriesDroppedFor),
+      featureDownFor: own.duration(c.featureDownFor),
+      commitStalledFor: own.duration(c.commitStalledFor),
+      retentionRiskPercent: own.percent(c.retentionRiskFraction),
+      retentionRiskFor: own.duration(c.retentionRiskFor),
+      retentionRiskCritical: own.seconds(c.retentionRiskCriticalSeconds),
       lostRecordsWindow: text.duration(c.lostRecordsWindow),
-      longOpenUnseen: text.seconds(c.longOpenUnseenSeconds),
-      prepared: text.seconds(c.preparedTransactionSeconds),
+      longOpenUnseen: own.seconds(c.longOpenUnseenSeconds),
       fencedWindow: text.duration(c.fencedWindow),
       groupStatus: groupStatus,
       longestStall: longestStall,
@@ -153,7 +185,7 @@ local text = import 'lib/text.libsonnet';
               description: describe(|||
                 On cluster {{ $labels.%(cl)s }}, {{ $value }} records of one partition of topic {{ $labels.topic }}
                 sit between its last stable offset and its high watermark (the largest gap among the topic's
-                partitions), above the threshold for more than %(gapFor)s. read_committed consumers cannot
+                partitions), above %(gapThreshold)s for more than %(gapFor)s. read_committed consumers cannot
                 read them until the oldest open transaction in that partition commits or aborts. The
                 visibility dashboard's Top partitions by withheld records names the partition while its LSO is pinned.
               |||),
@@ -168,8 +200,8 @@ local text = import 'lib/text.libsonnet';
               summary: '{{ $labels.topic }}/{{ $labels.partition }}: last stable offset stuck for {{ $value | humanizeDuration }}',
               description: describe(|||
                 On cluster {{ $labels.%(cl)s }}, the last stable offset of {{ $labels.topic }}/{{ $labels.partition }}
-                has not moved for {{ $value | humanizeDuration }} while the high watermark is ahead of it:
-                a transaction has been open longer than the default transaction.timeout.ms.
+                has not moved for {{ $value | humanizeDuration }} (more than %(stuckWarning)s) while the high watermark
+                is ahead of it: a transaction has been open longer than the default transaction.timeout.ms (1 minute).
                 read_committed consumers of this partition are blocked.%(transactionAtLso)s
               |||),
               runbook_url: runbook('KafkaLsoStuck'),
@@ -184,8 +216,8 @@ local text = import 'lib/text.libsonnet';
               summary: '{{ $labels.topic }}/{{ $labels.partition }}: last stable offset stuck for {{ $value | humanizeDuration }}, beyond any transaction timeout',
               description: describe(|||
                 On cluster {{ $labels.%(cl)s }}, the last stable offset of {{ $labels.topic }}/{{ $labels.partition }}
-                has not moved for {{ $value | humanizeDuration }}, longer than the broker's default
-                transaction.max.timeout.ms (15 minutes): a late or hanging transaction. It will not end
+                has not moved for {{ $value | humanizeDuration }}, more than %(stuckCritical)s (the broker's default
+                transaction.max.timeout.ms is 15 minutes): a late or hanging transaction. It will not end
                 by itself; read_committed consumers of this partition stay blocked until it is aborted.%(transactionAtLso)s
               |||),
               runbook_url: runbook('KafkaLsoStuck'),
@@ -258,19 +290,18 @@ local text = import 'lib/text.libsonnet';
           // The N oldest open transactions of the cluster (transaction_list_detail), by their
           // coordinators' listing: those that no per-partition forensics series shows
           // (kafka_transaction_open_info is there for every open transaction of a pinned
-          // partition) and that are not two-phase (those are KafkaTransactionPrepared's),
-          // while the cluster counts at least one unpinning transaction. Ongoing ones their
-          // coordinator should have timed out; PrepareCommit, PrepareAbort and
-          // PrepareEpochFence ones it has decided but cannot complete (no time left is
-          // exported for them). Matched on the producer id alone: a transaction a partition
-          // shows under another epoch is still seen.
+          // partition), while the cluster counts at least one unpinning transaction. Ongoing
+          // ones their coordinator should have timed out, unless they are two-phase (KIP-939,
+          // kafka_coordinator_transaction_two_phase 1), which it never times out; PrepareCommit,
+          // PrepareAbort and PrepareEpochFence ones it has decided but cannot complete (no time
+          // left is exported for them). Matched on the producer id alone: a transaction a
+          // partition shows under another epoch is still seen.
           {
             alert: 'KafkaTransactionLongOpenUnseen',
             expr: |||
               (
                 kafka_coordinator_transaction_age_seconds%(s)s
                   unless on (%(cl)s, producer_id) kafka_transaction_open_info%(s)s
-                  unless on (%(cl)s, transactional_id, producer_id, producer_epoch) (kafka_coordinator_transaction_two_phase%(s)s == 1)
                   and on (%(cl)s) (kafka_cluster_unpinning_open_transactions%(s)s > 0)
               ) > %(age)s
             ||| % { s: sel([]), cl: cl, age: text.number(c.longOpenUnseenSeconds) },
@@ -283,7 +314,10 @@ local text = import 'lib/text.libsonnet';
                 {{ $value | humanizeDuration }} in state {{ $labels.state }} on coordinator {{ $labels.coordinator }},
                 longer than %(longOpenUnseen)s, and pins no partition the exporter samples: it writes only to topics
                 outside the exporter's topic filter, waits behind an older transaction, or has written nowhere yet.
-                {{ if eq $labels.state "Ongoing" }}Its coordinator should have timed it out by now.{{ else }}Its
+                {{ if eq $labels.state "Ongoing" }}%(twoPhase)sIt is a two-phase (KIP-939)
+                transaction, which its coordinator never times out: only its external transaction manager or an operator
+                ends it; do not terminate it before that manager's decision is known.{{ else }}Its coordinator should
+                have timed it out by now.{{ end }}{{ else }}Its
                 coordinator has decided its outcome but cannot complete it: it cannot write the markers to a
                 partition the transaction wrote to, usually one without a leader or below min.insync.replicas.
                 Check the leaders and ISR of its partitions (kafka-transactions.sh describe --transactional-id
@@ -293,33 +327,6 @@ local text = import 'lib/text.libsonnet';
                 consumers without any per-partition alert. The exporter's /api/v1/stuck lists it under transactions.
               |||),
               runbook_url: runbook('KafkaTransactionLongOpenUnseen'),
-            },
-          },
-          // Two-phase (KIP-939) transactions among the oldest open ones, as the exporter
-          // marks them (kafka_coordinator_transaction_two_phase 1): their coordinator never
-          // aborts them. Not "no time left": an ordinary transaction in PrepareCommit,
-          // PrepareAbort or PrepareEpochFence has none either.
-          {
-            alert: 'KafkaTransactionPrepared',
-            expr: |||
-              (
-                kafka_coordinator_transaction_age_seconds%(s)s
-                  and on (%(cl)s, transactional_id, producer_id, producer_epoch) (kafka_coordinator_transaction_two_phase%(s)s == 1)
-              ) > %(age)s
-            ||| % { s: sel([]), cl: cl, age: text.number(c.preparedTransactionSeconds) },
-            labels: { severity: 'warning' },
-            annotations: {
-              summary: 'Two-phase transaction {{ $labels.transactional_id }} open for {{ $value | humanizeDuration }}, only its application or an operator can end it',
-              description: describe(|||
-                On cluster {{ $labels.%(cl)s }}, the two-phase (KIP-939) transaction of transactional id
-                {{ $labels.transactional_id }} (producer id {{ $labels.producer_id }}, epoch {{ $labels.producer_epoch }},
-                state {{ $labels.state }}, coordinator {{ $labels.coordinator }}) has been open for
-                {{ $value | humanizeDuration }}, longer than %(prepared)s. Its coordinator never times it out:
-                it ends when the external transaction manager commits or aborts it, or when an operator
-                terminates it. Until then every partition it wrote to is withheld from read_committed consumers.
-                Do not terminate it before the external transaction manager's decision is known.
-              |||),
-              runbook_url: runbook('KafkaTransactionPrepared'),
             },
           },
           // Fencings per transactional id. The counter's series appears at the first fencing
@@ -483,7 +490,7 @@ local text = import 'lib/text.libsonnet';
               summary: 'kafka-lso-exporter has no fresh sample of cluster {{ $labels.%s }}' % cl,
               description: describe(|||
                 The last successful sampling cycle of cluster {{ $labels.%(cl)s }} ended
-                {{ $value | humanizeDuration }} ago, more than 3 sampling intervals.
+                {{ $value | humanizeDuration }} ago, more than %(staleSeconds)s.
               |||),
               runbook_url: runbook('KafkaLsoExporterStale'),
             },
@@ -522,9 +529,72 @@ local text = import 'lib/text.libsonnet';
               summary: 'kafka-lso-exporter keeps failing at {{ $labels.stage }} on cluster {{ $labels.%s }}' % cl,
               description: describe(|||
                 Sampling of cluster {{ $labels.%(cl)s }} has failed at stage {{ $labels.stage }} for
-                %(errorsFor)s ({{ $value | humanize }} failures per second). The affected series are absent.
+                %(errorsFor)s ({{ $value | humanize }} failures per second, above %(errorsThreshold)s). The affected series are absent.
               |||),
               runbook_url: runbook('KafkaLsoExporterErrors'),
+            },
+          },
+          // The exporter itself gone: dead, never scraped, or its scrapes failing. Its build
+          // info is always there while it is scraped; absent() has nothing but the selector's
+          // equality matchers for labels, so the selector should name its scrape job.
+          {
+            alert: 'KafkaLsoExporterAbsent',
+            expr: 'absent(kafka_lso_exporter_build_info%s)' % promql.selector({ kafkaLsoExporterSelector: c.exporterAbsentSelector }, []),
+            'for': c.exporterAbsentFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'kafka-lso-exporter is not scraped{{ with $labels.job }} (job {{ . }}){{ end }}: no alert about Kafka transactions can fire',
+              description: describe(|||
+                Prometheus has scraped no kafka-lso-exporter{{ with $labels.job }} of job {{ . }}{{ end }}{{ with $labels.namespace }}
+                in namespace {{ . }}{{ end }} for more than %(exporterAbsentFor)s: it is not running (a crash loop, a pod that
+                cannot be scheduled, a failed rollout), or Prometheus cannot scrape it (service discovery, a NetworkPolicy,
+                the scrape's TLS or credentials). Every other alert of kafka-lso-exporter is blind meanwhile: their series
+                are absent, and KafkaLsoExporterClusterDown has no series to evaluate.
+              |||),
+              runbook_url: runbook('KafkaLsoExporterAbsent'),
+            },
+          },
+          // The max_series guard at work: whole groups' offset series left out. Bridged like
+          // KafkaLsoExporterClusterDown across a restart.
+          {
+            alert: 'KafkaLsoExporterSeriesDropped',
+            expr: '(max without (%(r)s) (kafka_lso_exporter_series_dropped%(s)s) or max without (%(r)s) (last_over_time(kafka_lso_exporter_series_dropped%(s)s[%(w)s]))) > 0'
+                  % { s: sel([]), w: w, r: std.join(', ', c.replicaLabels) },
+            'for': c.seriesDroppedFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'kafka-lso-exporter leaves {{ $value }} series of cluster {{ $labels.%s }} out: more than its max_series' % cl,
+              description: describe(|||
+                For more than %(seriesDroppedFor)s, the exporter has left {{ $value }} series of cluster {{ $labels.%(cl)s }} out
+                of /metrics: with them it would serve more than the cluster's max_series (it serves %(seriesOf)s now). They
+                are the offset and lag series, per partition and per topic, of whole consumer groups outside priority_groups;
+                the alerts on those groups cannot fire. The status page / and the JSON API still show every group. Raise
+                max_series, name the groups that matter in priority_groups, or narrow the cluster's groups filter.
+              |||),
+              runbook_url: runbook('KafkaLsoExporterSeriesDropped'),
+            },
+          },
+          // A feature the configuration asks for that does not work: an ACL missing, a broker
+          // too old, credentials refused. A feature turned off has no feature_up series. The
+          // status and reason come from kafka_lso_exporter_feature_info in the description,
+          // not as labels: a reason names the broker's error, and a changed text would start
+          // the alert and its `for` over. Bridged like KafkaLsoExporterClusterDown.
+          {
+            alert: 'KafkaLsoExporterFeatureDown',
+            expr: '(max without (%(r)s) (kafka_lso_exporter_feature_up%(s)s) or max without (%(r)s) (last_over_time(kafka_lso_exporter_feature_up%(s)s[%(w)s]))) == 0'
+                  % { s: sel([]), w: w, r: std.join(', ', c.replicaLabels) },
+            'for': c.featureDownFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'kafka-lso-exporter: {{ $labels.feature }} does not work on cluster {{ $labels.%s }}' % cl,
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, the exporter's {{ $labels.feature }} has not worked for more than
+                %(featureDownFor)s although the configuration asks for it.%(featureReason)s The series that need it are
+                absent and the alerts that read them cannot fire. The exporter picks it up again without a restart once
+                the cause is gone (an ACL granted, the brokers upgraded); turn the feature off in the configuration if
+                it is not wanted.
+              |||),
+              runbook_url: runbook('KafkaLsoExporterFeatureDown'),
             },
           },
         ],

@@ -80,10 +80,6 @@
     // has been open: the broker's default transaction.max.timeout.ms (15 min) plus the
     // exporter's default hanging_margin (1 min). Its coordinator should have ended it.
     longOpenUnseenSeconds: 960,
-    // KafkaTransactionPrepared: seconds a two-phase (KIP-939) transaction, which its
-    // coordinator never times out, has been open: longer than the broker's default
-    // transaction.max.timeout.ms lets any other transaction live.
-    preparedTransactionSeconds: 900,
     // KafkaTransactionFenced: the window over which a fencing counts; the alert fires for
     // this long after the last one.
     fencedWindow: '15m',
@@ -102,6 +98,24 @@
     errorsThreshold: 0,
     errorsRateWindow: '5m',
     errorsFor: '15m',
+    // KafkaLsoExporterAbsent: how long Prometheus may have no kafka_lso_exporter_build_info
+    // of the exporter (dead, never scraped, or its scrapes failing) before the alert fires;
+    // while it is absent, no other alert of the exporter can fire.
+    exporterAbsentFor: '5m',
+    // The matchers of that one query, which must name the exporter's scrape job: with none,
+    // the alert fires only when no kafka-lso-exporter at all is scraped. The Helm chart
+    // fills in its own job and namespace (prometheusRule.exporterSelector).
+    exporterAbsentSelector: self.kafkaLsoExporterSelector,
+    // KafkaLsoExporterSeriesDropped: how long the max_series guard may leave series out.
+    seriesDroppedFor: '15m',
+    // KafkaLsoExporterFeatureDown: how long a feature the configuration asks for may not
+    // work (kafka_lso_exporter_feature_up 0) before the alert fires.
+    featureDownFor: '10m',
+
+    // Internal: the annotations of the Helm chart's copy (files/alert-texts.yaml) name
+    // an alert's own threshold and `for` by placeholders the chart fills in from its
+    // values, so that an overridden number reaches the text as well. Leave false.
+    annotationPlaceholders: false,
 
     // runbook_url of each alert: this followed by <alert name>.md.
     runbookURLBase: 'https://github.com/kafka-lso-exporter/kafka-lso-exporter/blob/main/docs/runbooks/',

@@ -4,6 +4,7 @@ local mixin = import 'mixin.libsonnet';
 local render = import 'lib/render.libsonnet';
 
 local rules = render.rulesYaml(mixin);
+local alertTexts = render.alertTextsYaml(mixin + { _config+:: { annotationPlaceholders: true } });
 local chart = 'deploy/helm/kafka-lso-exporter/files/';
 local dashboards = {
   [name]: render.dashboardJson(mixin.grafanaDashboards[name])
@@ -13,6 +14,7 @@ local dashboards = {
 {
   'alerts/kafka-lso-exporter.rules.yml': rules,
   [chart + 'kafka-lso-exporter.rules.yml']: rules,
+  [chart + 'alert-texts.yaml']: alertTexts,
 }
 + {
   ['dashboards/' + name]: dashboards[name]

@@ -244,3 +244,78 @@ pub async fn run_with(
 async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|stop| *stop).await;
 }
+
+/// What `--check-config --connect` found of one cluster.
+#[derive(Debug)]
+pub struct ConnectCheck {
+    pub cluster: String,
+    /// Why no cycle reached the cluster; `None` when one did.
+    pub unreachable: Option<String>,
+    /// Each feature the cycles could judge.
+    pub features:
+        std::collections::BTreeMap<kafka::features::Feature, kafka::features::FeatureState>,
+}
+
+impl ConnectCheck {
+    /// The cluster was reached and no feature the configuration asks for is known not
+    /// to work.
+    pub fn passed(&self) -> bool {
+        use kafka::features::Status;
+        self.unreachable.is_none()
+            && self
+                .features
+                .values()
+                .all(|s| matches!(s.status, Status::Ok | Status::Disabled))
+    }
+}
+
+/// Connects to every cluster and runs sampling cycles (at most `cycles`, `pause` apart)
+/// until each feature that can be judged without traffic has been (the retention read
+/// runs in the background of the first cycle), as the exporter would: the capability
+/// map `--check-config --connect` prints.
+pub async fn connect_check(
+    config: &Config,
+    cycles: usize,
+    pause: std::time::Duration,
+) -> Result<Vec<ConnectCheck>, RunError> {
+    use kafka::features::Feature;
+    let mut checks = Vec::new();
+    for cluster in &config.clusters {
+        let sampler = KafkaSampler::new(cluster).map_err(|source| RunError::Client {
+            cluster: cluster.name.clone(),
+            source,
+        })?;
+        let mut map = derive::features::FeatureMap::default();
+        let mut unreachable = Some("no cycle ran".to_string());
+        for cycle in 0..cycles.max(1) {
+            if cycle > 0 {
+                tokio::time::sleep(pause).await;
+            }
+            let raw = sampler
+                .sample(std::time::Instant::now() + config.timeout)
+                .await;
+            unreachable = (!raw.reached).then(|| {
+                raw.failures
+                    .values()
+                    .next()
+                    .map_or_else(|| "unknown error".to_string(), |f| f.first_error.clone())
+            });
+            map.observe(&raw);
+            // What only traffic exercises (share groups, a pinned partition) may stay
+            // unknown; the rest is known after a cycle or two.
+            let judged = |f: &Feature| {
+                matches!(f, Feature::ShareGroups | Feature::TransactionForensics)
+                    || map.states().contains_key(f)
+            };
+            if cycle > 0 && (!raw.reached || Feature::ALL.iter().all(judged)) {
+                break;
+            }
+        }
+        checks.push(ConnectCheck {
+            cluster: cluster.name.clone(),
+            unreachable,
+            features: map.states().clone(),
+        });
+    }
+    Ok(checks)
+}

@@ -44,6 +44,13 @@ struct Cli {
     #[arg(long)]
     check_config: bool,
 
+    /// With --check-config: also connect to every cluster, run a few sampling cycles and
+    /// print, per feature, whether it works and if not why (the ACL on the resource, the
+    /// API a broker lacks, the setting that turns it off); exits 1 when a cluster cannot
+    /// be reached or a feature the configuration asks for cannot work
+    #[arg(long, requires = "check_config")]
+    connect: bool,
+
     /// Kafka bootstrap servers of the (first) cluster, host:port[,host:port...]
     #[arg(long, value_name = "LIST", help_heading = "Kafka")]
     bootstrap_servers: Option<String>,
@@ -231,6 +238,9 @@ fn main() -> ExitCode {
                 config.ignored_env.join(" ")
             );
         }
+        if cli.connect {
+            return connect_check(&config);
+        }
         return ExitCode::SUCCESS;
     }
     init_logging(&config);
@@ -273,6 +283,74 @@ fn main() -> ExitCode {
             eprintln!("kafka-lso-exporter: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `--check-config --connect`: the capability map of every cluster, as a table.
+fn connect_check(config: &Config) -> ExitCode {
+    use kafka_lso_exporter::kafka::features::Feature;
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("kafka-lso-exporter: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let checks = runtime.block_on(kafka_lso_exporter::connect_check(
+        config,
+        4,
+        Duration::from_secs(3),
+    ));
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    let checks = match checks {
+        Ok(checks) => checks,
+        Err(error) => {
+            eprintln!("kafka-lso-exporter: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut passed = true;
+    for check in &checks {
+        passed &= check.passed();
+        match &check.unreachable {
+            Some(reason) => println!("cluster {}: cannot reach it: {reason}", check.cluster),
+            None => println!("cluster {}: reached", check.cluster),
+        }
+        for feature in Feature::ALL {
+            match check.features.get(&feature) {
+                Some(state) if state.reason.is_empty() => {
+                    println!(
+                        "  {:<22} {:<11} {}",
+                        feature.as_str(),
+                        state.status.as_str(),
+                        feature.gives()
+                    )
+                }
+                Some(state) => println!(
+                    "  {:<22} {:<11} {}: {}",
+                    feature.as_str(),
+                    state.status.as_str(),
+                    feature.gives(),
+                    state.reason
+                ),
+                None => println!(
+                    "  {:<22} {:<11} {}: not exercised by these cycles (no traffic that needs it)",
+                    feature.as_str(),
+                    "unknown",
+                    feature.gives()
+                ),
+            }
+        }
+    }
+    if passed {
+        println!("connect check ok: every cluster reached, every feature asked for works");
+        ExitCode::SUCCESS
+    } else {
+        println!("connect check FAILED: see the lines above");
+        ExitCode::FAILURE
     }
 }
 

@@ -13,6 +13,7 @@ use crate::derive::series::Exposition;
 use crate::derive::{ClusterSnapshot, Deriver, Step};
 use crate::expose::{self, Metrics};
 use crate::kafka::coordination::Ownership;
+use crate::kafka::features::Status;
 use crate::kafka::{RawSample, Sampler, Stage};
 
 /// Everything one cluster's loop needs.
@@ -136,6 +137,8 @@ impl ClusterLoop {
                 derived,
                 transactions,
                 remembered,
+                features,
+                feature_changes,
             } = match derived {
                 Ok(step) => step,
                 Err(error) => {
@@ -158,6 +161,29 @@ impl ClusterLoop {
             let elapsed = started.elapsed();
             self.metrics
                 .observe_cycle(&self.cluster, elapsed.as_secs_f64());
+            // Once per change, not per cycle: a feature that stopped working, or works again.
+            for change in &feature_changes {
+                let (feature, now) = (change.feature, &change.now);
+                match (now.status, &change.was) {
+                    (Status::Ok, None) => {
+                        tracing::debug!(cluster = %self.cluster, %feature, "feature works")
+                    }
+                    (Status::Ok, Some(_)) => {
+                        tracing::info!(cluster = %self.cluster, %feature, "feature works again")
+                    }
+                    (Status::Disabled, _) => {
+                        tracing::info!(cluster = %self.cluster, %feature, "feature off: {}", now.reason)
+                    }
+                    (status, _) => tracing::warn!(
+                        cluster = %self.cluster,
+                        %feature,
+                        status = status.as_str(),
+                        "feature does not work: {} (it gives {})",
+                        now.reason,
+                        feature.gives()
+                    ),
+                }
+            }
 
             let pinned = derived
                 .partitions
@@ -236,6 +262,7 @@ impl ClusterLoop {
                 retention_ms: derived.retention_ms,
                 transactions,
                 clock_skew: derived.clock_skew,
+                features,
                 eos_cost: if up {
                     derived.eos_cost
                 } else {

@@ -19,6 +19,7 @@ use kafka_lso_exporter::derive::{
 };
 use kafka_lso_exporter::expose::{guard, series_count};
 use kafka_lso_exporter::expose::{to_prometheus_text, Metrics};
+use kafka_lso_exporter::kafka::features::{Feature, FeatureState, Status};
 use kafka_lso_exporter::kafka::{ClockSkew, Replication, Stage};
 use tokio::sync::watch;
 
@@ -295,6 +296,23 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
         ],
         retention_ms: [(Arc::from("orders"), 604_800_000)].into_iter().collect(),
         transactions: cluster_transactions(at),
+        // What works: offsets; the retention read refused by an ACL; record reads off.
+        features: [
+            (Feature::Offsets, FeatureState::ok()),
+            (
+                Feature::RetentionConfigs,
+                FeatureState::off(
+                    Status::Denied,
+                    "DescribeConfigs refused by an ACL; grant DescribeConfigs on the topics",
+                ),
+            ),
+            (
+                Feature::RecordReads,
+                FeatureState::off(Status::Disabled, "read_records = false"),
+            ),
+        ]
+        .into_iter()
+        .collect(),
     }
 }
 

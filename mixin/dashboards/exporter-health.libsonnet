@@ -645,6 +645,52 @@ local text = import '../lib/text.libsonnet';
               },
             ],
           },
+          g.row(16, 'Process', 33),
+          // process_* of the exporter instances that sample the selected clusters; the
+          // memory limit from kube-state-metrics when it runs (absent otherwise).
+          g.timeseries(
+            17,
+            'Memory vs limit',
+            'Resident memory of each exporter instance (process_resident_memory_bytes) and, where kube-state-metrics runs, the memory limit of its container (kube_pod_container_resource_limits). Memory grows with the number of series and with concurrent scrapes; a container at its limit is OOM-killed and restarts, and its series are absent meanwhile.',
+            { x: 0, y: 34, w: 12, h: 8 },
+            [
+              g.target('A', q(|||
+                max by (job, instance, namespace, pod) (
+                  process_resident_memory_bytes%(exporter)s
+                  and on (job, instance) kafka_lso_exporter_up%(cluster)s
+                )
+              |||), legend='resident {{instance}}'),
+              g.target('B', q(|||
+                max by (namespace, pod) (kube_pod_container_resource_limits{resource="memory", container="kafka-lso-exporter"})
+                  and on (namespace, pod) (process_resident_memory_bytes%(exporter)s and on (job, instance) kafka_lso_exporter_up%(cluster)s)
+              |||), legend='limit {{pod}}'),
+            ],
+            unit='bytes',
+            decimals=null,
+            overrides=[{
+              matcher: { id: 'byFrameRefID', options: 'B' },
+              properties: [
+                { id: 'custom.lineStyle', value: { fill: 'dash', dash: [10, 10] } },
+                { id: 'color', value: { mode: 'fixed', fixedColor: 'red' } },
+              ],
+            }],
+          ),
+          g.timeseries(
+            18,
+            'CPU',
+            'CPU time each exporter instance uses per second (rate of process_cpu_seconds_total): 1 is one core.',
+            { x: 12, y: 34, w: 12, h: 8 },
+            [
+              g.target('A', q(|||
+                max by (job, instance, namespace, pod) (
+                  rate(process_cpu_seconds_total%(exporter)s[$__rate_interval])
+                  and on (job, instance) kafka_lso_exporter_up%(cluster)s
+                )
+              |||), legend='{{instance}}'),
+            ],
+            decimals=null,
+            calcs=['mean', 'max'],
+          ),
         ],
       ),
   },

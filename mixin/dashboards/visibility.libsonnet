@@ -1309,7 +1309,7 @@ local text = import '../lib/text.libsonnet';
           g.timeseries(
             20,
             'Unpinning and prepared transactions',
-            'Unpinning: open transactions that pin no partition the exporter samples (they write only to topics outside its filter, wait behind an older transaction, or have written nowhere yet): no per-partition panel or alert shows them (kafka_cluster_unpinning_open_transactions; KafkaTransactionLongOpenUnseen). Prepared: two-phase (KIP-939) transactions, which their coordinator never times out: only their application or an operator ends them (kafka_cluster_prepared_transactions; KafkaTransactionPrepared). Prepared reads 0 also where the brokers lack KIP-939.',
+            'Unpinning: open transactions that pin no partition the exporter samples (they write only to topics outside its filter, wait behind an older transaction, or have written nowhere yet): no per-partition panel or alert shows them (kafka_cluster_unpinning_open_transactions; KafkaTransactionLongOpenUnseen). Prepared: two-phase (KIP-939) transactions, which their coordinator never times out: only their application or an operator ends them (kafka_cluster_prepared_transactions; KafkaTransactionLongOpenUnseen names those that stay open and pin no sampled partition). Prepared reads 0 also where the brokers lack KIP-939.',
             { x: 8, y: 56, w: 8, h: 8 },
             [
               g.target('A', q('sum by (%(c)s) (kafka_cluster_unpinning_open_transactions%(cluster)s)'), legend=q('unpinning ({{%(c)s}})')),

@@ -4,13 +4,14 @@
 //! entry: it holds what lives across cycles (the stuck clock, the commit watch, the
 //! transaction watch) and runs one cycle's steps in order: offsets and lags
 //! ([`offsets`]), commit progress ([`progress`]), granularity, every transaction
-//! ([`inventory`]).
+//! ([`inventory`]), and what works of the cluster ([`features`]).
 //!
 //! The files depend downward only: this one on all of them; [`offsets`], [`progress`],
 //! [`inventory`], [`stuck`] and [`series`] on [`state`], the leaf. It imports the kafka
 //! module's plain types ([`RawSample`]), never its clients; the renderer
 //! ([`crate::expose`]), the status page and the scheduler import it.
 
+pub mod features;
 pub mod inventory;
 pub mod offsets;
 pub mod progress;
@@ -21,7 +22,7 @@ pub mod stuck;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -29,6 +30,7 @@ pub use self::offsets::{derive, hw_minus_lso, lag, share_lag_from_broker, time_l
 pub use self::state::*;
 pub use self::stuck::StuckClock;
 use crate::config::GroupGranularity;
+use crate::kafka::features::{Feature, FeatureState};
 use crate::kafka::RawSample;
 
 /// What one cycle learned about one cluster; immutable once published.
@@ -63,6 +65,8 @@ pub struct ClusterSnapshot {
     pub transactions: inventory::TransactionsView,
     /// The brokers' clock against the exporter's, when measured recently.
     pub clock_skew: Option<crate::kafka::ClockSkew>,
+    /// What works of the cluster and what does not, and why ([`features`]).
+    pub features: BTreeMap<Feature, FeatureState>,
 }
 
 impl ClusterSnapshot {
@@ -89,6 +93,7 @@ impl ClusterSnapshot {
             transactions: Default::default(),
             clock_skew: None,
             eos_cost: Default::default(),
+            features: BTreeMap::new(),
         }
     }
 }
@@ -101,6 +106,9 @@ pub struct Step {
     pub transactions: inventory::TransactionsView,
     /// Entries of the commit watch and the transaction watch after the cycle.
     pub remembered: (usize, usize),
+    /// The cluster's features after the cycle, and those that changed in it.
+    pub features: BTreeMap<Feature, FeatureState>,
+    pub feature_changes: Vec<features::Change>,
 }
 
 /// One cluster's derivation across cycles: what it remembers, and its settings.
@@ -109,6 +117,7 @@ pub struct Deriver {
     clock: StuckClock,
     commits: progress::CommitWatch,
     watch: inventory::TransactionWatch,
+    features: features::FeatureMap,
     /// See `clusters[].hanging_margin`.
     pub hanging_margin: Duration,
     /// See `clusters[].stall_after`.
@@ -133,6 +142,7 @@ impl Deriver {
             clock: StuckClock::default(),
             commits: progress::CommitWatch::default(),
             watch: inventory::TransactionWatch::default(),
+            features: features::FeatureMap::default(),
             hanging_margin,
             stall_after,
             transaction_list_detail,
@@ -145,6 +155,7 @@ impl Deriver {
     /// lags, the stuck clock, commit progress, each group's granularity, and every
     /// transaction of the cluster.
     pub fn step(&mut self, mut raw: RawSample, now: Instant, wall: SystemTime) -> Step {
+        let feature_changes = self.features.observe(&raw);
         let transactions = inventory::Input::take(&mut raw);
         let reached = raw.reached;
         let mut derived = derive(raw, &mut self.clock, now, wall, self.hanging_margin);
@@ -174,6 +185,8 @@ impl Deriver {
             },
             remembered: (self.commits.len(), self.watch.len()),
             derived,
+            features: self.features.states().clone(),
+            feature_changes,
         }
     }
 }

@@ -636,6 +636,7 @@ fn derive_joins_groups_to_partitions_and_drops_what_failed() {
         eos_cost: Default::default(),
         transaction_list: None,
         described_transactions: Vec::new(),
+        features: Default::default(),
         partitions: vec![
             partition("orders", 0, Some(900), Some(880)),
             partition("orders", 1, None, Some(50)), // HW request failed
@@ -711,6 +712,7 @@ fn derive_counts_anomalies() {
         eos_cost: Default::default(),
         transaction_list: None,
         described_transactions: Vec::new(),
+        features: Default::default(),
         partitions: vec![partition("t", 0, Some(10), Some(12))],
         groups: vec![RawGroup {
             coordinator: None,

@@ -12,6 +12,7 @@ use prometheus_client::metrics::MetricType;
 use super::visit::{gauge, Labels, Owner, Sample, Shown, Value, Visitor, CLUSTER_LABEL};
 use crate::derive::series::{GroupTopicAggregate, TopicAggregate};
 use crate::derive::{group_states, GroupState};
+use crate::kafka::features::Status;
 
 /// Every family of ours, in the order `/metrics` shows them.
 pub(super) fn visit(out: &mut dyn Visitor, shown: &[Shown]) {
@@ -718,6 +719,41 @@ fn visit_exporter(out: &mut dyn Visitor, shown: &[Shown]) {
                         .as_secs_f64();
                     let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster())];
                     emit(Owner::Cluster, &labels, gauge(seconds));
+                }
+            }
+        },
+    );
+
+    out.family(
+        "kafka_lso_exporter_feature_up",
+        "1 if the feature works on the cluster, 0 if it does not (an ACL refuses a request it needs, a broker lacks the API, the brokers refuse the credentials); absent while not known yet and when the configuration turns it off. Why: kafka_lso_exporter_feature_info",
+        MetricType::Gauge,
+        &mut |emit| {
+            for cluster in shown {
+                for (feature, state) in &cluster.snapshot.features {
+                    if state.status == Status::Disabled {
+                        continue;
+                    }
+                    let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("feature", feature.as_str())];
+                    emit(Owner::Cluster, &labels, gauge(i64::from(state.status.works())));
+                }
+            }
+        },
+    );
+    out.family(
+        "kafka_lso_exporter_feature_info",
+        "1 per feature of the cluster, with its status (ok, denied, unsupported, failed, disabled) and, unless ok, the reason in words: which ACL on which resource, which API a broker lacks, which setting turned it off",
+        MetricType::Gauge,
+        &mut |emit| {
+            for cluster in shown {
+                for (feature, state) in &cluster.snapshot.features {
+                    let labels: &Labels = &[
+                        (CLUSTER_LABEL, cluster.cluster()),
+                        ("feature", feature.as_str()),
+                        ("status", state.status.as_str()),
+                        ("reason", &state.reason),
+                    ];
+                    emit(Owner::Cluster, &labels, gauge(1i64));
                 }
             }
         },

@@ -652,6 +652,7 @@ mod tests {
             transactions: Default::default(),
             clock_skew: None,
             eos_cost: Default::default(),
+            features: Default::default(),
         }
     }
 

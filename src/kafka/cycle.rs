@@ -53,6 +53,7 @@ use super::ask::offsets::{self, Coordinators};
 use super::ask::reads::Reads;
 use super::ask::topic_configs::TopicConfigs;
 use super::capability::Capability;
+use super::features::{Feature, FeatureState, Status};
 use super::native::{list_consumer_group_offsets, queued_events, set_oauth_token};
 use super::wire::oauth::{self, TokenSource};
 use super::wire::{Security, WireClient, WireError};
@@ -107,6 +108,49 @@ pub struct KafkaSampler {
     pushed_token: std::sync::Mutex<Option<String>>,
     /// The last refusal of some brokers' TLS that was logged.
     refusal_said: std::sync::Mutex<Option<String>>,
+    /// The features the configuration turns off, or that the own client cannot serve
+    /// with the cluster's settings: said in every cycle.
+    settled: Vec<(Feature, FeatureState)>,
+}
+
+/// The features off from the start: by `transactions`, `transaction_list` and
+/// `read_records`, or because the own client, which sends their requests, cannot connect
+/// with the cluster's settings (`wire_unusable`).
+fn settled_features(
+    config: &ClusterConfig,
+    wire_unusable: Option<&str>,
+) -> Vec<(Feature, FeatureState)> {
+    let mut settled = Vec::new();
+    let mut off = |feature, reason: &str| {
+        settled.push((feature, FeatureState::off(Status::Disabled, reason)));
+    };
+    if !config.transactions {
+        off(Feature::TransactionForensics, "transactions = false");
+        off(Feature::TransactionTimeout, "transactions = false");
+        off(Feature::TransactionList, "transactions = false");
+    } else if !config.transaction_list {
+        off(Feature::TransactionList, "transaction_list = false");
+    }
+    if !config.read_records {
+        off(Feature::RecordReads, "read_records = false");
+    }
+    if let Some(reason) = wire_unusable {
+        for feature in [
+            Feature::TransactionForensics,
+            Feature::TransactionTimeout,
+            Feature::TransactionList,
+            Feature::RecordReads,
+            Feature::RetentionConfigs,
+        ] {
+            if !settled.iter().any(|(f, _)| *f == feature) {
+                let why = format!(
+                    "the exporter's own client, which sends its requests, cannot connect with this cluster's settings: {reason}"
+                );
+                settled.push((feature, FeatureState::off(Status::Unsupported, why)));
+            }
+        }
+    }
+    settled
 }
 
 /// What makes a broker certificate one the own client accepts.
@@ -300,6 +344,7 @@ impl KafkaSampler {
                 last_error: Default::default(),
             })
         };
+        let wire_unusable = security.as_ref().err().cloned();
         let wire = match security {
             Ok(security) => Some(Arc::new(WireClient::new(security))),
             Err(reason) => {
@@ -337,6 +382,7 @@ impl KafkaSampler {
             tokens,
             pushed_token: Default::default(),
             refusal_said: Default::default(),
+            settled: settled_features(config, wire_unusable.as_deref()),
         })
     }
 
@@ -788,6 +834,7 @@ impl KafkaSampler {
         }
         self.drain_events();
         let mut sample = RawSample::default();
+        sample.features.extend(self.settled.iter().cloned());
 
         // 1. Metadata: through the own client (a hedged request, so that a broker that
         // hangs does not cost the cycle), through librdkafka where it cannot be used.
@@ -879,8 +926,11 @@ impl KafkaSampler {
         if let Some(configs) = &self.topic_configs {
             let mut topics: Vec<Arc<str>> = targets.iter().map(|(t, _, _)| t.clone()).collect();
             topics.dedup();
-            let (retention_ms, failure) = configs.retention(&topics, &brokers);
+            let (retention_ms, failure, feature) = configs.retention(&topics, &brokers);
             sample.retention_ms = retention_ms;
+            if let Some(feature) = feature {
+                sample.features.insert(Feature::RetentionConfigs, feature);
+            }
             if let Some(error) = failure {
                 sample.fail(Stage::TopicConfigs, 1, error);
             }

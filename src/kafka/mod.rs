@@ -14,6 +14,8 @@
 //!   protocol (`[ha]`), and what this replica may serve ([`coordination::Ownership`]).
 //! - [`capability`]: one mechanism for what the own client may turn out not to be able
 //!   to do on a cluster (off for a while with the reason, then tried again).
+//! - [`features`]: what the exporter can see of a cluster, feature by feature, and which
+//!   request each sends with which permission.
 //!
 //! A sampler returns a [`RawSample`]: the offsets exactly as the broker reported them,
 //! with failures recorded per stage. Turning that into metric values (gaps, lags, the
@@ -25,6 +27,7 @@ mod ask;
 pub mod capability;
 pub mod coordination;
 mod cycle;
+pub mod features;
 mod native;
 pub mod records;
 pub mod wire;
@@ -354,6 +357,10 @@ pub struct RawSample {
     /// What forensics' DescribeTransactions answered in this cycle, with each
     /// transaction's partitions: the inventory does not ask for them again.
     pub described_transactions: Vec<ListedTransaction>,
+    /// What the cycle knows of a feature better than its failures and data tell
+    /// ([`crate::derive::features`]): turned off by the configuration, a capability off
+    /// for a while, a refusal answered per resource.
+    pub features: BTreeMap<features::Feature, features::FeatureState>,
 }
 
 /// The cluster's open transactions as the coordinators list them (ListTransactions on

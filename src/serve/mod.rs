@@ -246,6 +246,21 @@ pub struct StuckReport<'a> {
     /// Per cluster, the oldest open transactions the coordinators list, and the latest
     /// fencings.
     pub transactions: Vec<ClusterTransactions<'a>>,
+    /// Per cluster, each feature known so far: whether it works and, if not, why.
+    pub features: Vec<FeatureReport<'a>>,
+}
+
+/// One feature of one cluster, as the capability map knows it.
+#[derive(Debug, Serialize)]
+pub struct FeatureReport<'a> {
+    pub cluster: &'a str,
+    pub feature: &'static str,
+    /// ok, denied, unsupported, failed or disabled.
+    pub status: &'static str,
+    /// Why it does not work, in words to act on; empty when ok.
+    pub reason: &'a str,
+    /// What it gives.
+    pub gives: &'static str,
 }
 
 /// A group that needs a look: not committing, going back, blocked or not keeping up.
@@ -554,10 +569,27 @@ impl<'a> StuckReport<'a> {
                 })
             })
             .collect();
+        let features = clusters
+            .iter()
+            .filter_map(|(name, snapshot)| Some((name, snapshot.as_ref()?)))
+            .flat_map(|(name, snapshot)| {
+                snapshot
+                    .features
+                    .iter()
+                    .map(move |(feature, state)| FeatureReport {
+                        cluster: name,
+                        feature: feature.as_str(),
+                        status: state.status.as_str(),
+                        reason: &state.reason,
+                        gives: feature.gives(),
+                    })
+            })
+            .collect();
         StuckReport {
             partitions,
             transactions,
             groups,
+            features,
         }
     }
 }
@@ -639,6 +671,45 @@ pub fn render_index(
     out.push_str("</table>\n");
 
     let report = StuckReport::new(clusters, bootstrap);
+    // What it cannot see, and why: every feature that does not work, then what does.
+    out.push_str("<h2>What it can see</h2>\n");
+    let off: Vec<&FeatureReport> = report
+        .features
+        .iter()
+        .filter(|f| f.status != "ok")
+        .collect();
+    if !off.is_empty() {
+        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">feature</th><th class=\"l\">status</th><th class=\"l\">what is missing</th><th class=\"l\">why</th></tr>\n");
+        for f in &off {
+            let _ = writeln!(
+                out,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l{}\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+                escape(f.cluster),
+                f.feature,
+                if f.status == "disabled" { "" } else { " hang" },
+                f.status,
+                escape(f.gives),
+                escape(f.reason)
+            );
+        }
+        out.push_str("</table>\n");
+    }
+    for (name, _) in clusters {
+        let working: Vec<&str> = report
+            .features
+            .iter()
+            .filter(|f| f.cluster == name.as_str() && f.status == "ok")
+            .map(|f| f.feature)
+            .collect();
+        if !working.is_empty() {
+            let _ = writeln!(
+                out,
+                "<p>{}: works: {}.</p>",
+                escape(name),
+                working.join(", ")
+            );
+        }
+    }
     out.push_str("<h2>Partitions withheld by open transactions (HW &gt; LSO)</h2>\n");
     if report.partitions.is_empty() {
         out.push_str(
@@ -967,6 +1038,7 @@ mod tests {
             brokers: Vec::new(),
             retention_ms: Default::default(),
             transactions: Default::default(),
+            features: Default::default(),
         }
     }
 

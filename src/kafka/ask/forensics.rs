@@ -28,6 +28,7 @@ use kafka_protocol::ResponseError;
 
 use crate::config::ClusterConfig;
 use crate::kafka::capability::Capability;
+use crate::kafka::features::{Feature, FeatureState, Status};
 use crate::kafka::wire::{WireClient, WireError};
 use crate::kafka::{
     CoordinatorTransaction, CoordinatorView, ListedTransaction, Planned, RawSample, RawTransaction,
@@ -49,6 +50,8 @@ struct State {
     max_timeout_ms: Option<i64>,
     /// `max_timeout_ms` is the default, not the broker's: read it again then.
     max_timeout_retry: Option<Instant>,
+    /// Why it could not be read, while the default stands in.
+    max_timeout_failure: Option<String>,
     /// Producer ids a coordinator listed, and when it last did.
     listed_at: HashMap<i64, Instant>,
 }
@@ -89,6 +92,10 @@ impl Forensics {
         deadline: Instant,
     ) {
         if !self.capability.usable() {
+            if let Some(reason) = self.capability.off_reason() {
+                let off = FeatureState::off(Status::Unsupported, reason);
+                sample.features.insert(Feature::TransactionForensics, off);
+            }
             return;
         }
         for p in &mut sample.partitions {
@@ -100,7 +107,18 @@ impl Forensics {
         }
         self.describe_pinned(sample, targets, brokers, deadline)
             .await;
-        sample.transaction_max_timeout_ms = self.lock().max_timeout_ms;
+        let state = self.lock();
+        sample.transaction_max_timeout_ms = state.max_timeout_ms;
+        let timeout = match (&state.max_timeout_failure, state.max_timeout_ms) {
+            (Some(reason), _) => {
+                FeatureState::from_error(Feature::TransactionTimeout, "DescribeConfigs", reason)
+            }
+            (None, Some(_)) => Some(FeatureState::ok()),
+            (None, None) => None,
+        };
+        if let Some(timeout) = timeout {
+            sample.features.insert(Feature::TransactionTimeout, timeout);
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -516,6 +534,7 @@ impl Forensics {
             Ok(value) => {
                 state.max_timeout_ms = Some(value);
                 state.max_timeout_retry = None;
+                state.max_timeout_failure = None;
             }
             Err(reason) => {
                 if state.max_timeout_ms.is_none() {
@@ -527,6 +546,7 @@ impl Forensics {
                 }
                 state.max_timeout_ms = Some(state.max_timeout_ms.unwrap_or(DEFAULT_MAX_TIMEOUT_MS));
                 state.max_timeout_retry = Some(Instant::now() + RECHECK);
+                state.max_timeout_failure = Some(reason);
             }
         }
     }

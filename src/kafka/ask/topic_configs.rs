@@ -16,6 +16,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::kafka::capability::Capability;
+use crate::kafka::features::{Feature, FeatureState};
 use crate::kafka::wire::{Lane, WireClient};
 
 /// How long a topic's `retention.ms` is used before it is read again (an operator may
@@ -46,6 +47,11 @@ struct State {
     turn: usize,
     /// A failure was logged since the last success.
     warned: bool,
+    /// Why the last refresh could not read some topics (refused per topic, or the
+    /// request failed); `None` once one read every topic it asked for.
+    refused: Option<String>,
+    /// A refresh has ended.
+    read_once: bool,
 }
 
 /// How long one refresh may take.
@@ -74,7 +80,7 @@ impl TopicConfigs {
         self: &Arc<Self>,
         topics: &[Arc<str>],
         brokers: &BTreeMap<i32, String>,
-    ) -> (HashMap<Arc<str>, i64>, Option<String>) {
+    ) -> (HashMap<Arc<str>, i64>, Option<String>, Option<FeatureState>) {
         let now = Instant::now();
         let wanted: HashSet<&str> = topics.iter().map(|t| &**t).collect();
         let mut state = self.lock();
@@ -102,15 +108,28 @@ impl TopicConfigs {
                 Some((t.clone(), (*ms)?))
             })
             .collect();
-        (known, state.failure.take())
+        let feature = match &state.refused {
+            Some(reason) => {
+                FeatureState::from_error(Feature::RetentionConfigs, "DescribeConfigs", reason)
+            }
+            None => state.read_once.then(FeatureState::ok),
+        };
+        (known, state.failure.take(), feature)
     }
 
     async fn refresh(&self, addr: String, due: Vec<Arc<str>>) {
         let read = self.read(&addr, &due, Instant::now() + READ_TIMEOUT).await;
         let mut state = self.lock();
         state.reading = false;
+        state.read_once = true;
         match read {
             Ok((read, refused)) => {
+                // A refusal per topic is a failure too (counted under topic_configs),
+                // and it keeps the feature off until a refresh reads every topic.
+                state.refused = refused.clone();
+                if let Some(reason) = &refused {
+                    state.failure = Some(reason.clone());
+                }
                 let next = Instant::now() + REFRESH;
                 for topic in due {
                     let value = read.get(&topic).copied();
@@ -132,6 +151,7 @@ impl TopicConfigs {
             }
             Err(error) => {
                 self.capability.turn_off(error.clone());
+                state.refused = Some(error.clone());
                 if !state.warned {
                     state.warned = true;
                     tracing::warn!(
