@@ -125,10 +125,13 @@ pub async fn run_with(
         receivers.push((name.clone(), rx));
         senders.push(tx);
     }
-    let metrics = Arc::new(Metrics::with_ownership(
-        receivers.iter().map(|(_, rx)| rx.clone()).collect(),
-        ownership.clone(),
-    ));
+    let metrics = Arc::new(
+        Metrics::with_ownership(
+            receivers.iter().map(|(_, rx)| rx.clone()).collect(),
+            ownership.clone(),
+        )
+        .with_process_metrics(),
+    );
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let coordinating = coordinator.map(|c| tokio::spawn(c.run(stop_rx.clone())));

@@ -13,6 +13,7 @@
 mod body;
 mod compat;
 mod families;
+mod process;
 mod visit;
 
 pub use body::to_prometheus_text;
@@ -87,6 +88,8 @@ pub struct Metrics {
     rendered_view: Mutex<(u64, bool)>,
     /// This replica's place in its coordination group, with `[ha]`.
     ha: Option<HaFamilies>,
+    /// `process_*`, once [`Metrics::with_process_metrics`] turned them on.
+    process: Option<process::ProcessMetrics>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -212,7 +215,15 @@ impl Metrics {
             render_turn: Mutex::new(()),
             ownership,
             rendered_view,
+            process: None,
         }
+    }
+
+    /// Also serves the `process_*` families (memory, CPU, start time, file descriptors)
+    /// of this process, refreshed at every render; where `/proc` cannot be read, none.
+    pub fn with_process_metrics(mut self) -> Self {
+        self.process = process::ProcessMetrics::register(&mut self.registry);
+        self
     }
 
     /// Makes every cluster's counters visible at 0 before anything happened, so that
@@ -273,6 +284,9 @@ impl Metrics {
     fn render(&self, variant: Variant) -> Bytes {
         self.forget_unserved();
         self.refresh_ha();
+        if let Some(process) = &self.process {
+            process.refresh();
+        }
         let mut body = BodyWriter::new(variant);
         prometheus_client::encoding::text::encode(&mut body, &self.registry)
             .expect("writing to memory cannot fail");
