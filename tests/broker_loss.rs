@@ -77,23 +77,31 @@ async fn s8_broker_loss_and_recovery() {
     );
 
     kafka_local("start");
+    // Recovery is counted in cycles, not seconds: on a loaded machine a cycle is slower,
+    // and what matters is that the first cycle that can reach the broker again serves.
+    let cycles = |s: &Scrape| {
+        s.value("kafka_lso_exporter_cycle_duration_seconds_count", &cluster)
+            .expect("the cycle histogram")
+    };
     let restarted = Instant::now();
-    exporter
+    let cycles_at_restart = cycles(&exporter.scrape().await);
+    let cycles_at_recovery = exporter
         .wait_for("full recovery", Duration::from_secs(30), |s| {
             (s.value("kafka_lso_exporter_up", &cluster) == Some(1.0)
                 && s.value("kafka_partition_high_watermark", &p) == Some(10.0)
                 && s.value("kafka_partition_hw_minus_lso", &p) == Some(0.0))
-            .then_some(())
+            .then(|| cycles(s))
         })
         .await;
-    let recovery = restarted.elapsed();
+    let taken = cycles_at_recovery - cycles_at_restart;
     eprintln!(
-        "recovered {:.1}s after the broker was ready again",
-        recovery.as_secs_f64()
+        "recovered {:.1}s and {taken} cycles after the broker was ready again",
+        restarted.elapsed().as_secs_f64()
     );
+    // The cycle in flight when the broker came back may still fail; the next one serves.
     assert!(
-        recovery <= Duration::from_secs(3),
-        "recovery took {recovery:?}, more than two cycles"
+        taken <= 2.0,
+        "recovery took {taken} cycles after the broker was ready, more than two"
     );
     let (status, body) = exporter.get("/readyz").await;
     assert_eq!(status, 200, "{body}");

@@ -201,6 +201,24 @@ fn collect_panels<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
 /// labels; its dashboard selects on them.
 const NAMESPACE: &str = "kafka-e2e";
 const STRIMZI_CLUSTER: &str = "e2e";
+/// The pod name the scrape gives the exporter's target, as a ServiceMonitor would.
+const POD: &str = "kafka-lso-exporter-0";
+
+/// Serves one fixed exposition text over HTTP on a free port, for as long as the test
+/// runs; returns the `host:port` to scrape.
+async fn serve_text(body: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let body = body.clone();
+            async move { ([("content-type", "text/plain; version=0.0.4")], body) }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
 /// Strimzi's dashboard reads two families from the brokers' JMX metrics, which no
 /// kafka_exporter serves.
 const BROKER_JMX: [&str; 2] = [
@@ -493,11 +511,18 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
 
     let rules = test_sized_rules();
     std::fs::write(dir.join("rules.yml"), rules).unwrap();
+    // What kube-state-metrics says of the exporter's pod: the health dashboard sets its
+    // memory against the container's limit, joined on namespace and pod.
+    let kube_state_metrics = serve_text(format!(
+        "# TYPE kube_pod_container_resource_limits gauge\n\
+         kube_pod_container_resource_limits{{namespace=\"{NAMESPACE}\",pod=\"{POD}\",container=\"kafka-lso-exporter\",resource=\"memory\",unit=\"byte\"}} 134217728\n"
+    ))
+    .await;
     let prom_port = free_port();
     std::fs::write(
         dir.join("prometheus.yml"),
         format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [{rules}]\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\nscrape_configs:\n  - job_name: kafka-lso-exporter\n    static_configs:\n      - targets: ['{exporter}']\n        labels: {{namespace: {NAMESPACE}, strimzi_io_cluster: {STRIMZI_CLUSTER}}}\n      - targets: ['{hanging}']\n",
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [{rules}]\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\nscrape_configs:\n  - job_name: kafka-lso-exporter\n    static_configs:\n      - targets: ['{exporter}']\n        labels: {{namespace: {NAMESPACE}, pod: {POD}, strimzi_io_cluster: {STRIMZI_CLUSTER}}}\n      - targets: ['{hanging}']\n  - job_name: kube-state-metrics\n    honor_labels: true\n    static_configs:\n      - targets: ['{kube_state_metrics}']\n",
             rules = dir.join("rules.yml").display(),
             exporter = exporter.addr,
             hanging = hanging.addr,
