@@ -310,7 +310,8 @@ pub async fn connect_check(
                 matches!(f, Feature::ShareGroups | Feature::TransactionForensics)
                     || map.states().contains_key(f)
             };
-            if cycle > 0 && (!raw.reached || Feature::ALL.iter().all(judged)) {
+            // A cluster it cannot reach is not retried: the reason is the answer.
+            if !raw.reached || (cycle > 0 && Feature::ALL.iter().all(judged)) {
                 break;
             }
         }

@@ -66,6 +66,21 @@ async fn s8_broker_loss_and_recovery() {
         "the process stays up"
     );
     let s = exporter.scrape().await;
+    // What worked before the outage is not vouched for while the cluster is down.
+    let vouched: Vec<_> = s
+        .series("kafka_lso_exporter_feature_up", &cluster)
+        .filter(|(_, v)| *v == 1.0)
+        .map(|(labels, _)| labels["feature"].clone())
+        .collect();
+    assert!(
+        vouched.is_empty(),
+        "features said to work while down: {vouched:?}"
+    );
+    let (_, page) = exporter.get("/").await;
+    assert!(
+        !page.contains("works: ") && page.contains("test: unreachable"),
+        "the page says what works of a cluster it cannot reach: {page}"
+    );
     assert!(
         s.value(
             "kafka_lso_exporter_errors_total",

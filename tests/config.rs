@@ -1192,16 +1192,52 @@ fn check_config_catches_what_librdkafka_and_sasl_would_refuse_later() {
     };
     let client = |property: &str| format!("KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__{property}");
     let (protocol, mechanism) = (client("security.protocol"), client("sasl.mechanism"));
-    let (user, password, typo) = (
+    let (user, password, typo, ca) = (
         client("sasl.username"),
         client("sasl.password"),
         client("sasl.pasword"),
+        client("ssl.ca.location"),
     );
+    let not_pem = write_temp("not-a-certificate.pem", "hunter2, not a PEM file\n")
+        .display()
+        .to_string();
+
     for (what, vars, key) in [
         (
             "a misspelt property",
             vec![(typo.as_str(), "hunter2-typo")],
-            "clusters[0].client.sasl.pasword",
+            "clusters[0].client.sasl.pasword: No such configuration property: \"sasl.pasword\" (did you mean sasl.password?)",
+        ),
+        (
+            "a SASL mechanism that does not exist",
+            vec![
+                (protocol.as_str(), "SASL_SSL"),
+                (mechanism.as_str(), "SCRAM-SHA-521"),
+                (user.as_str(), "exporter"),
+                (password.as_str(), "hunter2"),
+            ],
+            "clusters[0].client.sasl.mechanism: SCRAM-SHA-521 is not a SASL mechanism",
+        ),
+        (
+            "a CA file that does not exist",
+            vec![
+                (protocol.as_str(), "SSL"),
+                (ca.as_str(), "/nonexistent/ca.pem"),
+            ],
+            "clusters[0].client.ssl.ca.location: cannot read /nonexistent/ca.pem",
+        ),
+        (
+            "a CA file that holds no certificate",
+            vec![(protocol.as_str(), "SSL"), (ca.as_str(), not_pem.as_str())],
+            "holds no PEM certificate",
+        ),
+        (
+            "a client key file that holds no key",
+            vec![
+                (protocol.as_str(), "SSL"),
+                (client("ssl.key.location").as_str(), not_pem.as_str()),
+            ],
+            "clusters[0].client.ssl.key.location:",
         ),
         (
             "a value librdkafka refuses",
@@ -1281,4 +1317,41 @@ fn ha_settings_from_file_and_environment_with_their_defaults() {
     let path = write_temp("no-ha.toml", CLUSTER);
     let config = Config::load(Some(&path), env(&[]), &Overrides::default()).unwrap();
     assert!(config.ha.is_none());
+}
+
+/// `--check-config --connect` of a cluster nothing answers for: one cycle, then exit 1
+/// with the reason; no feature is said to work, none listed as "unknown".
+#[test]
+fn connect_check_of_an_unreachable_cluster_says_so_once() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = std::time::Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"))
+        .args([
+            "--bootstrap-servers",
+            &format!("127.0.0.1:{port}"),
+            "--check-config",
+            "--connect",
+        ])
+        .env("KAFKA_LSO_EXPORTER_INTERVAL", "2s")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(stdout.contains(": cannot reach it: "), "{stdout}");
+    assert!(stdout.contains("connect check FAILED"), "{stdout}");
+    assert!(
+        !stdout.contains(" ok ") && !stdout.contains("unknown"),
+        "judged features of a cluster it never reached: {stdout}"
+    );
+    // One cycle (its deadline is the interval), not one per retry.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "took {:?}: {stdout}",
+        started.elapsed()
+    );
 }

@@ -70,6 +70,16 @@ pub struct ClusterSnapshot {
 }
 
 impl ClusterSnapshot {
+    /// The features whose state this cycle can vouch for: all of them while the cluster
+    /// is up; while it is down only those known not to work (refused credentials, a
+    /// setting that turns one off), since "works" was last seen before the outage.
+    pub fn known_features(&self) -> impl Iterator<Item = (&Feature, &FeatureState)> {
+        let up = self.up;
+        self.features
+            .iter()
+            .filter(move |(_, state)| up || !state.status.works())
+    }
+
     /// A cycle that could not be derived: the cluster down, no partition or group.
     pub fn down(
         cluster: &str,

@@ -726,11 +726,11 @@ fn visit_exporter(out: &mut dyn Visitor, shown: &[Shown]) {
 
     out.family(
         "kafka_lso_exporter_feature_up",
-        "1 if the feature works on the cluster, 0 if it does not (an ACL refuses a request it needs, a broker lacks the API, the brokers refuse the credentials); absent while not known yet and when the configuration turns it off. Why: kafka_lso_exporter_feature_info",
+        "1 if the feature works on the cluster, 0 if it does not (an ACL refuses a request it needs, a broker lacks the API, the brokers refuse the credentials); absent while not known (before the first cycle, and while the cluster is down unless it is known not to work) and when the configuration turns it off. Why: kafka_lso_exporter_feature_info",
         MetricType::Gauge,
         &mut |emit| {
             for cluster in shown {
-                for (feature, state) in &cluster.snapshot.features {
+                for (feature, state) in cluster.snapshot.known_features() {
                     if state.status == Status::Disabled {
                         continue;
                     }
@@ -746,7 +746,7 @@ fn visit_exporter(out: &mut dyn Visitor, shown: &[Shown]) {
         MetricType::Gauge,
         &mut |emit| {
             for cluster in shown {
-                for (feature, state) in &cluster.snapshot.features {
+                for (feature, state) in cluster.snapshot.known_features() {
                     let labels: &Labels = &[
                         (CLUSTER_LABEL, cluster.cluster()),
                         ("feature", feature.as_str()),

@@ -295,14 +295,116 @@ pub fn check_client(index: usize, config: &ClusterConfig) -> Result<(), String> 
             ));
         }
     }
+    if oauth::uses_sasl(&config.client) && !SASL_MECHANISMS.contains(&mechanism.as_str()) {
+        let key = if config.client.contains_key("sasl.mechanism") {
+            "sasl.mechanism"
+        } else {
+            "sasl.mechanisms"
+        };
+        return Err(format!(
+            "clusters[{index}].client.{key}: {mechanism} is not a SASL mechanism librdkafka \
+             offers (one of {})",
+            SASL_MECHANISMS.join(", ")
+        ));
+    }
     match librdkafka_config(config, "read_committed").create_native_config() {
-        Ok(_) => Ok(()),
+        Ok(_) => {}
         // Never the value: it may be a secret.
         Err(KafkaError::ClientConfig(_, description, key, _)) => {
-            Err(format!("clusters[{index}].client.{key}: {description}"))
+            let hint = match nearest_property(&key) {
+                Some(near) if description.contains("No such configuration property") => {
+                    format!(" (did you mean {near}?)")
+                }
+                _ => String::new(),
+            };
+            return Err(format!(
+                "clusters[{index}].client.{key}: {description}{hint}"
+            ));
         }
-        Err(other) => Err(format!("clusters[{index}].client: {other}")),
+        Err(other) => return Err(format!("clusters[{index}].client: {other}")),
     }
+    // The files librdkafka opens only when the client starts, and fails the start on.
+    super::wire::check_tls_files(&config.client)
+        .map_err(|(key, reason)| format!("clusters[{index}].client.{key}: {reason}"))
+}
+
+/// The SASL mechanisms librdkafka (as built here) and the exporter's own client speak.
+const SASL_MECHANISMS: [&str; 5] = [
+    "GSSAPI",
+    "PLAIN",
+    "SCRAM-SHA-256",
+    "SCRAM-SHA-512",
+    "OAUTHBEARER",
+];
+
+/// The property librdkafka knows whose name is nearest to `unknown` (by edit distance,
+/// at most a third of its length), for a typo's error message. The names are
+/// librdkafka's own: every global and topic property its configuration dump lists.
+fn nearest_property(unknown: &str) -> Option<String> {
+    let known = librdkafka_property_names();
+    let distance = |a: &str, b: &str| -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut previous = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let substitution = previous + usize::from(ca != *cb);
+                previous = row[j + 1];
+                row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
+            }
+        }
+        row[b.len()]
+    };
+    known
+        .into_iter()
+        .map(|name| (distance(unknown, &name), name))
+        .filter(|(d, _)| *d > 0 && *d <= unknown.chars().count().div_ceil(3).max(1))
+        .min()
+        .map(|(_, name)| name)
+}
+
+/// Every property name librdkafka documents, global and topic: the first column of the
+/// table `rd_kafka_conf_properties_show` prints (its CONFIGURATION.md). Empty if the
+/// table cannot be had, which only loses the hint.
+fn librdkafka_property_names() -> Vec<String> {
+    use std::io::{Read, Seek};
+    use std::os::fd::FromRawFd;
+    let mut table = String::new();
+    // SAFETY: a temporary FILE that librdkafka writes the table to; its descriptor is
+    // duplicated before the FILE is closed, and the duplicate is owned by `file`.
+    unsafe {
+        let fp = libc::tmpfile();
+        if fp.is_null() {
+            return Vec::new();
+        }
+        rdkafka::bindings::rd_kafka_conf_properties_show(fp);
+        libc::fflush(fp);
+        let fd = libc::dup(libc::fileno(fp));
+        libc::fclose(fp);
+        if fd < 0 {
+            return Vec::new();
+        }
+        let mut file = std::fs::File::from_raw_fd(fd);
+        if file.rewind().is_err() || file.read_to_string(&mut table).is_err() {
+            return Vec::new();
+        }
+    }
+    let mut names: Vec<String> = table
+        .lines()
+        .filter_map(|line| line.split_once('|'))
+        .map(|(name, _)| name.trim())
+        .filter(|name| {
+            name.contains('.')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '_')
+        })
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 impl KafkaSampler {
@@ -1127,4 +1229,23 @@ fn apply(
 
 fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nearest_property;
+
+    #[test]
+    fn a_misspelt_property_names_the_nearest_one_librdkafka_knows() {
+        for (typo, meant) in [
+            ("sasl.pasword", "sasl.password"),
+            ("sasl.usernme", "sasl.username"),
+            ("ssl.ca.locaton", "ssl.ca.location"),
+            ("securty.protocol", "security.protocol"),
+            ("auto.offset.rest", "auto.offset.reset"),
+        ] {
+            assert_eq!(nearest_property(typo).as_deref(), Some(meant), "{typo}");
+        }
+        assert_eq!(nearest_property("completely.unrelated.words"), None);
+    }
 }

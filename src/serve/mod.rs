@@ -574,8 +574,7 @@ impl<'a> StuckReport<'a> {
             .filter_map(|(name, snapshot)| Some((name, snapshot.as_ref()?)))
             .flat_map(|(name, snapshot)| {
                 snapshot
-                    .features
-                    .iter()
+                    .known_features()
                     .map(move |(feature, state)| FeatureReport {
                         cluster: name,
                         feature: feature.as_str(),
@@ -694,7 +693,20 @@ pub fn render_index(
         }
         out.push_str("</table>\n");
     }
-    for (name, _) in clusters {
+    let unreachable: Vec<&str> = clusters
+        .iter()
+        .filter(|(_, snapshot)| snapshot.as_ref().is_some_and(|s| !s.up))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    for (name, snapshot) in clusters {
+        if snapshot.as_ref().is_some_and(|s| !s.up) {
+            let _ = writeln!(
+                out,
+                "<p>{}: unreachable, so what works is not known now; the table above names any feature known not to work.</p>",
+                escape(name)
+            );
+            continue;
+        }
         let working: Vec<&str> = report
             .features
             .iter()
@@ -711,9 +723,15 @@ pub fn render_index(
         }
     }
     out.push_str("<h2>Partitions withheld by open transactions (HW &gt; LSO)</h2>\n");
-    if report.partitions.is_empty() {
+    if report.partitions.is_empty() && unreachable.is_empty() {
         out.push_str(
             "<p>None: every partition's last stable offset equals its high watermark.</p>\n",
+        );
+    } else if report.partitions.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p>None on the clusters it reaches. Not known for {}: unreachable.</p>",
+            escape(&unreachable.join(", "))
         );
     } else {
         out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">topic</th><th>partition</th><th>high watermark</th><th>last stable offset</th><th>HW &minus; LSO</th><th>LSO stuck for</th><th>oldest withheld record</th>\
@@ -1293,6 +1311,43 @@ mod tests {
         assert!(page.contains("<td class=\"l\">prod</td><td>starting</td>"));
         assert!(page.contains("<a href=\"metrics\">metrics</a>"), "{page}");
         assert!(page.contains("None: every partition"));
+    }
+
+    #[test]
+    fn a_cluster_that_is_down_vouches_for_nothing_that_worked_before() {
+        use crate::kafka::features::{Feature, FeatureState, Status};
+        let mut down = snapshot("prod", Vec::new(), Vec::new());
+        down.up = false;
+        down.features = [
+            (Feature::Offsets, FeatureState::ok()),
+            (
+                Feature::Authentication,
+                FeatureState::off(Status::Denied, "the brokers refuse the credentials"),
+            ),
+        ]
+        .into();
+        let clusters = [("prod".to_string(), Some(Arc::new(down.clone())))];
+        let page = render_index(&clusters, &HashMap::new(), "/metrics", SystemTime::now());
+        assert!(
+            page.contains("prod: unreachable, so what works is not known now"),
+            "{page}"
+        );
+        assert!(!page.contains("works: offsets"), "{page}");
+        assert!(
+            page.contains("the brokers refuse the credentials"),
+            "{page}"
+        );
+        assert!(!page.contains("None: every partition"), "{page}");
+        assert!(page.contains("Not known for prod: unreachable."), "{page}");
+        let bootstrap = HashMap::new();
+        let report = StuckReport::new(&clusters, &bootstrap);
+        let known: Vec<&str> = report.features.iter().map(|f| f.feature).collect();
+        assert_eq!(known, ["authentication"]);
+        // Up again: what works is vouched for again.
+        down.up = true;
+        let clusters = [("prod".to_string(), Some(Arc::new(down)))];
+        let page = render_index(&clusters, &HashMap::new(), "/metrics", SystemTime::now());
+        assert!(page.contains("prod: works: offsets."), "{page}");
     }
 
     #[test]

@@ -45,6 +45,7 @@ mod tls;
 
 use security::Sasl;
 pub use security::Security;
+pub use tls::check_tls_files;
 
 /// Largest answer accepted; a DescribeProducers answer for thousands of partitions is a
 /// few MiB, and anything larger is more likely a wrong port (e.g. TLS spoken to plain).

@@ -78,6 +78,49 @@ pub(super) fn tls_config(
     }
 }
 
+/// The TLS files of librdkafka's `ssl.*` properties as `--check-config` checks them,
+/// before anything connects: each named file (or CA directory) exists and can be read,
+/// and a PEM one holds what its key says. An error names the key and the path (never a
+/// value of an inline property: a key may be secret).
+pub fn check_tls_files(properties: &BTreeMap<String, String>) -> Result<(), (String, String)> {
+    // (key, what a PEM file of it holds; None: not PEM, or encrypted with a password)
+    let encrypted_key = properties.contains_key("ssl.key.password");
+    let files: [(&str, Option<&str>); 5] = [
+        ("ssl.ca.location", Some("certificate")),
+        ("ssl.certificate.location", Some("certificate")),
+        (
+            "ssl.key.location",
+            (!encrypted_key).then_some("private key"),
+        ),
+        ("ssl.crl.location", None),
+        ("ssl.keystore.location", None),
+    ];
+    for (key, holds) in files {
+        let Some(path) = properties.get(key).map(|p| p.trim()) else {
+            continue;
+        };
+        if key == "ssl.ca.location" && path == "probe" {
+            continue;
+        }
+        let bytes = read_pem_files(key, path)?;
+        let found = match holds {
+            Some("certificate") => CertificateDer::pem_slice_iter(&bytes)
+                .flatten()
+                .next()
+                .is_some(),
+            Some(_) => PrivateKeyDer::from_pem_slice(&bytes).is_ok(),
+            None => true,
+        };
+        if !found {
+            return Err((
+                key.to_string(),
+                format!("{path} holds no PEM {}", holds.unwrap_or_default()),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The certificates of the first of `sources` (a file property and its inline PEM
 /// property) that is set, or the system's roots if none is. An error names the key.
 fn roots(

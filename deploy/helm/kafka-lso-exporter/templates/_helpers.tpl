@@ -97,9 +97,15 @@ render. Call with (list $cluster $index).
 {{- $_ := set $taken $key "client" }}
 {{- end }}
 {{- range $key, $_ := $c.secretClient | default dict }}
+{{- if hasKey $taken $key }}
+{{- fail (printf "%s: secretClient: %s is already set by %s" $where $key (get $taken $key)) }}
+{{- end }}
 {{- $_ := set $taken $key "secretClient" }}
 {{- end }}
 {{- if and $c.existingSecret $c.existingSecret.name }}
+{{- if hasKey $taken "sasl.password" }}
+{{- fail (printf "%s: existingSecret: sasl.password is already set by %s (a password in values ends up in a ConfigMap; keep it in the Secret only)" $where (get $taken "sasl.password")) }}
+{{- end }}
 {{- $_ := set $taken "sasl.password" "existingSecret" }}
 {{- end }}
 {{- if and $c.tls $c.tls.secretName }}
