@@ -310,8 +310,15 @@ pub async fn connect_check(
                 matches!(f, Feature::ShareGroups | Feature::TransactionForensics)
                     || map.states().contains_key(f)
             };
-            // A cluster it cannot reach is not retried: the reason is the answer.
-            if !raw.reached || (cycle > 0 && Feature::ALL.iter().all(judged)) {
+            // A cluster it cannot reach is tried once more (a pod's DNS, a broker
+            // restarting, the first token), unless the brokers refused the credentials.
+            let refused = map
+                .states()
+                .get(&Feature::Authentication)
+                .is_some_and(|s| !s.status.works());
+            if (!raw.reached && (cycle > 0 || refused))
+                || (cycle > 0 && Feature::ALL.iter().all(judged))
+            {
                 break;
             }
         }

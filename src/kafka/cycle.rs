@@ -295,16 +295,24 @@ pub fn check_client(index: usize, config: &ClusterConfig) -> Result<(), String> 
             ));
         }
     }
-    if oauth::uses_sasl(&config.client) && !SASL_MECHANISMS.contains(&mechanism.as_str()) {
-        let key = if config.client.contains_key("sasl.mechanism") {
-            "sasl.mechanism"
-        } else {
-            "sasl.mechanisms"
-        };
+    // librdkafka compares the name exactly (upper case); GSSAPI only when built with it.
+    let (key, written) = match (
+        config.client.get("sasl.mechanism"),
+        config.client.get("sasl.mechanisms"),
+    ) {
+        (Some(m), _) => ("sasl.mechanism", m.as_str()),
+        (None, Some(m)) => ("sasl.mechanisms", m.as_str()),
+        (None, None) => ("sasl.mechanism", "GSSAPI"),
+    };
+    let offered: Vec<&str> = SASL_MECHANISMS
+        .into_iter()
+        .filter(|m| *m != "GSSAPI" || cfg!(feature = "gssapi"))
+        .collect();
+    if oauth::uses_sasl(&config.client) && !offered.contains(&written) {
         return Err(format!(
-            "clusters[{index}].client.{key}: {mechanism} is not a SASL mechanism librdkafka \
-             offers (one of {})",
-            SASL_MECHANISMS.join(", ")
+            "clusters[{index}].client.{key}: {written:?} is not a SASL mechanism this build \
+             offers (one of {}, written in capitals)",
+            offered.join(", ")
         ));
     }
     match librdkafka_config(config, "read_committed").create_native_config() {
@@ -323,7 +331,15 @@ pub fn check_client(index: usize, config: &ClusterConfig) -> Result<(), String> 
         }
         Err(other) => return Err(format!("clusters[{index}].client: {other}")),
     }
-    // The files librdkafka opens only when the client starts, and fails the start on.
+    // The files librdkafka opens only when the client starts (for SSL and SASL_SSL, the
+    // protocols that read them), and fails the start on.
+    let tls = config
+        .client
+        .get("security.protocol")
+        .is_some_and(|p| matches!(p.trim().to_ascii_uppercase().as_str(), "SSL" | "SASL_SSL"));
+    if !tls {
+        return Ok(());
+    }
     super::wire::check_tls_files(&config.client)
         .map_err(|(key, reason)| format!("clusters[{index}].client.{key}: {reason}"))
 }
@@ -371,21 +387,26 @@ fn librdkafka_property_names() -> Vec<String> {
     use std::io::{Read, Seek};
     use std::os::fd::FromRawFd;
     let mut table = String::new();
-    // SAFETY: a temporary FILE that librdkafka writes the table to; its descriptor is
-    // duplicated before the FILE is closed, and the duplicate is owned by `file`.
+    // SAFETY: an anonymous in-memory file (no writable /tmp needed: the pod's root is
+    // read-only) owned by `file`; librdkafka writes the table through a FILE on a
+    // duplicate of its descriptor, which fclose closes.
     unsafe {
-        let fp = libc::tmpfile();
-        if fp.is_null() {
-            return Vec::new();
-        }
-        rdkafka::bindings::rd_kafka_conf_properties_show(fp);
-        libc::fflush(fp);
-        let fd = libc::dup(libc::fileno(fp));
-        libc::fclose(fp);
+        let fd = libc::memfd_create(c"librdkafka-properties".as_ptr(), libc::MFD_CLOEXEC);
         if fd < 0 {
             return Vec::new();
         }
         let mut file = std::fs::File::from_raw_fd(fd);
+        let copy = libc::dup(fd);
+        if copy < 0 {
+            return Vec::new();
+        }
+        let fp = libc::fdopen(copy, c"w".as_ptr());
+        if fp.is_null() {
+            libc::close(copy);
+            return Vec::new();
+        }
+        rdkafka::bindings::rd_kafka_conf_properties_show(fp);
+        libc::fclose(fp);
         if file.rewind().is_err() || file.read_to_string(&mut table).is_err() {
             return Vec::new();
         }

@@ -698,6 +698,11 @@ pub fn render_index(
         .filter(|(_, snapshot)| snapshot.as_ref().is_some_and(|s| !s.up))
         .map(|(name, _)| name.as_str())
         .collect();
+    let not_sampled_yet: Vec<&str> = clusters
+        .iter()
+        .filter(|(_, snapshot)| snapshot.is_none())
+        .map(|(name, _)| name.as_str())
+        .collect();
     for (name, snapshot) in clusters {
         if snapshot.as_ref().is_some_and(|s| !s.up) {
             let _ = writeln!(
@@ -723,15 +728,24 @@ pub fn render_index(
         }
     }
     out.push_str("<h2>Partitions withheld by open transactions (HW &gt; LSO)</h2>\n");
-    if report.partitions.is_empty() && unreachable.is_empty() {
+    let mut unknown = Vec::new();
+    if !unreachable.is_empty() {
+        unknown.push(format!("{}: down", unreachable.join(", ")));
+    }
+    if !not_sampled_yet.is_empty() && not_sampled_yet.len() < clusters.len() {
+        unknown.push(format!("{}: not sampled yet", not_sampled_yet.join(", ")));
+    }
+    if report.partitions.is_empty() && unknown.is_empty() {
         out.push_str(
             "<p>None: every partition's last stable offset equals its high watermark.</p>\n",
         );
+    } else if report.partitions.is_empty() && unreachable.len() == clusters.len() {
+        out.push_str("<p>Not known: no cluster can be reached.</p>\n");
     } else if report.partitions.is_empty() {
         let _ = writeln!(
             out,
-            "<p>None on the clusters it reaches. Not known for {}: unreachable.</p>",
-            escape(&unreachable.join(", "))
+            "<p>None on the clusters it reaches. Not known for {}.</p>",
+            escape(&unknown.join("; "))
         );
     } else {
         out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">topic</th><th>partition</th><th>high watermark</th><th>last stable offset</th><th>HW &minus; LSO</th><th>LSO stuck for</th><th>oldest withheld record</th>\
@@ -1338,7 +1352,10 @@ mod tests {
             "{page}"
         );
         assert!(!page.contains("None: every partition"), "{page}");
-        assert!(page.contains("Not known for prod: unreachable."), "{page}");
+        assert!(
+            page.contains("Not known: no cluster can be reached."),
+            "{page}"
+        );
         let bootstrap = HashMap::new();
         let report = StuckReport::new(&clusters, &bootstrap);
         let known: Vec<&str> = report.features.iter().map(|f| f.feature).collect();

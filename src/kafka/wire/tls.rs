@@ -102,13 +102,24 @@ pub fn check_tls_files(properties: &BTreeMap<String, String>) -> Result<(), (Str
         if key == "ssl.ca.location" && path == "probe" {
             continue;
         }
-        let bytes = read_pem_files(key, path)?;
+        let failed = |e: std::io::Error| (key.to_string(), format!("cannot read {path}: {e}"));
+        if std::fs::metadata(path).map_err(failed)?.is_dir() {
+            // A CA directory, as OpenSSL's CApath: read lazily, so only readable.
+            std::fs::read_dir(path).map_err(failed)?;
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(path).map_err(failed)?).into_owned();
+        // As OpenSSL reads them: any certificate label (TRUSTED CERTIFICATE too), any
+        // private key (RSA, EC, DSA, PKCS#8).
         let found = match holds {
-            Some("certificate") => CertificateDer::pem_slice_iter(&bytes)
-                .flatten()
-                .next()
-                .is_some(),
-            Some(_) => PrivateKeyDer::from_pem_slice(&bytes).is_ok(),
+            Some("certificate") => {
+                text.contains("-----BEGIN CERTIFICATE-----")
+                    || text.contains("-----BEGIN TRUSTED CERTIFICATE-----")
+                    || text.contains("-----BEGIN X509 CERTIFICATE-----")
+            }
+            Some(_) => text.lines().any(|l| {
+                l.starts_with("-----BEGIN ") && l.trim_end().ends_with("PRIVATE KEY-----")
+            }),
             None => true,
         };
         if !found {

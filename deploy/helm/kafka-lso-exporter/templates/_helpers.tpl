@@ -104,7 +104,7 @@ render. Call with (list $cluster $index).
 {{- end }}
 {{- if and $c.existingSecret $c.existingSecret.name }}
 {{- if hasKey $taken "sasl.password" }}
-{{- fail (printf "%s: existingSecret: sasl.password is already set by %s (a password in values ends up in a ConfigMap; keep it in the Secret only)" $where (get $taken "sasl.password")) }}
+{{- fail (printf "%s: existingSecret: sasl.password is already set by %s (set it in one place; a password in client ends up in the ConfigMap)" $where (get $taken "sasl.password")) }}
 {{- end }}
 {{- $_ := set $taken "sasl.password" "existingSecret" }}
 {{- end }}
