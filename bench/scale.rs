@@ -121,9 +121,32 @@ fn sample(partitions: usize, groups: usize, cycle: i64) -> RawSample {
                         % PARTITIONS_PER_TOPIC as i32,
                     offset: 990 + 10 * cycle,
                 })
-                .collect();
+                .collect::<Vec<CommittedOffset>>();
+            // Three members, each owning a third of the group's partitions.
+            let detail = kafka_lso_exporter::kafka::GroupDetail {
+                epoch: Some(cycle / 10),
+                assignment_epoch: Some(cycle / 10),
+                members: (0..3)
+                    .map(|m| kafka_lso_exporter::kafka::RawMember {
+                        member_id: format!("scale-g{g:05}-m{m}-{}", cycle / 10),
+                        client_id: format!("scale-g{g:05}-{m}"),
+                        client_host: format!("/10.0.{}.{}", g % 250, m),
+                        assigned: Some(vec![(
+                            topics[t].to_string(),
+                            committed
+                                .iter()
+                                .skip(m)
+                                .step_by(3)
+                                .map(|c| c.partition)
+                                .collect(),
+                        )]),
+                        ..Default::default()
+                    })
+                    .collect(),
+            };
             RawGroup {
                 coordinator: None,
+                detail: Some(detail),
                 name: format!("scale-g{g:05}"),
                 group_type: group_type.into(),
                 protocol: if group_type == "share" {
@@ -183,6 +206,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
 
     let mut clock = StuckClock::default();
     let mut watch = kafka_lso_exporter::derive::progress::CommitWatch::default();
+    let mut rebalances = kafka_lso_exporter::derive::rebalance::RebalanceWatch::default();
     let (mut gen_s, mut derive_s, mut render_s, mut text_s) = (vec![], vec![], vec![], vec![]);
     let (mut series, mut body_bytes, mut gzip_bytes) = (0, 0, 0);
     let started_all = Instant::now();
@@ -201,11 +225,20 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             SystemTime::now(),
             Duration::from_secs(300),
         );
+        kafka_lso_exporter::derive::rebalance::apply(
+            &mut derived.groups,
+            &mut rebalances,
+            SystemTime::now(),
+            |_| true,
+        );
         kafka_lso_exporter::derive::progress::apply(
             &mut derived,
             &mut watch,
             now,
-            Duration::from_secs(300),
+            kafka_lso_exporter::derive::progress::Settings {
+                stall_after: Duration::from_secs(300),
+                abandon_after: Duration::from_secs(86_400),
+            },
             true,
         );
         // Every per-partition series: the largest body the exporter renders.
@@ -215,6 +248,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
         let exposition = Exposition {
             granularity: Granularity::Partition,
             kafka_exporter: false,
+            assigned_only: false,
         };
         let mut snapshot = ClusterSnapshot {
             clock_skew: None,

@@ -32,6 +32,8 @@ pub const DEFAULT_CONFIG_FILE: &str = "kafka-lso-exporter.toml";
 pub const DEFAULT_HANGING_MARGIN: Duration = Duration::from_secs(60);
 /// Default of `clusters[].stall_after`.
 pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(300);
+/// Default of `clusters[].groups.abandon_after`.
+pub const DEFAULT_ABANDON_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// Default of `clusters[].read_window`, in records.
 pub const DEFAULT_READ_WINDOW: u64 = 1000;
 /// Largest `clusters[].read_window`: the window is kept in memory per partition.
@@ -254,6 +256,27 @@ pub struct ClusterConfig {
     pub group_granularity: GroupGranularity,
     /// Also export kafka_exporter's metric families (`compat = ["kafka_exporter"]`).
     pub compat_kafka_exporter: bool,
+    /// How the cluster's groups are followed (`groups.*` other than the filter).
+    pub group_settings: GroupSettings,
+}
+
+/// `clusters[].groups.*` besides `include` and `exclude`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupSettings {
+    /// A group's partition that no member has owned, and whose committed offset has not
+    /// moved, for this long is `abandoned`, not `stalled`.
+    pub abandon_after: Duration,
+    /// Abandoned partitions get no offset series on `/metrics` (`/` still shows them).
+    pub assigned_only: bool,
+}
+
+impl Default for GroupSettings {
+    fn default() -> Self {
+        GroupSettings {
+            abandon_after: DEFAULT_ABANDON_AFTER,
+            assigned_only: false,
+        }
+    }
 }
 
 /// The `host:port` entries of a `bootstrap_servers` list, as written.
@@ -581,7 +604,7 @@ struct RawCluster {
     #[serde(default)]
     topics: RawFilter,
     #[serde(default = "default_group_filter")]
-    groups: RawFilter,
+    groups: RawGroups,
     #[serde(default)]
     client: BTreeMap<String, ClientValue>,
     /// Client properties read from files (secrets mounted by Kubernetes or Docker).
@@ -752,11 +775,27 @@ fn default_cluster_name() -> String {
 fn match_all() -> Vec<String> {
     vec![".*".into()]
 }
-fn default_group_filter() -> RawFilter {
-    RawFilter {
+fn default_group_filter() -> RawGroups {
+    RawGroups {
         include: match_all(),
         exclude: Vec::new(),
+        abandon_after: None,
+        assigned_only: false,
     }
+}
+
+/// `clusters[].groups`: the filter, and how the groups are followed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGroups {
+    #[serde(default = "match_all")]
+    include: Vec<String>,
+    #[serde(default)]
+    exclude: Vec<String>,
+    #[serde(default)]
+    abandon_after: Option<String>,
+    #[serde(default, deserialize_with = "boolean")]
+    assigned_only: bool,
 }
 
 /// `clusters` is a TOML array of tables in the file, but environment variables address it
@@ -1273,10 +1312,36 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             let k = ["clusters", &idx, "topics", field];
             invalid(figment, &k, e)
         })?;
-        let groups = filter(&cluster.groups, NameFilter::new).map_err(|(field, e)| {
+        let group_filter = RawFilter {
+            include: cluster.groups.include.clone(),
+            exclude: cluster.groups.exclude.clone(),
+        };
+        let groups = filter(&group_filter, NameFilter::new).map_err(|(field, e)| {
             let k = ["clusters", &idx, "groups", field];
             invalid(figment, &k, e)
         })?;
+        let abandon_after = match &cluster.groups.abandon_after {
+            Some(text) => {
+                let k = ["clusters", &idx, "groups", "abandon_after"];
+                let abandon_after = parse_duration(figment, &k, text)?;
+                if abandon_after < 2 * interval {
+                    return Err(invalid(
+                        figment,
+                        &k,
+                        format!(
+                            "{text} is shorter than two sampling intervals ({})",
+                            humantime::format_duration(2 * interval)
+                        ),
+                    ));
+                }
+                abandon_after
+            }
+            None => DEFAULT_ABANDON_AFTER,
+        };
+        let group_settings = GroupSettings {
+            abandon_after,
+            assigned_only: cluster.groups.assigned_only,
+        };
         let max_series = match cluster.max_series {
             None => None,
             Some(n) if n >= 100 => Some(n as usize),
@@ -1442,6 +1507,7 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             granularity: cluster.granularity,
             group_granularity,
             compat_kafka_exporter,
+            group_settings,
         });
     }
 

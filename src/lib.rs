@@ -155,8 +155,10 @@ pub async fn run_with(
             exposition: Exposition {
                 granularity: cluster.granularity,
                 kafka_exporter: cluster.compat_kafka_exporter,
+                assigned_only: cluster.group_settings.assigned_only,
             },
             group_granularity: cluster.group_granularity.clone(),
+            group_settings: cluster.group_settings,
             ownership: ownership.clone(),
         };
         loops.push(tokio::spawn(cluster_loop.run(stop_rx.clone())));

@@ -36,6 +36,8 @@ pub struct ClusterLoop {
     pub exposition: Exposition,
     /// Groups whose granularity differs from the cluster's.
     pub group_granularity: GroupGranularity,
+    /// See `clusters[].groups`.
+    pub group_settings: crate::config::GroupSettings,
     /// Whether this replica samples the cluster (always, without `[ha]`).
     pub ownership: Arc<Ownership>,
 }
@@ -47,13 +49,15 @@ impl ClusterLoop {
         // group-partitions), so it runs on a blocking thread: scrapes, served by the async
         // workers, never wait behind it.
         let fresh_deriver = || {
-            Arc::new(std::sync::Mutex::new(Deriver::new(
+            let mut deriver = Deriver::new(
                 self.hanging_margin,
                 self.stall_after,
                 self.transaction_list_detail,
                 self.exposition.granularity,
                 self.group_granularity.clone(),
-            )))
+            );
+            deriver.groups = self.group_settings;
+            Arc::new(std::sync::Mutex::new(deriver))
         };
         let mut deriver = fresh_deriver();
         let mut handed = self.ownership.subscribe();
@@ -377,6 +381,7 @@ mod tests {
         };
         let group = |name: &str, group_type: &str| RawGroup {
             coordinator: None,
+            detail: None,
             name: name.into(),
             group_type: group_type.into(),
             protocol: "consumer".into(),
@@ -439,8 +444,10 @@ mod tests {
             exposition: Exposition {
                 granularity: Granularity::Partition,
                 kafka_exporter: true,
+                assigned_only: false,
             },
             group_granularity: GroupGranularity::default(),
+            group_settings: Default::default(),
             ownership: Ownership::everything(vec!["prod".into()]),
         };
         (cluster_loop, published, metrics)

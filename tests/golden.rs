@@ -15,13 +15,26 @@ use kafka_lso_exporter::derive::inventory::{
 use kafka_lso_exporter::derive::series::{Exposition, Granularity};
 use kafka_lso_exporter::derive::{
     AgeClock, Anomaly, ClusterSnapshot, CoordinatorStatus, GroupPartitionState, GroupState, Lag,
-    OpenTransaction, PartitionState, TimeLag, Visibility,
+    OpenTransaction, Owner, PartitionState, Rebalances, TimeLag, Visibility,
 };
 use kafka_lso_exporter::expose::{guard, series_count};
 use kafka_lso_exporter::expose::{to_prometheus_text, Metrics};
 use kafka_lso_exporter::kafka::features::{Feature, FeatureState, Status};
-use kafka_lso_exporter::kafka::{ClockSkew, Replication, Stage};
+use kafka_lso_exporter::kafka::{ClockSkew, GroupDetail, RawMember, Replication, Stage};
 use tokio::sync::watch;
+
+/// A member of a classic or KIP-848 group owning these partitions of `orders`.
+fn member(id: &str, client_id: &str, host: &str, owns: Option<Vec<i32>>) -> RawMember {
+    RawMember {
+        member_id: id.into(),
+        instance_id: None,
+        client_id: client_id.into(),
+        client_host: host.into(),
+        assigned: owns.map(|p| vec![("orders".to_string(), p)]),
+        target: None,
+        member_epoch: None,
+    }
+}
 
 fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
     let topic: Arc<str> = Arc::from("orders");
@@ -191,9 +204,13 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     retention_margin: None,
                     retention_margin_seconds: None,
                     lost_records: None,
+                    owner: Owner::Unknown,
+                    abandoned: false,
                 }]),
                 granularity,
                 status: None,
+                detail: None,
+                rebalance: None,
             },
             GroupState {
                 coordinator: None,
@@ -220,6 +237,8 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                         retention_margin: Some(880),
                         retention_margin_seconds: Some(604_800.0 - 186.75),
                         lost_records: Some(0),
+                        owner: Owner::Member(0),
+                        abandoned: false,
                     },
                     // Caught up on a partition without an open transaction: only in
                     // `partition` granularity, and in the per-topic sums.
@@ -238,10 +257,45 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                         retention_margin: Some(1000),
                         retention_margin_seconds: Some(604_800.0),
                         lost_records: Some(0),
+                        owner: Owner::Member(1),
+                        abandoned: false,
                     },
                 ]),
                 granularity,
                 status: Some(kafka_lso_exporter::derive::progress::GroupStatus::Blocked),
+                // Three consumers, one idle; one rebalance seen 40 s before the sample.
+                detail: Some(GroupDetail {
+                    epoch: Some(7),
+                    assignment_epoch: None,
+                    members: vec![
+                        member(
+                            "consumer-billing-1-3f2a",
+                            "billing-1",
+                            "/10.0.0.11",
+                            Some(vec![0]),
+                        ),
+                        member(
+                            "consumer-billing-2-77c1",
+                            "billing-2",
+                            "/10.0.0.12",
+                            Some(vec![1]),
+                        ),
+                        member(
+                            "consumer-billing-3-0b9e",
+                            "billing-3",
+                            "/10.0.0.13",
+                            Some(vec![]),
+                        ),
+                    ],
+                }),
+                rebalance: Some(Rebalances {
+                    total: 2,
+                    joined: 3,
+                    left: 1,
+                    last_at: Some(at - Duration::from_secs(40)),
+                    rebalancing: false,
+                    unreconciled: None,
+                }),
             },
             GroupState {
                 coordinator: None,
@@ -268,9 +322,46 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     retention_margin: Some(0),
                     retention_margin_seconds: Some(0.0),
                     lost_records: Some(35),
+                    owner: Owner::Nobody,
+                    abandoned: false,
                 }]),
                 granularity,
                 status: Some(kafka_lso_exporter::derive::progress::GroupStatus::Stopped),
+                // KIP-848: one member short of its target assignment.
+                detail: Some(GroupDetail {
+                    epoch: Some(12),
+                    assignment_epoch: Some(12),
+                    members: vec![
+                        RawMember {
+                            target: Some(vec![("orders".into(), vec![0])]),
+                            member_epoch: Some(11),
+                            ..member(
+                                "Qm9vAAAAAAAAAAAAAAAAAA",
+                                "audit",
+                                "/10.0.0.21",
+                                Some(vec![]),
+                            )
+                        },
+                        RawMember {
+                            target: Some(vec![]),
+                            member_epoch: Some(12),
+                            ..member(
+                                "Qm9vAAAAAAAAAAAAAAAAAB",
+                                "audit",
+                                "/10.0.0.22",
+                                Some(vec![]),
+                            )
+                        },
+                    ],
+                }),
+                rebalance: Some(Rebalances {
+                    total: 5,
+                    joined: 2,
+                    left: 2,
+                    last_at: Some(at - Duration::from_secs(10)),
+                    rebalancing: true,
+                    unreconciled: Some(1),
+                }),
             },
         ],
         series_dropped: 0,
@@ -378,11 +469,13 @@ fn cluster_transactions(at: SystemTime) -> TransactionsView {
 const FULL: Exposition = Exposition {
     granularity: Granularity::Partition,
     kafka_exporter: true,
+    assigned_only: false,
 };
 /// The default: `topic` granularity, no compatibility families.
 const TOPIC: Exposition = Exposition {
     granularity: Granularity::Topic,
     kafka_exporter: false,
+    assigned_only: false,
 };
 
 fn render(exposition: Exposition) -> (String, String) {

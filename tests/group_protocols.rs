@@ -5,58 +5,11 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::java::JavaMember;
+use common::members::RdkafkaMember;
 use common::*;
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-
-/// A librdkafka member polling in its own thread until dropped (then it leaves).
-struct RdkafkaMember {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl RdkafkaMember {
-    fn join(topic: &str, group: &str, protocol: &str) -> RdkafkaMember {
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", bootstrap())
-            .set("group.id", group)
-            .set("group.protocol", protocol)
-            .set("auto.offset.reset", "earliest")
-            .set("auto.commit.interval.ms", "200")
-            .create()
-            .expect("consumer");
-        consumer.subscribe(&[topic]).expect("subscribe");
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                if let Some(Err(e)) = consumer.poll(Duration::from_millis(100)) {
-                    eprintln!("librdkafka member: {e}");
-                }
-            }
-            consumer.unsubscribe();
-            // Dropping the consumer closes it: it leaves the group.
-        });
-        RdkafkaMember {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for RdkafkaMember {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kip_848_groups_beside_a_classic_group() {

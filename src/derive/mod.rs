@@ -15,6 +15,7 @@ pub mod features;
 pub mod inventory;
 pub mod offsets;
 pub mod progress;
+pub mod rebalance;
 pub mod series;
 pub mod state;
 pub mod stuck;
@@ -126,6 +127,7 @@ pub struct Step {
 pub struct Deriver {
     clock: StuckClock,
     commits: progress::CommitWatch,
+    rebalances: rebalance::RebalanceWatch,
     watch: inventory::TransactionWatch,
     features: features::FeatureMap,
     /// See `clusters[].hanging_margin`.
@@ -138,6 +140,8 @@ pub struct Deriver {
     pub granularity: crate::config::Granularity,
     /// Groups whose granularity differs from the cluster's.
     pub group_granularity: GroupGranularity,
+    /// See `clusters[].groups`.
+    pub groups: crate::config::GroupSettings,
 }
 
 impl Deriver {
@@ -151,6 +155,7 @@ impl Deriver {
         Deriver {
             clock: StuckClock::default(),
             commits: progress::CommitWatch::default(),
+            rebalances: rebalance::RebalanceWatch::default(),
             watch: inventory::TransactionWatch::default(),
             features: features::FeatureMap::default(),
             hanging_margin,
@@ -158,6 +163,7 @@ impl Deriver {
             transaction_list_detail,
             granularity,
             group_granularity,
+            groups: crate::config::GroupSettings::default(),
         }
     }
 
@@ -169,11 +175,20 @@ impl Deriver {
         let transactions = inventory::Input::take(&mut raw);
         let reached = raw.reached;
         let mut derived = derive(raw, &mut self.clock, now, wall, self.hanging_margin);
+        if reached {
+            let listing = &derived.group_listing;
+            rebalance::apply(&mut derived.groups, &mut self.rebalances, wall, |c| {
+                listing.gone(c)
+            });
+        }
         progress::apply(
             &mut derived,
             &mut self.commits,
             now,
-            self.stall_after,
+            progress::Settings {
+                stall_after: self.stall_after,
+                abandon_after: self.groups.abandon_after,
+            },
             reached,
         );
         for group in &mut derived.groups {

@@ -273,6 +273,7 @@ pub fn derive(
                 .iter()
                 .map(|l| ((l.topic.as_str(), l.partition), l.lag))
                 .collect();
+            let owners = owners(g.detail.as_ref());
             let offsets = g.committed.map(|committed| {
                 let mut offsets: Vec<GroupPartitionState> = committed
                     .into_iter()
@@ -289,6 +290,8 @@ pub fn derive(
                             retention_margin: None,
                             retention_margin_seconds: None,
                             lost_records: None,
+                            owner: owners.of(&c.topic, c.partition),
+                            abandoned: false,
                         };
                         if let (Some(hw), Some(lso)) =
                             (partition.high_watermark, partition.last_stable_offset)
@@ -337,6 +340,8 @@ pub fn derive(
                 offsets,
                 granularity: Default::default(),
                 status: None,
+                detail: g.detail,
+                rebalance: None,
             }
         })
         .collect();
@@ -351,5 +356,50 @@ pub fn derive(
         retention_ms: raw.retention_ms,
         eos_cost: raw.eos_cost,
         clock_skew: raw.clock_skew,
+    }
+}
+
+/// Who owns which partition of a group, from its description.
+struct Owners<'a> {
+    by_partition: HashMap<(&'a str, i32), usize>,
+    /// Every member's assignment could be read: a partition none of them names has no
+    /// owner.
+    complete: bool,
+}
+
+impl Owners<'_> {
+    fn of(&self, topic: &str, partition: i32) -> Owner {
+        match self.by_partition.get(&(topic, partition)) {
+            Some(&member) => Owner::Member(member),
+            None if self.complete => Owner::Nobody,
+            None => Owner::Unknown,
+        }
+    }
+}
+
+fn owners(detail: Option<&crate::kafka::GroupDetail>) -> Owners<'_> {
+    let Some(detail) = detail else {
+        return Owners {
+            by_partition: HashMap::new(),
+            complete: false,
+        };
+    };
+    let mut by_partition = HashMap::new();
+    let mut complete = true;
+    for (index, member) in detail.members.iter().enumerate() {
+        match &member.assigned {
+            Some(topics) => {
+                for (topic, partitions) in topics {
+                    for &p in partitions {
+                        by_partition.insert((topic.as_str(), p), index);
+                    }
+                }
+            }
+            None => complete = false,
+        }
+    }
+    Owners {
+        by_partition,
+        complete,
     }
 }

@@ -45,6 +45,9 @@ struct Entry {
     /// Since when the group is missing from the lists of the brokers that answered
     /// while another failed.
     missing_since: Option<Instant>,
+    /// When a member last owned the partition or the committed offset last moved (first
+    /// seen, at the latest): the abandonment clock.
+    attended_at: Instant,
 }
 
 /// Per group and partition, what the commit stall and the status need from earlier
@@ -86,17 +89,36 @@ fn readable(g: &GroupPartitionState, log_start: Option<i64>) -> Option<i64> {
     Some(lag.saturating_sub(deleted).max(0))
 }
 
+/// The cluster's settings the status depends on.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// See `clusters[].stall_after`.
+    pub stall_after: Duration,
+    /// See `clusters[].groups.abandon_after`.
+    pub abandon_after: Duration,
+}
+
 /// Fills the commit stall, the status and the retention margin of every group that is
 /// not a share group, advancing `watch` to `now`. `reached`: the cycle reached the
 /// cluster (entries of groups it no longer lists are forgotten only then, and only when
 /// every broker listed its groups).
+///
+/// A partition no member owns whose committed offset has not moved for `abandon_after`
+/// is abandoned: offsets a group left behind (it stopped reading the topic, or nobody
+/// runs it any more), not a consumer that stopped. It does not count in the group's
+/// status, which is `abandoned` only when every partition is. A group that is
+/// rebalancing is `rebalancing` unless a worse status holds.
 pub fn apply(
     derived: &mut Derived,
     watch: &mut CommitWatch,
     now: Instant,
-    stall_after: Duration,
+    settings: Settings,
     reached: bool,
 ) {
+    let Settings {
+        stall_after,
+        abandon_after,
+    } = settings;
     let partitions: HashMap<(&str, i32), &PartitionState> = derived
         .partitions
         .iter()
@@ -115,6 +137,7 @@ pub fn apply(
             continue;
         };
         let mut status: Option<GroupStatus> = None;
+        let mut abandoned = 0usize;
         for g in offsets.iter_mut() {
             let partition = partitions.get(&(&*g.topic, g.partition)).copied();
             let log_start = partition.and_then(|p| p.log_start_offset);
@@ -141,8 +164,14 @@ pub fn apply(
                 below_log_start: false,
                 coordinator: None,
                 missing_since: None,
+                attended_at: now,
             });
             entry.coordinator.clone_from(&group.coordinator);
+            if moved || g.owner != super::state::Owner::Nobody {
+                entry.attended_at = now;
+            }
+            g.abandoned = g.owner == super::state::Owner::Nobody
+                && now.saturating_duration_since(entry.attended_at) >= abandon_after;
             if previous.is_some_and(|e| g.committed_offset < e.committed) {
                 entry.rewound_at = Some(now);
             }
@@ -194,8 +223,18 @@ pub fn apply(
             } else {
                 GroupStatus::Ok
             };
-            status = status.max(Some(here));
+            if g.abandoned {
+                abandoned += 1;
+            } else {
+                status = status.max(Some(here));
+            }
             watch.entries.insert(key, entry);
+        }
+        if status.is_none() && abandoned > 0 {
+            status = Some(GroupStatus::Abandoned);
+        }
+        if group.rebalance.is_some_and(|r| r.rebalancing) && status.is_some() {
+            status = status.max(Some(GroupStatus::Rebalancing));
         }
         group.status = status;
     }
@@ -272,7 +311,14 @@ fn retention(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::derive::{GroupState, Visibility};
+    use crate::derive::{GroupState, Owner, Visibility};
+
+    fn settings() -> Settings {
+        Settings {
+            stall_after: Duration::from_secs(60),
+            abandon_after: Duration::from_secs(600),
+        }
+    }
 
     fn partition(topic: &str, log_start: i64, hw: i64, lso: i64) -> PartitionState {
         PartitionState {
@@ -311,6 +357,8 @@ mod tests {
             retention_margin: None,
             retention_margin_seconds: None,
             lost_records: None,
+            owner: Default::default(),
+            abandoned: false,
         }
     }
 
@@ -335,11 +383,13 @@ mod tests {
                 offsets: Some(vec![g]),
                 granularity: Default::default(),
                 status: None,
+                detail: None,
+                rebalance: None,
             }],
             retention_ms: HashMap::from([(Arc::from("orders"), 60_000)]),
             ..Default::default()
         };
-        apply(&mut derived, watch, at, Duration::from_secs(60), true);
+        apply(&mut derived, watch, at, settings(), true);
         let group = derived.groups.remove(0);
         (group.offsets.unwrap().remove(0), group.status)
     }
@@ -371,6 +421,43 @@ mod tests {
                 offset("orders", committed, hw, hw, Some(TimeLag::Since(1.0))),
             );
             assert_eq!(g.commit_stall_seconds, Some(stall as f64), "t={t}");
+            assert_eq!(got, Some(status), "t={t}");
+        }
+    }
+
+    /// A partition no member owns and whose offset does not move is stalled until
+    /// abandon_after (600 s here), then abandoned, and the group with it; a member that
+    /// takes it again, or a commit, restarts the abandonment clock.
+    #[test]
+    fn offsets_nobody_owns_are_abandoned_not_stalled() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut watch = CommitWatch::default();
+        let owned = |owner| {
+            let mut g = offset("orders", 100, 150, 150, Some(TimeLag::Since(5.0)));
+            g.owner = owner;
+            g
+        };
+        let steps = [
+            (0, Owner::Nobody, false, GroupStatus::Ok),
+            (60, Owner::Nobody, false, GroupStatus::Stalled),
+            (599, Owner::Nobody, false, GroupStatus::Stalled),
+            (600, Owner::Nobody, true, GroupStatus::Abandoned),
+            (900, Owner::Member(0), false, GroupStatus::Stalled),
+            (1000, Owner::Nobody, false, GroupStatus::Stalled),
+            (1600, Owner::Nobody, true, GroupStatus::Abandoned),
+            // Not known who owns it (the group could not be described): never abandoned.
+            (1700, Owner::Unknown, false, GroupStatus::Stalled),
+        ];
+        for (t, owner, abandoned, status) in steps {
+            let (g, got) = cycle(
+                &mut watch,
+                at(t),
+                "classic",
+                partition("orders", 0, 150, 150),
+                owned(owner),
+            );
+            assert_eq!(g.abandoned, abandoned, "t={t}");
             assert_eq!(got, Some(status), "t={t}");
         }
     }
@@ -624,6 +711,8 @@ mod tests {
             )]),
             granularity: Default::default(),
             status: None,
+            detail: None,
+            rebalance: None,
         };
         let step =
             |watch: &mut CommitWatch, t: u64, groups: Vec<GroupState>, listing: GroupListing| {
@@ -637,7 +726,7 @@ mod tests {
                     &mut derived,
                     watch,
                     t0 + Duration::from_secs(t),
-                    Duration::from_secs(60),
+                    settings(),
                     true,
                 );
             };
@@ -713,7 +802,7 @@ mod tests {
             &mut derived,
             &mut watch,
             t0 + Duration::from_secs(40),
-            Duration::from_secs(60),
+            settings(),
             true,
         );
         let stall = derived.groups[0].offsets.as_ref().unwrap()[0].commit_stall_seconds;

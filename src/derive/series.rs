@@ -28,6 +28,8 @@ pub struct Exposition {
     pub granularity: Granularity,
     /// Also show kafka_exporter's metric families (`compat = ["kafka_exporter"]`).
     pub kafka_exporter: bool,
+    /// Abandoned partitions get no offset series (`groups.assigned_only`).
+    pub assigned_only: bool,
 }
 
 /// A transaction pins the partition's LSO: HW > LSO, and the LSO has stood still since
@@ -151,9 +153,17 @@ pub struct GroupTopicAggregate {
 }
 
 /// Per-topic aggregates of a group's committed offsets (sorted by topic), in that order.
-pub fn group_topic_aggregates(group: &GroupState) -> Vec<GroupTopicAggregate> {
+/// With `assigned_only`, abandoned partitions are left out.
+pub fn group_topic_aggregates(group: &GroupState, assigned_only: bool) -> Vec<GroupTopicAggregate> {
     let Some(offsets) = group.offsets.as_deref() else {
         return Vec::new();
+    };
+    let kept: Vec<super::state::GroupPartitionState>;
+    let offsets = if assigned_only && offsets.iter().any(|o| o.abandoned) {
+        kept = offsets.iter().filter(|o| !o.abandoned).cloned().collect();
+        &kept[..]
+    } else {
+        offsets
     };
     // A share group's broker lags by topic, once (they are few, but a group may read many
     // topics).
@@ -248,6 +258,8 @@ mod tests {
 
     fn group(name: &str, topic: &str, partitions: i32, granularity: Granularity) -> GroupState {
         GroupState {
+            detail: None,
+            rebalance: None,
             coordinator: None,
             name: name.into(),
             state: "Stable".into(),
@@ -273,6 +285,8 @@ mod tests {
                         retention_margin: None,
                         retention_margin_seconds: None,
                         lost_records: None,
+                        owner: Default::default(),
+                        abandoned: false,
                     })
                     .collect(),
             ),
@@ -343,7 +357,7 @@ mod tests {
     #[test]
     fn group_topic_aggregates_sum_lags_and_take_the_longest_time_lag() {
         let g = group("g", "orders", 4, Granularity::Topic);
-        let topics = group_topic_aggregates(&g);
+        let topics = group_topic_aggregates(&g, false);
         assert_eq!(topics.len(), 1);
         assert_eq!(topics[0].committed_offset_sum, Some(100 + 101 + 102 + 103));
         assert_eq!(topics[0].hw_lag, Some(1 + 2 + 3));
@@ -355,7 +369,7 @@ mod tests {
         let mut g = g;
         g.offsets.as_mut().unwrap()[3].lag = None;
         g.offsets.as_mut().unwrap()[3].hw_time_lag = None;
-        let topics = group_topic_aggregates(&g);
+        let topics = group_topic_aggregates(&g, false);
         assert_eq!(topics[0].hw_lag, Some(1 + 2));
         assert_eq!(topics[0].max_hw_lag_seconds, Some(2.0));
     }

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::kafka::{CoordinatorView, RawTransaction, Stage, StageFailure};
 
@@ -287,6 +287,43 @@ pub struct GroupState {
     /// The worst status of its partitions ([`crate::derive::progress`]); `None` for share groups
     /// and while no partition's lag is known.
     pub status: Option<GroupStatus>,
+    /// Its members and epoch as described in this cycle; `None` when it could not be.
+    pub detail: Option<crate::kafka::GroupDetail>,
+    /// Rebalances counted over the cycles seen ([`crate::derive::rebalance`]); `None`
+    /// until the group was first described.
+    pub rebalance: Option<Rebalances>,
+}
+
+/// A group's rebalances over the cycles the exporter saw ([`crate::derive::rebalance`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Rebalances {
+    /// Rebalances counted since the exporter first described the group: epoch (or
+    /// generation) steps where the group has one, else rebalances observed.
+    pub total: u64,
+    /// Members that joined and left, counted by member id between two descriptions.
+    pub joined: u64,
+    pub left: u64,
+    /// When the last rebalance counted was first seen; `None` when none was.
+    pub last_at: Option<SystemTime>,
+    /// The group is rebalancing now (its state, or a KIP-848 member not yet at its target
+    /// assignment).
+    pub rebalancing: bool,
+    /// KIP-848: partitions of the target assignment their member does not own yet;
+    /// `None` for other protocols.
+    pub unreconciled: Option<u64>,
+}
+
+/// Who owns a group's partition, from the group's description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Owner {
+    /// Not known: the group could not be described, or its assignment cannot be read
+    /// (a classic group of another protocol than `consumer`, a streams group).
+    #[default]
+    Unknown,
+    /// No member owns it.
+    Nobody,
+    /// The member at this index of the group's [`crate::kafka::GroupDetail::members`].
+    Member(usize),
 }
 
 /// A group's position on one partition.
@@ -313,6 +350,11 @@ pub struct GroupPartitionState {
     pub retention_margin_seconds: Option<f64>,
     /// max(0, log start - committed): records deleted before the group consumed them.
     pub lost_records: Option<i64>,
+    /// The member that owns the partition now.
+    pub owner: Owner,
+    /// No member has owned the partition and its committed offset has not moved for the
+    /// cluster's `groups.abandon_after` ([`crate::derive::progress`]).
+    pub abandoned: bool,
 }
 
 /// Lag of a committed offset against both bounds, in records a consumer would receive.
@@ -496,11 +538,16 @@ pub struct Derived {
 pub enum GroupStatus {
     /// Nothing to read, or reading and committing with lag that comes and goes.
     Ok,
+    /// Every topic it has offsets on is owned by no member and its offsets have not moved
+    /// for `groups.abandon_after`: offsets left behind, not a consumer that stopped.
+    Abandoned,
     /// Committing, but its lag has grown without ever shrinking for `stall_after`: it
     /// does not keep up.
     Lagging,
     /// Nothing to read below the LSO of a partition a transaction pins (as on `/`).
     Blocked,
+    /// The group is rebalancing (its state says so); worse states win.
+    Rebalancing,
     /// The committed offset went back within the last `stall_after` (an offset reset).
     Rewinding,
     /// Something to read, no commit for `stall_after`, lag not growing.
@@ -511,10 +558,12 @@ pub enum GroupStatus {
 
 impl GroupStatus {
     /// Every status: one series each per group.
-    pub const ALL: [GroupStatus; 6] = [
+    pub const ALL: [GroupStatus; 8] = [
         GroupStatus::Ok,
+        GroupStatus::Abandoned,
         GroupStatus::Lagging,
         GroupStatus::Blocked,
+        GroupStatus::Rebalancing,
         GroupStatus::Rewinding,
         GroupStatus::Stalled,
         GroupStatus::Stopped,
@@ -523,6 +572,8 @@ impl GroupStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             GroupStatus::Ok => "ok",
+            GroupStatus::Abandoned => "abandoned",
+            GroupStatus::Rebalancing => "rebalancing",
             GroupStatus::Lagging => "lagging",
             GroupStatus::Blocked => "blocked",
             GroupStatus::Rewinding => "rewinding",

@@ -474,6 +474,7 @@ fn share_lag_from_the_brokers_lag_table() {
 fn derive_takes_a_share_groups_lag_from_its_broker_where_there_is_one() {
     let share = |name: &str, broker_lags: Vec<crate::kafka::BrokerLag>| RawGroup {
         coordinator: None,
+        detail: None,
         name: name.into(),
         state: "Stable".into(),
         members: Some(1),
@@ -644,6 +645,7 @@ fn derive_joins_groups_to_partitions_and_drops_what_failed() {
         groups: vec![
             RawGroup {
                 coordinator: None,
+                detail: None,
                 name: "billing".into(),
                 state: "Stable".into(),
                 members: Some(2),
@@ -659,6 +661,7 @@ fn derive_joins_groups_to_partitions_and_drops_what_failed() {
             },
             RawGroup {
                 coordinator: None,
+                detail: None,
                 name: "audit".into(),
                 state: "Empty".into(),
                 members: Some(0),
@@ -716,6 +719,7 @@ fn derive_counts_anomalies() {
         partitions: vec![partition("t", 0, Some(10), Some(12))],
         groups: vec![RawGroup {
             coordinator: None,
+            detail: None,
             name: "g".into(),
             state: "Empty".into(),
             members: Some(0),
@@ -801,6 +805,7 @@ fn held_an_hour(record_ms: i64, log_append_time: bool, coordinator: CoordinatorV
         partitions: vec![held],
         groups: vec![RawGroup {
             coordinator: None,
+            detail: None,
             name: "billing".into(),
             state: "Stable".into(),
             members: Some(1),

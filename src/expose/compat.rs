@@ -145,6 +145,9 @@ pub(super) fn visit(out: &mut dyn Visitor, shown: &[Shown]) {
                     .filter(|g| g.group_type != "share")
                 {
                     for o in group.offsets.iter().flatten() {
+                        if cluster.hides(o) {
+                            continue;
+                        }
                         if let Some(v) = value(o) {
                             let labels: &Labels = &[
                                 (CLUSTER_LABEL, cluster.cluster()),

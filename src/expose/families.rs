@@ -233,7 +233,9 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
                     .filter(|g| g.group_type != "share")
                 {
                     for g in group.offsets.iter().flatten() {
-                        if !cluster.group_partition_detail(group, &g.topic, g.partition) {
+                        if !cluster.group_partition_detail(group, &g.topic, g.partition)
+                            || cluster.hides(g)
+                        {
                             continue;
                         }
                         if let Some(v) = value(g) {
@@ -310,7 +312,9 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
                     .filter(|g| g.group_type == "share")
                 {
                     for g in group.offsets.iter().flatten() {
-                        if !cluster.group_partition_detail(group, &g.topic, g.partition) {
+                        if !cluster.group_partition_detail(group, &g.topic, g.partition)
+                            || cluster.hides(g)
+                        {
                             continue;
                         }
                         if let Some(v) = value(group, g) {
@@ -462,8 +466,108 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
         },
     );
 
+    out.family(
+        "kafka_consumergroup_member_info",
+        "One series per live member of the group, as its coordinator describes it: member id, client id and the host it connected from, and its static instance id where it has one; always 1",
+        MetricType::Gauge,
+        &mut |emit| {
+            for cluster in shown {
+                for group in &cluster.snapshot.groups {
+                    for m in group.detail.iter().flat_map(|d| &d.members) {
+                        let labels: &Labels = &[
+                            (CLUSTER_LABEL, cluster.cluster()),
+                            ("group", &group.name),
+                            ("member_id", &m.member_id),
+                            ("client_id", &m.client_id),
+                            ("client_host", &m.client_host),
+                            ("group_instance_id", m.instance_id.as_deref().unwrap_or("")),
+                        ];
+                        emit(Owner::Cluster, &labels, gauge(1));
+                    }
+                }
+            }
+        },
+    );
+
+    out.family(
+        "kafka_consumergroup_member_assigned_partitions",
+        "Partitions the member owns now (absent where the group's assignment cannot be read: a classic group of another protocol type than consumer, a streams group's tasks)",
+        MetricType::Gauge,
+        &mut |emit| {
+            for cluster in shown {
+                for group in &cluster.snapshot.groups {
+                    for m in group.detail.iter().flat_map(|d| &d.members) {
+                        let Some(assigned) = &m.assigned else { continue };
+                        let owned: usize = assigned.iter().map(|(_, p)| p.len()).sum();
+                        let labels: &Labels = &[
+                            (CLUSTER_LABEL, cluster.cluster()),
+                            ("group", &group.name),
+                            ("member_id", &m.member_id),
+                        ];
+                        emit(Owner::Cluster, &labels, gauge(owned as i64));
+                    }
+                }
+            }
+        },
+    );
+
+    type RebalanceCount = fn(&crate::derive::Rebalances) -> u64;
+    let rebalance_counters: [(&str, &str, RebalanceCount); 3] = [
+        ("kafka_consumergroup_rebalances", "Rebalances of the group since the exporter first described it: every step of its epoch (KIP-848, share, streams) or generation (classic, where the members' subscriptions carry it), else each rebalance a cycle saw (docs/metrics.md, Rebalances)", |r| r.total),
+        ("kafka_consumergroup_members_joined", "Members that joined the group (new member ids) between two cycles that described it", |r| r.joined),
+        ("kafka_consumergroup_members_left", "Members that left the group (member ids gone) between two cycles that described it", |r| r.left),
+    ];
+    for (name, help, count) in rebalance_counters {
+        out.family(name, help, MetricType::Counter, &mut |emit| {
+            for cluster in shown {
+                for group in &cluster.snapshot.groups {
+                    let Some(r) = &group.rebalance else { continue };
+                    let labels: &Labels =
+                        &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name)];
+                    emit(Owner::Cluster, &labels, Sample::Counter(count(r)));
+                }
+            }
+        });
+    }
+
+    out.family(
+        "kafka_consumergroup_seconds_since_rebalance",
+        "Seconds since the last rebalance the exporter counted for the group (absent until it counted one)",
+        MetricType::Gauge,
+        &mut |emit| {
+            for cluster in shown {
+                for group in &cluster.snapshot.groups {
+                    let Some(at) = group.rebalance.and_then(|r| r.last_at) else { continue };
+                    let since = cluster
+                        .snapshot
+                        .taken_at
+                        .duration_since(at)
+                        .unwrap_or_default()
+                        .as_secs_f64();
+                    let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name)];
+                    emit(Owner::Cluster, &labels, gauge(since));
+                }
+            }
+        },
+    );
+
+    out.family(
+        "kafka_consumergroup_unreconciled_partitions",
+        "KIP-848 groups: partitions of the target assignment their member does not own yet (0 once every member has reconciled)",
+        MetricType::Gauge,
+        &mut |emit| {
+            for cluster in shown {
+                for group in &cluster.snapshot.groups {
+                    let Some(n) = group.rebalance.and_then(|r| r.unreconciled) else { continue };
+                    let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name)];
+                    emit(Owner::Cluster, &labels, gauge(n as i64));
+                }
+            }
+        },
+    );
+
     out.family("kafka_consumergroup_status",
-        "The group's commit progress, worst of its partitions: ok, lagging (commits but has not caught up for stall_after), blocked (by an open transaction), rewinding (its committed offset went back), stalled (something to read, no commit for stall_after), stopped (stalled while its lag grows); 1 for the current status, 0 for the others",
+        "The group's commit progress, worst of its partitions: ok, abandoned (every partition it has offsets on owned by no member, its offsets unmoved for groups.abandon_after), lagging (commits but has not caught up for stall_after), blocked (by an open transaction), rebalancing (its state says so, unless a worse status holds), rewinding (its committed offset went back), stalled (something to read, no commit for stall_after), stopped (stalled while its lag grows); 1 for the current status, 0 for the others",
         MetricType::Gauge, &mut |emit| {
     for cluster in shown {
         for group in &cluster.snapshot.groups {

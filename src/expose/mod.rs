@@ -494,6 +494,7 @@ pub fn catalog() -> Vec<(String, &'static str)> {
         crate::derive::series::Exposition {
             granularity: crate::config::Granularity::Partition,
             kafka_exporter: true,
+            assigned_only: false,
         },
     );
     let mut names = Names(Vec::new());
@@ -612,6 +613,8 @@ mod tests {
 
     fn group(name: &str, topic: &str, partitions: i32, granularity: Granularity) -> GroupState {
         GroupState {
+            detail: None,
+            rebalance: None,
             coordinator: None,
             name: name.into(),
             state: "Stable".into(),
@@ -637,6 +640,8 @@ mod tests {
                         retention_margin: None,
                         retention_margin_seconds: None,
                         lost_records: None,
+                        owner: Default::default(),
+                        abandoned: false,
                     })
                     .collect(),
             ),
@@ -673,10 +678,12 @@ mod tests {
     const PARTITION: Exposition = Exposition {
         granularity: Granularity::Partition,
         kafka_exporter: false,
+        assigned_only: false,
     };
     const TOPIC: Exposition = Exposition {
         granularity: Granularity::Topic,
         kafka_exporter: false,
+        assigned_only: false,
     };
     /// Of the exporter's per-cluster series: up, series_dropped, series.
     const CLUSTER: usize = 3;
@@ -718,6 +725,7 @@ mod tests {
         // broker count (no broker listed here).
         let compat = Exposition {
             kafka_exporter: true,
+            assigned_only: false,
             ..TOPIC
         };
         assert_eq!(
@@ -799,6 +807,7 @@ mod tests {
         share.isolation = Some(crate::kafka::Isolation::ReadCommitted);
         let compat = Exposition {
             kafka_exporter: true,
+            assigned_only: false,
             ..PARTITION
         };
         // The same count with and without compat: a share group commits no offsets.

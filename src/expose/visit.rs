@@ -46,7 +46,7 @@ impl<'a> Shown<'a> {
         let group_topics = snapshot
             .groups
             .iter()
-            .map(series::group_topic_aggregates)
+            .map(|g| series::group_topic_aggregates(g, snapshot.exposition.assigned_only))
             .collect();
         Self {
             snapshot,
@@ -73,6 +73,12 @@ impl<'a> Shown<'a> {
                 .pinned
                 .binary_search_by(|(t, p)| (&**t, *p).cmp(&(topic, partition)))
                 .is_ok()
+    }
+
+    /// The group-partition's offset series are left out: it is abandoned and the
+    /// cluster shows assigned partitions only (`groups.assigned_only`).
+    pub(crate) fn hides(&self, offset: &crate::derive::GroupPartitionState) -> bool {
+        offset.abandoned && self.snapshot.exposition.assigned_only
     }
 
     /// Who owns a series of `group`'s offsets: the guard may leave them out.

@@ -822,6 +822,19 @@ impl KafkaSampler {
                         .filter(|g| filter.accepts(g.name()))
                         .map(|g| RawGroup {
                             coordinator: None,
+                            detail: Some(crate::kafka::ask::groups::classic_members(
+                                g.protocol_type(),
+                                g.members().iter().map(|m| {
+                                    crate::kafka::ask::groups::ClassicMember {
+                                        member_id: m.id(),
+                                        instance_id: None,
+                                        client_id: m.client_id(),
+                                        client_host: m.client_host(),
+                                        metadata: m.metadata().unwrap_or_default(),
+                                        assignment: m.assignment().unwrap_or_default(),
+                                    }
+                                }),
+                            )),
                             name: g.name().to_string(),
                             group_type: "classic".to_string(),
                             protocol: g.protocol_type().to_string(),

@@ -258,6 +258,46 @@ pub struct RawGroup {
     /// The broker that listed the group (its coordinator), `host:port`; `None` where the
     /// cluster's groups were listed as a whole (librdkafka's classic list).
     pub coordinator: Option<String>,
+    /// Its members and generation, as its describe answer gave them; `None` when the
+    /// group could not be described in this cycle.
+    pub detail: Option<GroupDetail>,
+}
+
+/// What a group's describe answer says of its members and its generation.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GroupDetail {
+    /// The group's epoch (KIP-848, share and streams groups: it goes up by one at every
+    /// change of members, subscriptions or topology) or, for a classic group, its
+    /// generation where the members' subscriptions carry the generation they were in
+    /// when they last joined (KIP-792; the group's is one more than the largest). `None`
+    /// where neither is known.
+    pub epoch: Option<i64>,
+    /// KIP-848 and share groups: the epoch of the target assignment; the group has
+    /// reconciled when every member's epoch has reached it.
+    pub assignment_epoch: Option<i64>,
+    pub members: Vec<RawMember>,
+}
+
+/// Partitions per topic, topics sorted.
+pub type TopicPartitions = Vec<(String, Vec<i32>)>;
+
+/// One member of a group.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RawMember {
+    pub member_id: String,
+    /// Static membership (`group.instance.id`), when set.
+    pub instance_id: Option<String>,
+    pub client_id: String,
+    /// The address the member connected from, as the coordinator saw it (`/10.0.0.7`).
+    pub client_host: String,
+    /// The partitions it owns, per topic; `None` where the assignment cannot be read (a
+    /// classic group whose protocol type is not `consumer`, a streams group's tasks).
+    pub assigned: Option<TopicPartitions>,
+    /// KIP-848: the partitions the group's assignor wants it to own (it has reconciled
+    /// when they equal `assigned`); `None` for other protocols.
+    pub target: Option<TopicPartitions>,
+    /// KIP-848, share and streams: the member's epoch.
+    pub member_epoch: Option<i32>,
 }
 
 /// The brokers' clock against the exporter's ([`ask::clock`]).

@@ -279,6 +279,95 @@ pub struct GroupProgress<'a> {
     pub retention_margin_seconds: Option<f64>,
     /// Records deleted by retention before it consumed them, over its partitions.
     pub lost_records: i64,
+    /// Rebalances counted since the exporter first described it; `null` before that.
+    pub rebalances: Option<u64>,
+    /// Seconds since the last rebalance counted; `null` until one was.
+    pub seconds_since_rebalance: Option<f64>,
+    /// Its partitions with something to read, or abandoned, most behind first (at most
+    /// [`OWNED_PARTITIONS`]), each with the member that owns it.
+    pub partitions: Vec<OwnedPartition<'a>>,
+}
+
+/// At most this many partitions of a group are listed with their owners.
+pub const OWNED_PARTITIONS: usize = 100;
+
+/// One partition of a group and who owns it.
+#[derive(Debug, Serialize)]
+pub struct OwnedPartition<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    /// Records it has to read: against the LSO, or the HW where it reads uncommitted;
+    /// `null` when not known in this cycle.
+    pub lag: Option<i64>,
+    pub commit_stall_seconds: Option<f64>,
+    /// No member owns it, and its offset has not moved for `groups.abandon_after`.
+    pub abandoned: bool,
+    /// `owned`, `unowned` (no member owns it) or `unknown` (the assignment cannot be
+    /// read, or the group could not be described).
+    pub ownership: &'static str,
+    /// The member that owns it; `null` unless `ownership` is `owned`.
+    pub owner: Option<MemberReport<'a>>,
+}
+
+/// A member of a group.
+#[derive(Debug, Serialize)]
+pub struct MemberReport<'a> {
+    pub member_id: &'a str,
+    pub client_id: &'a str,
+    pub client_host: &'a str,
+    pub group_instance_id: Option<&'a str>,
+}
+
+/// A group's partitions to list with their owners (see [`GroupProgress::partitions`]).
+fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>> {
+    use crate::derive::Owner;
+    let members = group
+        .detail
+        .as_ref()
+        .map(|d| &d.members[..])
+        .unwrap_or_default();
+    let mut listed: Vec<OwnedPartition> = group
+        .offsets
+        .iter()
+        .flatten()
+        .filter_map(|o| {
+            let lag = o.lag.map(|l| {
+                if l.committed_beyond_lso > 0 {
+                    l.hw_lag
+                } else {
+                    l.lso_lag
+                }
+            });
+            if !o.abandoned && lag.is_none_or(|l| l == 0) {
+                return None;
+            }
+            let (ownership, owner) = match o.owner {
+                Owner::Member(i) => (
+                    "owned",
+                    members.get(i).map(|m| MemberReport {
+                        member_id: &m.member_id,
+                        client_id: &m.client_id,
+                        client_host: &m.client_host,
+                        group_instance_id: m.instance_id.as_deref(),
+                    }),
+                ),
+                Owner::Nobody => ("unowned", None),
+                Owner::Unknown => ("unknown", None),
+            };
+            Some(OwnedPartition {
+                topic: &o.topic,
+                partition: o.partition,
+                lag,
+                commit_stall_seconds: o.commit_stall_seconds,
+                abandoned: o.abandoned,
+                ownership,
+                owner,
+            })
+        })
+        .collect();
+    listed.sort_by_key(|p| std::cmp::Reverse(p.lag.unwrap_or(0)));
+    listed.truncate(OWNED_PARTITIONS);
+    listed
 }
 
 /// What the coordinators list of one cluster's open transactions.
@@ -495,6 +584,13 @@ impl<'a> StuckReport<'a> {
                         .filter_map(|o| o.retention_margin_seconds)
                         .reduce(f64::min),
                     lost_records,
+                    rebalances: group.rebalance.map(|r| r.total),
+                    seconds_since_rebalance: group
+                        .rebalance
+                        .and_then(|r| r.last_at)
+                        .and_then(|at| snapshot.taken_at.duration_since(at).ok())
+                        .map(|d| d.as_secs_f64()),
+                    partitions: owned_partitions(group),
                 });
             }
         }
@@ -849,7 +945,7 @@ pub fn render_index(
     if report.groups.is_empty() {
         out.push_str("<p>None: every group commits as it reads, or has nothing to read, and has lost nothing to retention.</p>\n");
     } else {
-        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">group</th><th class=\"l\">status</th><th>no commit for</th><th>retention margin</th><th>records lost</th></tr>\n");
+        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">group</th><th class=\"l\">status</th><th>no commit for</th><th>retention margin</th><th>records lost</th><th>rebalances</th><th class=\"l\">partitions behind: owner</th></tr>\n");
         for g in &report.groups {
             let status = match g.status {
                 "stopped" | "stalled" => format!("<span class=\"hang\">{}</span>", g.status),
@@ -860,9 +956,15 @@ pub fn render_index(
             } else {
                 "0".to_string()
             };
+            let rebalances = match (g.rebalances, g.seconds_since_rebalance) {
+                (Some(n), Some(since)) => format!("{n}, last {} ago", human_duration(since)),
+                (Some(n), None) => n.to_string(),
+                _ => "-".to_string(),
+            };
+            let owners = render_owners(&g.partitions);
             let _ = writeln!(
                 out,
-                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{status}</td><td>{}</td><td>{}</td><td>{lost}</td></tr>",
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{status}</td><td>{}</td><td>{}</td><td>{lost}</td><td>{rebalances}</td><td class=\"l\">{owners}</td></tr>",
                 escape(g.cluster),
                 escape(g.group),
                 g.commit_stall_seconds.map_or("-".to_string(), human_duration),
@@ -874,11 +976,42 @@ pub fn render_index(
             );
         }
         out.push_str("</table>\n");
-        out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; lagging: it commits, but its lag has only grown for <code>stall_after</code>. The commit clock starts with the exporter. The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
+        out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; rebalancing: its members are being reassigned; lagging: it commits, but its lag has only grown for <code>stall_after</code>; abandoned: no member owns its partitions and its offsets have not moved for <code>groups.abandon_after</code>. Each partition behind names the member that owns it (client id, host), or says no member does. The commit clock starts with the exporter. The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
     }
     render_cluster_transactions(&mut out, &report.transactions);
     out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own, never from a timestamp the producer wrote. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic. A transaction's age comes from its coordinator's start time, else the LogAppendTime of its first record, else the first cycle that saw it; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
     out
+}
+
+/// A group's partitions behind and their owners, for one cell of `/` (the first ten).
+fn render_owners(partitions: &[OwnedPartition]) -> String {
+    const SHOWN: usize = 10;
+    let mut cell = String::new();
+    for p in partitions.iter().take(SHOWN) {
+        if !cell.is_empty() {
+            cell.push_str("<br>");
+        }
+        let who = match &p.owner {
+            Some(m) => format!("{} on {}", escape(m.client_id), escape(m.client_host)),
+            None if p.ownership == "unowned" => "no member".to_string(),
+            None => "owner unknown".to_string(),
+        };
+        let lag = p.lag.map_or(String::new(), |l| format!(" ({l} behind)"));
+        let abandoned = if p.abandoned { ", abandoned" } else { "" };
+        let _ = write!(
+            cell,
+            "{}-{}{lag}: {who}{abandoned}",
+            escape(p.topic),
+            p.partition
+        );
+    }
+    if partitions.len() > SHOWN {
+        let _ = write!(cell, "<br>and {} more (JSON API)", partitions.len() - SHOWN);
+    }
+    if cell.is_empty() {
+        cell.push('-');
+    }
+    cell
 }
 
 /// The section of `/` on every open transaction the coordinators list.
@@ -1023,6 +1156,8 @@ mod tests {
         lso: i64,
     ) -> GroupState {
         GroupState {
+            detail: None,
+            rebalance: None,
             coordinator: None,
             name: name.into(),
             state: "Stable".into(),
@@ -1042,6 +1177,8 @@ mod tests {
                 retention_margin: None,
                 retention_margin_seconds: None,
                 lost_records: None,
+                owner: Default::default(),
+                abandoned: false,
             }]),
             granularity: Default::default(),
             status: None,

@@ -6,6 +6,7 @@
 pub mod binary;
 pub mod java;
 pub mod listeners;
+pub mod members;
 pub mod proxy;
 
 use std::collections::BTreeMap;

@@ -18,20 +18,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::{Buf, Bytes};
 use futures_util::future::{join_all, try_join_all};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_groups_response::DescribedGroupMember;
 use kafka_protocol::messages::{
-    ConsumerGroupDescribeRequest, DescribeConfigsRequest, DescribeGroupsRequest, GroupId,
-    ListGroupsRequest, ShareGroupDescribeRequest,
+    ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, ConsumerProtocolSubscription,
+    DescribeConfigsRequest, DescribeGroupsRequest, GroupId, ListGroupsRequest,
+    ShareGroupDescribeRequest,
 };
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::ResponseError;
 
 use super::offsets::Coordinators;
 use crate::kafka::wire::share_offsets::DescribeShareGroupOffsets;
 use crate::kafka::wire::streams_describe::StreamsGroupDescribe;
 use crate::kafka::wire::{Lane, Pool, WireClient, WireError};
-use crate::kafka::{BrokerLag, CommittedOffset, RawGroup};
+use crate::kafka::{BrokerLag, CommittedOffset, GroupDetail, RawGroup, RawMember};
 
 /// DescribeConfigs resource type of a group (KIP-848 group configs).
 const GROUP_RESOURCE: i8 = 32;
@@ -264,7 +267,8 @@ async fn at_broker(
             Some(RawGroup {
                 coordinator: Some(addr.to_string()),
                 state: described.as_ref().map_or(l.state, |d| d.state.clone()),
-                members: described.map(|d| d.members),
+                members: described.as_ref().map(|d| d.detail.members.len()),
+                detail: described.map(|d| d.detail),
                 isolation: share.as_ref().and_then(|p| p.isolation),
                 broker_lags: share.map(|p| p.broker_lags).unwrap_or_default(),
                 committed,
@@ -621,10 +625,10 @@ fn normalize_type(group_type: &str) -> String {
 
 struct Described {
     state: String,
-    members: usize,
+    detail: GroupDetail,
 }
 
-/// Per group of one describe answer: its state and live members, or `None` when the
+/// Per group of one describe answer: its state, members and epoch, or `None` when the
 /// coordinator no longer knows it; and the first error of a group that failed (that group
 /// keeps its listed state, without a member count).
 type DescribeAnswer = (Vec<(String, Option<Described>)>, Option<String>);
@@ -641,41 +645,119 @@ async fn describe(
         .iter()
         .map(|n| GroupId(StrBytes::from_string(n.to_string())))
         .collect();
-    // The four describe answers have the same shape; per group: id, error code, state,
-    // member count.
-    macro_rules! describe_with {
-        ($request:expr, $api:literal) => {
-            pool.send(addr, &$request, $api, deadline)
+    // Per group: id, error code, state, members and epoch.
+    let answers: Vec<(String, i16, String, GroupDetail)> = match group_type {
+        "classic" => {
+            let mut request = DescribeGroupsRequest::default();
+            request.groups = ids;
+            let response = pool
+                .send(addr, &request, "DescribeGroups", deadline)
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            response
                 .groups
                 .into_iter()
                 .map(|g| {
+                    let detail = classic_detail(g.protocol_type.as_str(), &g.members);
                     (
                         g.group_id.0.to_string(),
                         g.error_code,
                         g.group_state.to_string(),
-                        g.members.len(),
+                        detail,
                     )
                 })
                 .collect()
-        };
-    }
-    let answers: Vec<(String, i16, String, usize)> = match group_type {
-        "classic" => {
-            let mut request = DescribeGroupsRequest::default();
-            request.groups = ids;
-            describe_with!(request, "DescribeGroups")
         }
         "consumer" => {
             let mut request = ConsumerGroupDescribeRequest::default();
             request.group_ids = ids;
-            describe_with!(request, "ConsumerGroupDescribe")
+            let response = pool
+                .send(addr, &request, "ConsumerGroupDescribe", deadline)
+                .await
+                .map_err(|e| e.to_string())?;
+            response
+                .groups
+                .into_iter()
+                .map(|g| {
+                    let members = g
+                        .members
+                        .into_iter()
+                        .map(|m| RawMember {
+                            member_id: m.member_id.to_string(),
+                            instance_id: m.instance_id.map(|i| i.to_string()),
+                            client_id: m.client_id.to_string(),
+                            client_host: m.client_host.to_string(),
+                            assigned: Some(named_partitions(
+                                m.assignment
+                                    .topic_partitions
+                                    .into_iter()
+                                    .map(|t| (t.topic_name.0.to_string(), t.partitions)),
+                            )),
+                            target: Some(named_partitions(
+                                m.target_assignment
+                                    .topic_partitions
+                                    .into_iter()
+                                    .map(|t| (t.topic_name.0.to_string(), t.partitions)),
+                            )),
+                            member_epoch: Some(m.member_epoch),
+                        })
+                        .collect();
+                    let detail = GroupDetail {
+                        epoch: Some(i64::from(g.group_epoch)),
+                        assignment_epoch: Some(i64::from(g.assignment_epoch)),
+                        members,
+                    };
+                    (
+                        g.group_id.0.to_string(),
+                        g.error_code,
+                        g.group_state.to_string(),
+                        detail,
+                    )
+                })
+                .collect()
         }
         "share" => {
             let mut request = ShareGroupDescribeRequest::default();
             request.group_ids = ids;
-            describe_with!(request, "ShareGroupDescribe")
+            let response = pool
+                .send(addr, &request, "ShareGroupDescribe", deadline)
+                .await
+                .map_err(|e| e.to_string())?;
+            response
+                .groups
+                .into_iter()
+                .map(|g| {
+                    let members = g
+                        .members
+                        .into_iter()
+                        .map(|m| RawMember {
+                            member_id: m.member_id.to_string(),
+                            instance_id: None,
+                            client_id: m.client_id.to_string(),
+                            client_host: m.client_host.to_string(),
+                            assigned: Some(named_partitions(
+                                m.assignment
+                                    .topic_partitions
+                                    .into_iter()
+                                    .map(|t| (t.topic_name.0.to_string(), t.partitions)),
+                            )),
+                            target: None,
+                            member_epoch: Some(m.member_epoch),
+                        })
+                        .collect();
+                    let detail = GroupDetail {
+                        epoch: Some(i64::from(g.group_epoch)),
+                        assignment_epoch: Some(i64::from(g.assignment_epoch)),
+                        members,
+                    };
+                    (
+                        g.group_id.0.to_string(),
+                        g.error_code,
+                        g.group_state.to_string(),
+                        detail,
+                    )
+                })
+                .collect()
         }
         _ => {
             // Not an error: the broker predates the API (its streams groups keep their
@@ -685,14 +767,47 @@ async fn describe(
                 return Ok((Vec::new(), None));
             }
             let request = StreamsGroupDescribe { group_ids: ids };
-            describe_with!(request, "StreamsGroupDescribe")
+            let response = pool
+                .send(addr, &request, "StreamsGroupDescribe", deadline)
+                .await
+                .map_err(|e| e.to_string())?;
+            response
+                .groups
+                .into_iter()
+                .map(|g| {
+                    let members = g
+                        .members
+                        .into_iter()
+                        .map(|m| RawMember {
+                            member_id: m.member_id,
+                            instance_id: m.instance_id,
+                            client_id: m.client_id,
+                            client_host: m.client_host,
+                            assigned: None,
+                            target: None,
+                            member_epoch: Some(m.member_epoch),
+                        })
+                        .collect();
+                    let detail = GroupDetail {
+                        epoch: Some(i64::from(g.group_epoch)),
+                        assignment_epoch: Some(i64::from(g.assignment_epoch)),
+                        members,
+                    };
+                    (
+                        g.group_id.0.to_string(),
+                        g.error_code,
+                        g.group_state.to_string(),
+                        detail,
+                    )
+                })
+                .collect()
         }
     };
     let mut out = Vec::new();
     let mut failed = None;
-    for (name, error_code, state, members) in answers {
+    for (name, error_code, state, detail) in answers {
         match ResponseError::try_from_code(error_code) {
-            None => out.push((name, Some(Described { state, members }))),
+            None => out.push((name, Some(Described { state, detail }))),
             Some(ResponseError::GroupIdNotFound) => out.push((name, None)),
             Some(error) => {
                 failed
@@ -701,6 +816,125 @@ async fn describe(
         }
     }
     Ok((out, failed))
+}
+
+/// Partitions per topic, sorted, topics merged (an answer may name a topic twice).
+fn named_partitions(topics: impl Iterator<Item = (String, Vec<i32>)>) -> Vec<(String, Vec<i32>)> {
+    let mut merged: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    for (topic, partitions) in topics {
+        merged.entry(topic).or_default().extend(partitions);
+    }
+    merged
+        .into_iter()
+        .map(|(topic, mut partitions)| {
+            partitions.sort_unstable();
+            partitions.dedup();
+            (topic, partitions)
+        })
+        .collect()
+}
+
+/// A classic group's members as DescribeGroups gives them.
+fn classic_detail(protocol_type: &str, members: &[DescribedGroupMember]) -> GroupDetail {
+    classic_members(
+        protocol_type,
+        members.iter().map(|m| ClassicMember {
+            member_id: m.member_id.as_str(),
+            instance_id: m.group_instance_id.as_ref().map(|i| i.as_str()),
+            client_id: m.client_id.as_str(),
+            client_host: m.client_host.as_str(),
+            metadata: &m.member_metadata,
+            assignment: &m.member_assignment,
+        }),
+    )
+}
+
+/// One member of a classic group, as DescribeGroups (or librdkafka's list) gives it.
+pub struct ClassicMember<'a> {
+    pub member_id: &'a str,
+    pub instance_id: Option<&'a str>,
+    pub client_id: &'a str,
+    pub client_host: &'a str,
+    pub metadata: &'a [u8],
+    pub assignment: &'a [u8],
+}
+
+/// A classic group's members and generation. The assignment and the subscription are
+/// opaque bytes of the members' protocol; for protocol type `consumer` (Kafka's
+/// consumers, librdkafka's and every client of the consumer protocol) they are
+/// ConsumerProtocolAssignment and ConsumerProtocolSubscription, read here: the partitions
+/// each member owns, and the generation it was in when it last joined (subscription v2
+/// and later, KIP-792). Bytes that do not decode leave the assignment unknown.
+pub fn classic_members<'a>(
+    protocol_type: &str,
+    members: impl Iterator<Item = ClassicMember<'a>>,
+) -> GroupDetail {
+    let consumer = protocol_type == "consumer";
+    let mut generation: Option<i64> = None;
+    let members = members
+        .map(|m| {
+            let (assigned, joined_in) = if consumer {
+                (
+                    decode_assignment(m.assignment),
+                    decode_generation(m.metadata),
+                )
+            } else {
+                (None, None)
+            };
+            if let Some(g) = joined_in.filter(|g| *g >= 0) {
+                generation = Some(generation.map_or(g + 1, |known| known.max(g + 1)));
+            }
+            RawMember {
+                member_id: m.member_id.to_string(),
+                instance_id: m.instance_id.map(str::to_string),
+                client_id: m.client_id.to_string(),
+                client_host: m.client_host.to_string(),
+                assigned,
+                target: None,
+                member_epoch: None,
+            }
+        })
+        .collect();
+    GroupDetail {
+        epoch: generation,
+        assignment_epoch: None,
+        members,
+    }
+}
+
+/// A ConsumerProtocolAssignment: its version, then the assignment. Empty bytes: the
+/// member has no assignment yet (the group is rebalancing): it owns nothing.
+fn decode_assignment(bytes: &[u8]) -> Option<Vec<(String, Vec<i32>)>> {
+    if bytes.is_empty() {
+        return Some(Vec::new());
+    }
+    let mut buf = Bytes::copy_from_slice(bytes);
+    if buf.remaining() < 2 {
+        return None;
+    }
+    let version = buf.get_i16().clamp(0, 3);
+    let assignment = ConsumerProtocolAssignment::decode(&mut buf, version).ok()?;
+    Some(named_partitions(
+        assignment
+            .assigned_partitions
+            .into_iter()
+            .map(|t| (t.topic.0.to_string(), t.partitions)),
+    ))
+}
+
+/// The generation in a ConsumerProtocolSubscription (version 2 and later); `None` in
+/// older versions, and -1 where the client sends none.
+fn decode_generation(bytes: &[u8]) -> Option<i64> {
+    let mut buf = Bytes::copy_from_slice(bytes);
+    if buf.remaining() < 2 {
+        return None;
+    }
+    let version = buf.get_i16();
+    if version < 2 {
+        return None;
+    }
+    let subscription = ConsumerProtocolSubscription::decode(&mut buf, version.min(3)).ok()?;
+    Some(i64::from(subscription.generation_id))
 }
 
 #[cfg(test)]

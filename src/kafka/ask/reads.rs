@@ -871,6 +871,7 @@ mod tests {
     fn group(name: &str, topic: &str, offset: i64) -> RawGroup {
         RawGroup {
             coordinator: None,
+            detail: None,
             name: name.into(),
             state: "Stable".into(),
             members: Some(1),

@@ -1,7 +1,7 @@
 //! StreamsGroupDescribe (API key 89, KIP-1071) in version 0, encoded here: the
 //! `kafka-protocol` crate does not know it. Version 0 is flexible. Of an answer only each
-//! group's id, error, state and member ids are kept; the topology and each member's tasks
-//! are read past. Version 1 (KIP-1331) adds only the topology description from a
+//! group's id, error, state and epochs and its members' ids, epochs and clients are kept;
+//! the topology and each member's tasks are read past. Version 1 (KIP-1331) adds only the topology description from a
 //! broker-side plugin, which the exporter has no use for; every broker with the API
 //! speaks version 0.
 
@@ -30,8 +30,19 @@ pub struct DescribedStreamsGroup {
     pub group_id: GroupId,
     /// Empty, NotReady, Assigning, Reconciling, Stable or Dead; empty on an error.
     pub group_state: StrBytes,
-    /// The member ids of the group's members.
-    pub members: Vec<String>,
+    pub group_epoch: i32,
+    pub assignment_epoch: i32,
+    pub members: Vec<StreamsMember>,
+}
+
+/// One member of a streams group, without its tasks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamsMember {
+    pub member_id: String,
+    pub member_epoch: i32,
+    pub instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -115,13 +126,14 @@ impl Decodable for StreamsGroupDescribeAnswer {
             let _error_message = compact_string(buf)?;
             let group_id = compact_string(buf)?.unwrap_or_default();
             let group_state = compact_string(buf)?.unwrap_or_default();
-            skip(buf, 8)?; // group epoch, assignment epoch
+            let group_epoch = i32_of(buf)?;
+            let assignment_epoch = i32_of(buf)?;
             if struct_present(buf)? {
                 skip_topology(buf)?;
             }
             let mut members = Vec::new();
             for _ in 0..compact_array_len(buf)? {
-                members.push(member_id(buf)?);
+                members.push(member(buf)?);
             }
             skip(buf, 4)?; // authorized operations
             skip_tagged_fields(buf)?;
@@ -129,6 +141,8 @@ impl Decodable for StreamsGroupDescribeAnswer {
                 error_code,
                 group_id: GroupId(StrBytes::from_string(group_id)),
                 group_state: StrBytes::from_string(group_state),
+                group_epoch,
+                assignment_epoch,
                 members,
             });
         }
@@ -191,14 +205,14 @@ fn skip_assignment<B: ByteBuf>(buf: &mut B) -> Result<()> {
     skip_tagged_fields(buf)
 }
 
-/// One member, of which only its id is kept.
-fn member_id<B: ByteBuf>(buf: &mut B) -> Result<String> {
+/// One member, without its tasks.
+fn member<B: ByteBuf>(buf: &mut B) -> Result<StreamsMember> {
     let member_id = compact_string(buf)?.unwrap_or_default();
-    skip(buf, 4)?; // member epoch
-    skip_compact_string(buf)?; // instance id
+    let member_epoch = i32_of(buf)?;
+    let instance_id = compact_string(buf)?;
     skip_compact_string(buf)?; // rack id
-    skip_compact_string(buf)?; // client id
-    skip_compact_string(buf)?; // client host
+    let client_id = compact_string(buf)?.unwrap_or_default();
+    let client_host = compact_string(buf)?.unwrap_or_default();
     skip(buf, 4)?; // topology epoch
     skip_compact_string(buf)?; // process id
     if struct_present(buf)? {
@@ -214,7 +228,13 @@ fn member_id<B: ByteBuf>(buf: &mut B) -> Result<String> {
     skip_assignment(buf)?; // target assignment
     skip(buf, 1)?; // is classic
     skip_tagged_fields(buf)?;
-    Ok(member_id)
+    Ok(StreamsMember {
+        member_id,
+        member_epoch,
+        instance_id,
+        client_id,
+        client_host,
+    })
 }
 
 #[cfg(test)]
@@ -255,7 +275,20 @@ mod tests {
             (&*app.group_id.0, app.error_code, &*app.group_state),
             ("app", 0, "Stable")
         );
-        assert_eq!(app.members, ["m1", "m2"]);
+        assert_eq!((app.group_epoch, app.assignment_epoch), (3, 3));
+        let members: Vec<(&str, i32, &str, &str)> = app
+            .members
+            .iter()
+            .map(|m| {
+                (
+                    &*m.member_id,
+                    m.member_epoch,
+                    &*m.client_id,
+                    &*m.client_host,
+                )
+            })
+            .collect();
+        assert_eq!(members, [("m1", 5, "c", "/127.0.0.1"), ("m2", 0, "c", "h")]);
         let gone = &answer.groups[1];
         assert_eq!((&*gone.group_id.0, gone.error_code), ("gone", 69));
         assert!(gone.members.is_empty());

@@ -1,0 +1,336 @@
+//! How often each group rebalances: counted from what two descriptions of the group, one
+//! cycle apart, say ([`RebalanceWatch`]).
+//!
+//! - Where the group has an epoch (KIP-848 consumer groups, share and streams groups: the
+//!   group epoch goes up by one at every change of members, subscriptions or topology)
+//!   or a classic group a generation (its members' subscriptions carry the generation
+//!   they last joined in, KIP-792), every step of it counts: a group that went from epoch
+//!   5 to 8 between two cycles rebalanced three times, although a cycle saw none of them.
+//! - Where it has neither (a classic group whose clients send no generation, or one of
+//!   another protocol type than `consumer`), what a cycle can see counts once per
+//!   rebalance: the group entering a rebalancing state, or its members or their
+//!   assignment changing since the last description. Two rebalances within one interval
+//!   then count as one, and one that starts and ends between two cycles without changing
+//!   members or assignment is not seen at all.
+//!
+//! Members that joined and left are counted by member id. A group's first description
+//! counts nothing (its history before it is not known); it lives in the exporter's
+//! memory: after a restart the counters start at 0, as a Prometheus counter may.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::time::SystemTime;
+
+use super::state::{GroupState, Rebalances};
+use crate::kafka::GroupDetail;
+
+/// The states in which a group of any protocol is rebalancing.
+const REBALANCING_STATES: &[&str] = &[
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Assigning",
+    "Reconciling",
+];
+
+/// What the last description of a group said, and what was counted so far.
+#[derive(Debug, Clone)]
+struct Entry {
+    epoch: Option<i64>,
+    members: BTreeSet<String>,
+    /// Each member's assignment, in member id order.
+    assignment: Vec<Option<crate::kafka::TopicPartitions>>,
+    rebalancing: bool,
+    /// A rebalance was counted while the group was rebalancing, and the group has not
+    /// been seen out of it since: what changes until it is belongs to that rebalance.
+    counted_this_one: bool,
+    counted: Rebalances,
+    /// The broker that last listed the group: whether its absence means it is gone.
+    coordinator: Option<String>,
+}
+
+/// Per group, what the rebalance count needs from the last cycle.
+#[derive(Debug, Default)]
+pub struct RebalanceWatch {
+    entries: HashMap<String, Entry>,
+}
+
+impl RebalanceWatch {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// A group rebalances now: its state says so, or (KIP-848) a member has not reached its
+/// target assignment yet.
+fn rebalancing(state: &str, detail: &GroupDetail) -> bool {
+    REBALANCING_STATES.contains(&state)
+        || detail.members.iter().any(|m| {
+            m.target
+                .as_ref()
+                .is_some_and(|t| Some(t) != m.assigned.as_ref())
+        })
+}
+
+/// KIP-848: partitions of the target assignment their member does not own yet.
+fn unreconciled(detail: &GroupDetail) -> Option<u64> {
+    let mut any = false;
+    let mut missing = 0u64;
+    for m in &detail.members {
+        let Some(target) = &m.target else { continue };
+        any = true;
+        let owned: HashSet<(&str, i32)> = m
+            .assigned
+            .iter()
+            .flatten()
+            .flat_map(|(t, ps)| ps.iter().map(move |p| (t.as_str(), *p)))
+            .collect();
+        for (topic, partitions) in target {
+            missing += partitions
+                .iter()
+                .filter(|p| !owned.contains(&(topic.as_str(), **p)))
+                .count() as u64;
+        }
+    }
+    any.then_some(missing)
+}
+
+/// Counts each described group's rebalances since the last cycle and fills
+/// [`GroupState::rebalance`]. A group not described in this cycle keeps what was counted
+/// (and shows it); a group missing from this cycle is forgotten where `gone` says of
+/// the broker that last listed it that its absence means the group is gone.
+pub fn apply(
+    groups: &mut [GroupState],
+    watch: &mut RebalanceWatch,
+    wall: SystemTime,
+    gone: impl Fn(Option<&str>) -> bool,
+) {
+    let mut seen: HashSet<&str> = HashSet::new();
+    for group in groups.iter_mut() {
+        seen.insert(&group.name);
+        let Some(detail) = &group.detail else {
+            group.rebalance = watch.entries.get(&group.name).map(|e| e.counted);
+            continue;
+        };
+        let mut by_id: Vec<&crate::kafka::RawMember> = detail.members.iter().collect();
+        by_id.sort_by(|a, b| a.member_id.cmp(&b.member_id));
+        let members: BTreeSet<String> = by_id.iter().map(|m| m.member_id.clone()).collect();
+        let assignment: Vec<_> = by_id.iter().map(|m| m.assigned.clone()).collect();
+        let now_rebalancing = rebalancing(&group.state, detail);
+        let entry = match watch.entries.get_mut(&group.name) {
+            Some(entry) => entry,
+            None => {
+                let entry = Entry {
+                    epoch: detail.epoch,
+                    members,
+                    assignment,
+                    rebalancing: now_rebalancing,
+                    counted_this_one: now_rebalancing,
+                    counted: Rebalances {
+                        rebalancing: now_rebalancing,
+                        unreconciled: unreconciled(detail),
+                        ..Rebalances::default()
+                    },
+                    coordinator: group.coordinator.clone(),
+                };
+                group.rebalance = Some(entry.counted);
+                watch.entries.insert(group.name.clone(), entry);
+                continue;
+            }
+        };
+        let joined = members.difference(&entry.members).count() as u64;
+        let left = entry.members.difference(&members).count() as u64;
+        let steps = match (entry.epoch, detail.epoch) {
+            (Some(before), Some(now)) if now >= before => (now - before) as u64,
+            // The epoch went back: the group was deleted and made again.
+            (Some(_), Some(_)) => 1,
+            _ => {
+                let changed = joined > 0 || left > 0 || assignment != entry.assignment;
+                let started = now_rebalancing && !entry.rebalancing;
+                if started || (changed && !entry.counted_this_one) {
+                    1
+                } else {
+                    0
+                }
+            }
+        };
+        if steps > 0 {
+            entry.counted.total += steps;
+            entry.counted.last_at = Some(wall);
+            entry.counted_this_one = now_rebalancing;
+        } else if !now_rebalancing {
+            entry.counted_this_one = false;
+        }
+        entry.counted.joined += joined;
+        entry.counted.left += left;
+        entry.counted.rebalancing = now_rebalancing;
+        entry.counted.unreconciled = unreconciled(detail);
+        entry.epoch = detail.epoch;
+        entry.members = members;
+        entry.assignment = assignment;
+        entry.rebalancing = now_rebalancing;
+        entry.coordinator.clone_from(&group.coordinator);
+        group.rebalance = Some(entry.counted);
+    }
+    watch
+        .entries
+        .retain(|name, entry| seen.contains(name.as_str()) || !gone(entry.coordinator.as_deref()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::RawMember;
+    use std::time::Duration;
+
+    fn member(id: &str, assigned: &[i32]) -> RawMember {
+        RawMember {
+            member_id: id.into(),
+            client_id: format!("client-{id}"),
+            client_host: "/10.0.0.1".into(),
+            assigned: Some(vec![("orders".into(), assigned.to_vec())]),
+            ..RawMember::default()
+        }
+    }
+
+    fn group(state: &str, epoch: Option<i64>, members: Vec<RawMember>) -> GroupState {
+        GroupState {
+            name: "billing".into(),
+            coordinator: None,
+            group_type: "classic".into(),
+            protocol: "consumer".into(),
+            state: state.into(),
+            members: Some(members.len()),
+            isolation: None,
+            broker_lags: Vec::new(),
+            offsets: None,
+            granularity: Default::default(),
+            status: None,
+            detail: Some(GroupDetail {
+                epoch,
+                assignment_epoch: None,
+                members,
+            }),
+            rebalance: None,
+        }
+    }
+
+    fn observe(watch: &mut RebalanceWatch, at: u64, g: GroupState) -> Rebalances {
+        let mut groups = vec![g];
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(at);
+        apply(&mut groups, watch, wall, |_| true);
+        groups[0].rebalance.unwrap()
+    }
+
+    /// Epoch steps count, also those no cycle saw; the first description counts none.
+    #[test]
+    fn every_epoch_step_counts_once() {
+        let mut watch = RebalanceWatch::default();
+        let first = observe(
+            &mut watch,
+            100,
+            group("Stable", Some(5), vec![member("a", &[0, 1])]),
+        );
+        assert_eq!((first.total, first.last_at), (0, None));
+        let same = observe(
+            &mut watch,
+            110,
+            group("Stable", Some(5), vec![member("a", &[0, 1])]),
+        );
+        assert_eq!(same.total, 0);
+        let jumped = observe(
+            &mut watch,
+            120,
+            group(
+                "Stable",
+                Some(8),
+                vec![member("a", &[0]), member("b", &[1])],
+            ),
+        );
+        assert_eq!(jumped.total, 3);
+        assert_eq!((jumped.joined, jumped.left), (1, 0));
+        assert_eq!(
+            jumped.last_at,
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(120))
+        );
+    }
+
+    /// Without an epoch, one rebalance seen over several cycles (entering it, then its
+    /// members changing, then stable again) counts once; the next one counts again.
+    #[test]
+    fn without_an_epoch_a_rebalance_seen_twice_counts_once() {
+        let mut watch = RebalanceWatch::default();
+        let ab = || vec![member("a", &[0]), member("b", &[1])];
+        observe(&mut watch, 0, group("Stable", None, ab()));
+        let r = observe(&mut watch, 10, group("PreparingRebalance", None, ab()));
+        assert_eq!((r.total, r.rebalancing), (1, true));
+        let r = observe(
+            &mut watch,
+            20,
+            group("CompletingRebalance", None, vec![member("a", &[])]),
+        );
+        assert_eq!((r.total, r.left), (1, 1));
+        let r = observe(
+            &mut watch,
+            30,
+            group("Stable", None, vec![member("a", &[0, 1])]),
+        );
+        assert_eq!((r.total, r.rebalancing), (1, false));
+        // A member joins between two cycles, the rebalance unseen: its change counts.
+        let r = observe(
+            &mut watch,
+            40,
+            group("Stable", None, vec![member("a", &[0]), member("c", &[1])]),
+        );
+        assert_eq!((r.total, r.joined, r.left), (2, 1, 1));
+    }
+
+    /// A group not described in a cycle keeps its count; one gone is forgotten.
+    #[test]
+    fn undescribed_groups_keep_their_count_and_gone_ones_are_forgotten() {
+        let mut watch = RebalanceWatch::default();
+        observe(
+            &mut watch,
+            0,
+            group("Stable", Some(1), vec![member("a", &[0])]),
+        );
+        observe(
+            &mut watch,
+            10,
+            group("Stable", Some(2), vec![member("b", &[0])]),
+        );
+        let mut undescribed = group("Stable", None, Vec::new());
+        undescribed.detail = None;
+        let mut groups = vec![undescribed];
+        apply(&mut groups, &mut watch, SystemTime::UNIX_EPOCH, |_| true);
+        assert_eq!(groups[0].rebalance.unwrap().total, 1);
+        apply(&mut [], &mut watch, SystemTime::UNIX_EPOCH, |_| false);
+        assert_eq!(
+            watch.len(),
+            1,
+            "kept while its absence may be a failed list"
+        );
+        apply(&mut [], &mut watch, SystemTime::UNIX_EPOCH, |_| true);
+        assert!(watch.is_empty());
+    }
+
+    /// KIP-848: a member short of its target assignment makes the group rebalancing, and
+    /// the partitions it does not own yet are counted.
+    #[test]
+    fn unreconciled_partitions_of_a_consumer_group() {
+        let mut watch = RebalanceWatch::default();
+        let mut m = member("a", &[0]);
+        m.target = Some(vec![("orders".into(), vec![0, 1, 2])]);
+        let r = observe(&mut watch, 0, group("Stable", Some(3), vec![m]));
+        assert_eq!((r.rebalancing, r.unreconciled), (true, Some(2)));
+        let mut m = member("a", &[0, 1, 2]);
+        m.target = Some(vec![("orders".into(), vec![0, 1, 2])]);
+        let r = observe(&mut watch, 10, group("Stable", Some(3), vec![m]));
+        assert_eq!(
+            (r.rebalancing, r.unreconciled, r.total),
+            (false, Some(0), 0)
+        );
+    }
+}

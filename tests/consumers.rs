@@ -1,0 +1,257 @@
+//! The consumer's side, against a real broker and real consumers: who owns each partition
+//! (a classic and a KIP-848 group of three librdkafka consumers with client ids of their
+//! own), a member leaving counted as one rebalance, and offsets nobody owns any more
+//! turning `abandoned` instead of paging as `stalled`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::members::RdkafkaMember;
+use common::*;
+
+/// Per member's client id: the partitions it owns, from `/metrics`.
+fn owners(s: &Scrape, group: &str) -> BTreeMap<String, f64> {
+    let labels = [("kafka_cluster", "test"), ("group", group)];
+    let ids: BTreeMap<String, String> = s
+        .series("kafka_consumergroup_member_info", &labels)
+        .map(|(l, _)| (l["member_id"].clone(), l["client_id"].clone()))
+        .collect();
+    s.series("kafka_consumergroup_member_assigned_partitions", &labels)
+        .filter_map(|(l, v)| Some((ids.get(&l["member_id"])?.clone(), v)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn who_owns_each_partition_and_a_member_leaving_is_one_rebalance() {
+    require_kafka();
+    let topic = unique("owners");
+    create_topic(&topic, 6).await;
+    let producer = plain_producer();
+    for p in 0..6 {
+        send(&producer, &topic, p, 5);
+    }
+    let classic = unique("owners-classic");
+    let modern = unique("owners-kip848");
+    // KIP-848 consumers of librdkafka need Kafka 4.0 (ConsumerGroupHeartbeat v1).
+    let mut groups = vec![(classic.clone(), "classic")];
+    if kafka_version() >= (4, 0) {
+        groups.push((modern.clone(), "consumer"));
+    }
+    let mut members: BTreeMap<String, Vec<RdkafkaMember>> = BTreeMap::new();
+    for (group, protocol) in &groups {
+        for i in 1..=3 {
+            let client_id = format!("{group}-c{i}");
+            members
+                .entry(group.clone())
+                .or_default()
+                .push(RdkafkaMember::join_with(
+                    &topic,
+                    group,
+                    protocol,
+                    &[("client.id", &client_id)],
+                ));
+        }
+    }
+    let filter = groups
+        .iter()
+        .map(|(g, _)| anchored(g))
+        .collect::<Vec<_>>()
+        .join("|");
+    let exporter = Exporter::start(&anchored(&topic), &filter, &[]).await;
+
+    // Three members each, every partition owned, each member some of them.
+    for (group, _) in &groups {
+        exporter
+            .wait_for(
+                &format!("{group}: three members owning the six partitions"),
+                Duration::from_secs(60),
+                |s| {
+                    let owned = owners(s, group);
+                    let expected: Vec<String> = (1..=3).map(|i| format!("{group}-c{i}")).collect();
+                    let names: Vec<String> = owned.keys().cloned().collect();
+                    (names == expected
+                        && owned.values().sum::<f64>() == 6.0
+                        && owned.values().all(|n| *n >= 1.0))
+                    .then_some(())
+                },
+            )
+            .await;
+        let s = exporter.scrape().await;
+        for (labels, _) in s.series(
+            "kafka_consumergroup_member_info",
+            &[("kafka_cluster", "test"), ("group", group)],
+        ) {
+            assert!(
+                labels["client_host"].contains("127.0.0.1"),
+                "{group}: the host the member connected from: {labels:?}"
+            );
+        }
+    }
+
+    // Settled: the count holds still for a few cycles before the member leaves.
+    let counts = |s: &Scrape, group: &str| -> Option<(f64, f64)> {
+        let labels = [("kafka_cluster", "test"), ("group", group)];
+        Some((
+            s.value("kafka_consumergroup_rebalances_total", &labels)?,
+            s.value("kafka_consumergroup_members_left_total", &labels)?,
+        ))
+    };
+    let mut before = BTreeMap::new();
+    for (group, _) in &groups {
+        let first = counts(&exporter.scrape().await, group).expect("rebalance counters");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let again = counts(&exporter.scrape().await, group).expect("rebalance counters");
+        assert_eq!(first, again, "{group}: no rebalance while nothing changes");
+        before.insert(group.clone(), again);
+    }
+
+    // One member of each group leaves: its partitions go to the other two, and the
+    // group counts one rebalance and one member gone.
+    for (group, _) in &groups {
+        let gone = members.get_mut(group).unwrap().remove(1);
+        drop(gone);
+    }
+    for (group, _) in &groups {
+        exporter
+            .wait_for(
+                &format!("{group}: the two members left owning the six partitions"),
+                Duration::from_secs(60),
+                |s| {
+                    let owned = owners(s, group);
+                    let expected = [format!("{group}-c1"), format!("{group}-c3")];
+                    let names: Vec<String> = owned.keys().cloned().collect();
+                    (names == expected && owned.values().sum::<f64>() == 6.0).then_some(())
+                },
+            )
+            .await;
+    }
+    // A few cycles more, so that a rebalance counted twice would show.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let s = exporter.scrape().await;
+    for (group, _) in &groups {
+        let (rebalances, left) = counts(&s, group).expect("rebalance counters");
+        let (rebalances_before, left_before) = before[group];
+        assert_eq!(
+            (rebalances - rebalances_before, left - left_before),
+            (1.0, 1.0),
+            "{group}: one rebalance, one member gone"
+        );
+        let since = s
+            .value(
+                "kafka_consumergroup_seconds_since_rebalance",
+                &[("kafka_cluster", "test"), ("group", group)],
+            )
+            .expect("seconds since the rebalance");
+        assert!((0.0..60.0).contains(&since), "{group}: {since}");
+    }
+    drop(members);
+    exporter.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn offsets_nobody_owns_are_abandoned_not_stalled_and_can_be_left_out() {
+    require_kafka();
+    let topic = unique("abandoned");
+    let group = unique("abandoned-group");
+    create_topic(&topic, 2).await;
+    let producer = plain_producer();
+    send(&producer, &topic, 0, 10);
+    send(&producer, &topic, 1, 10);
+    consume_all_and_commit(&group, &topic, 2, "read_committed");
+    // More to read, and nobody left to read it.
+    send(&producer, &topic, 0, 5);
+    wait_high_watermark(&topic, 0, 15);
+
+    let exporter = Exporter::start(
+        &anchored(&topic),
+        &anchored(&group),
+        &[
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__GRANULARITY", "partition"),
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__STALL_AFTER", "2s"),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__ABANDON_AFTER",
+                "8s",
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__ASSIGNED_ONLY",
+                "true",
+            ),
+        ],
+    )
+    .await;
+    let status = |s: &Scrape, name: &str| {
+        s.value(
+            "kafka_consumergroup_status",
+            &[
+                ("kafka_cluster", "test"),
+                ("group", &group),
+                ("status", name),
+            ],
+        )
+    };
+    let lag = |s: &Scrape| {
+        s.value(
+            "kafka_consumergroup_lso_lag",
+            &group_labels(&group, &topic, "0"),
+        )
+    };
+    // First stalled, its series shown: something to read, no commit.
+    let shown = exporter
+        .wait_for("the group stalled", Duration::from_secs(30), |s| {
+            (status(s, "stalled")? == 1.0).then(|| lag(s))
+        })
+        .await;
+    assert_eq!(shown, Some(5.0), "its lag while it is stalled");
+    // Then abandoned: no member has owned it for abandon_after; not stalled any more,
+    // and with assigned_only its offset series are gone.
+    exporter
+        .wait_for("the group abandoned", Duration::from_secs(30), |s| {
+            (status(s, "abandoned")? == 1.0 && status(s, "stalled")? == 0.0).then_some(())
+        })
+        .await;
+    let s = exporter.scrape().await;
+    assert_eq!(
+        lag(&s),
+        None,
+        "assigned_only leaves abandoned partitions out"
+    );
+    assert_eq!(
+        s.value(
+            "kafka_consumergroup_topic_committed_offset",
+            &[
+                ("kafka_cluster", "test"),
+                ("group", &group),
+                ("topic", &topic)
+            ],
+        ),
+        None
+    );
+    // The JSON API still lists it, and says nobody owns it.
+    let (code, body) = exporter.get("/api/v1/stuck").await;
+    assert_eq!(code, 200);
+    let report: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let listed = report["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == group.as_str())
+        .unwrap_or_else(|| panic!("{group} not in {body}"));
+    assert_eq!(listed["status"], "abandoned");
+    let p0 = listed["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["partition"] == 0)
+        .unwrap_or_else(|| panic!("partition 0 not in {listed}"));
+    assert_eq!(
+        (&p0["ownership"], &p0["abandoned"], &p0["lag"]),
+        (
+            &serde_json::json!("unowned"),
+            &serde_json::json!(true),
+            &serde_json::json!(5)
+        )
+    );
+    exporter.stop().await;
+}
