@@ -157,6 +157,9 @@ local text = import 'lib/text.libsonnet';
       seriesDroppedFor: own.duration(c.seriesDroppedFor),
       featureDownFor: own.duration(c.featureDownFor),
       commitStalledFor: own.duration(c.commitStalledFor),
+      rebalanceThreshold: own.number(c.rebalanceThreshold),
+      rebalanceWindow: text.duration(c.rebalanceWindow),
+      rebalanceFor: own.duration(c.rebalanceFor),
       retentionRiskPercent: own.percent(c.retentionRiskFraction),
       retentionRiskFor: own.duration(c.retentionRiskFor),
       retentionRiskCritical: own.seconds(c.retentionRiskCriticalSeconds),
@@ -379,6 +382,27 @@ local text = import 'lib/text.libsonnet';
                 are gone, stuck in processing, or fail to commit.
               |||),
               runbook_url: runbook('KafkaConsumerGroupCommitStalled'),
+            },
+          },
+          // Rebalances counted by the exporter from the group's epoch or generation; a
+          // counter restarts on another replica (HA hand-over) or after a restart, which
+          // increase() takes as a reset.
+          {
+            alert: 'KafkaConsumerGroupRebalancing',
+            expr: 'max without (%s) (increase(kafka_consumergroup_rebalances_total%s[%s])) > %s'
+                  % [std.join(', ', c.replicaLabels), sel([]), c.rebalanceWindow, text.number(c.rebalanceThreshold)],
+            'for': c.rebalanceFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Group {{ $labels.group }} rebalanced {{ $value | printf "%%.0f" }} times in %s' % text.duration(c.rebalanceWindow),
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, consumer group {{ $labels.group }} has rebalanced more than
+                %(rebalanceThreshold)s times within %(rebalanceWindow)s, for more than %(rebalanceFor)s. While a group
+                rebalances, its consumers read little or nothing: members that crash and restart, exceed
+                max.poll.interval.ms, or lose their session are the usual causes. The status page / lists its
+                members (client id and host) and the partitions each owns.
+              |||),
+              runbook_url: runbook('KafkaConsumerGroupRebalancing'),
             },
           },
           // warning: any group with less than the fraction of the topic's retention left

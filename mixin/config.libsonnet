@@ -55,6 +55,15 @@
     // default max.poll.interval.ms, past which a live consumer stuck in one poll has
     // already left the group.
     commitStalledFor: '5m',
+    // KafkaConsumerGroupRebalancing: a group that rebalances more than this many times
+    // within rebalanceWindow (kafka_consumergroup_rebalances_total), for rebalanceFor: a
+    // rebalance storm (consumers that crash-loop, exceed max.poll.interval.ms, or are
+    // scaled up and down), in which the group reads little. A rolling restart of three
+    // consumers is about six rebalances of a classic group (each leaves and joins), so the
+    // default fires only on more.
+    rebalanceThreshold: 10,
+    rebalanceWindow: '10m',
+    rebalanceFor: '5m',
     // KafkaConsumerGroupRetentionRisk: time left before retention may delete the oldest
     // record a group has not consumed (kafka_consumergroup_topic_min_retention_margin_seconds).
     // warning: less than this fraction of the topic's retention left, whatever the

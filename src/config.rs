@@ -32,6 +32,8 @@ pub const DEFAULT_CONFIG_FILE: &str = "kafka-lso-exporter.toml";
 pub const DEFAULT_HANGING_MARGIN: Duration = Duration::from_secs(60);
 /// Default of `clusters[].stall_after`.
 pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(300);
+/// Default of `clusters[].groups.rate_window`.
+pub const DEFAULT_RATE_WINDOW: Duration = Duration::from_secs(300);
 /// Default of `clusters[].groups.abandon_after`.
 pub const DEFAULT_ABANDON_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// Default of `clusters[].read_window`, in records.
@@ -268,6 +270,8 @@ pub struct GroupSettings {
     pub abandon_after: Duration,
     /// Abandoned partitions get no offset series on `/metrics` (`/` still shows them).
     pub assigned_only: bool,
+    /// The window of the consumption and production rates and the catch-up estimate.
+    pub rate_window: Duration,
 }
 
 impl Default for GroupSettings {
@@ -275,6 +279,7 @@ impl Default for GroupSettings {
         GroupSettings {
             abandon_after: DEFAULT_ABANDON_AFTER,
             assigned_only: false,
+            rate_window: DEFAULT_RATE_WINDOW,
         }
     }
 }
@@ -781,6 +786,7 @@ fn default_group_filter() -> RawGroups {
         exclude: Vec::new(),
         abandon_after: None,
         assigned_only: false,
+        rate_window: None,
     }
 }
 
@@ -796,6 +802,8 @@ struct RawGroups {
     abandon_after: Option<String>,
     #[serde(default, deserialize_with = "boolean")]
     assigned_only: bool,
+    #[serde(default)]
+    rate_window: Option<String>,
 }
 
 /// `clusters` is a TOML array of tables in the file, but environment variables address it
@@ -1221,6 +1229,17 @@ fn invalid(figment: &Figment, path: &[&str], problem: impl fmt::Display) -> Conf
 }
 
 fn parse_duration(figment: &Figment, key: &[&str], text: &str) -> Result<Duration, ConfigError> {
+    parse_duration_up_to(figment, key, text, Duration::from_secs(3600), "1h")
+}
+
+/// As [`parse_duration`], with a higher bound (`most`, written `most_text`).
+fn parse_duration_up_to(
+    figment: &Figment,
+    key: &[&str],
+    text: &str,
+    most: Duration,
+    most_text: &str,
+) -> Result<Duration, ConfigError> {
     let duration = humantime::parse_duration(text).map_err(|e| {
         invalid(
             figment,
@@ -1228,11 +1247,11 @@ fn parse_duration(figment: &Figment, key: &[&str], text: &str) -> Result<Duratio
             format!("invalid duration \"{text}\" ({e}); write e.g. \"15s\" or \"1m\""),
         )
     })?;
-    if duration < Duration::from_millis(100) || duration > Duration::from_secs(3600) {
+    if duration < Duration::from_millis(100) || duration > most {
         return Err(invalid(
             figment,
             key,
-            format!("{text} is out of range (100ms to 1h)"),
+            format!("{text} is out of range (100ms to {most_text})"),
         ));
     }
     Ok(duration)
@@ -1323,7 +1342,14 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
         let abandon_after = match &cluster.groups.abandon_after {
             Some(text) => {
                 let k = ["clusters", &idx, "groups", "abandon_after"];
-                let abandon_after = parse_duration(figment, &k, text)?;
+                // Offsets retention keeps an empty group's offsets 7 days by default.
+                let abandon_after = parse_duration_up_to(
+                    figment,
+                    &k,
+                    text,
+                    Duration::from_secs(30 * 24 * 3600),
+                    "30d",
+                )?;
                 if abandon_after < 2 * interval {
                     return Err(invalid(
                         figment,
@@ -1338,9 +1364,29 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             }
             None => DEFAULT_ABANDON_AFTER,
         };
+        let rate_window = match &cluster.groups.rate_window {
+            Some(text) => {
+                let k = ["clusters", &idx, "groups", "rate_window"];
+                let window = parse_duration(figment, &k, text)?;
+                // Shorter, one sample would be all a rate has.
+                if window < 2 * interval {
+                    return Err(invalid(
+                        figment,
+                        &k,
+                        format!(
+                            "{text} is shorter than two sampling intervals ({})",
+                            humantime::format_duration(2 * interval)
+                        ),
+                    ));
+                }
+                window
+            }
+            None => DEFAULT_RATE_WINDOW.max(2 * interval),
+        };
         let group_settings = GroupSettings {
             abandon_after,
             assigned_only: cluster.groups.assigned_only,
+            rate_window,
         };
         let max_series = match cluster.max_series {
             None => None,

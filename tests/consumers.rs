@@ -255,3 +255,161 @@ async fn offsets_nobody_owns_are_abandoned_not_stalled_and_can_be_left_out() {
     );
     exporter.stop().await;
 }
+
+/// Paces `work` to `rate` per second on average: it runs as often as the time since
+/// `start` allows, whatever a slow machine makes one call cost.
+fn paced(start: std::time::Instant, done: u64, rate: f64) -> u64 {
+    let due = (start.elapsed().as_secs_f64() * rate) as u64;
+    due.saturating_sub(done)
+}
+
+/// Records arrive at 100 per second. A consumer reading at half that never closes its lag:
+/// no estimate. Read at twice that, it closes at 100 per second: the estimate, read once
+/// the rate window holds only the new pace, is within 20% of the time it then takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_catchup_estimate_against_a_throttled_consumer() {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::producer::BaseRecord;
+    use rdkafka::{Message, Offset, TopicPartitionList};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    require_kafka();
+    let topic = unique("catchup");
+    let group = unique("catchup-group");
+    create_topic(&topic, 1).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    // The consumer's pace, in records per second.
+    let pace = Arc::new(AtomicU64::new(50));
+
+    let producing = {
+        let (topic, stop) = (topic.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let producer = plain_producer();
+            let start = std::time::Instant::now();
+            let mut sent = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for _ in 0..paced(start, sent, 100.0) {
+                    let record = BaseRecord::<(), str>::to(&topic).partition(0).payload("x");
+                    producer.send(record).expect("send");
+                    sent += 1;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let consuming = {
+        let (topic, group, stop, pace) = (topic.clone(), group.clone(), stop.clone(), pace.clone());
+        std::thread::spawn(move || {
+            let consumer: BaseConsumer = ClientConfig::new()
+                .set("bootstrap.servers", bootstrap())
+                .set("group.id", &group)
+                .set("enable.auto.commit", "false")
+                .set("auto.offset.reset", "earliest")
+                .create()
+                .expect("consumer");
+            let mut assignment = TopicPartitionList::new();
+            assignment
+                .add_partition_offset(&topic, 0, Offset::Beginning)
+                .unwrap();
+            consumer.assign(&assignment).expect("assign");
+            let mut rate = pace.load(Ordering::Relaxed);
+            let mut start = std::time::Instant::now();
+            let mut read = 0u64;
+            let mut last_commit = std::time::Instant::now();
+            let mut next = None;
+            while !stop.load(Ordering::Relaxed) {
+                let now_rate = pace.load(Ordering::Relaxed);
+                if now_rate != rate {
+                    (rate, start, read) = (now_rate, std::time::Instant::now(), 0);
+                }
+                for _ in 0..paced(start, read, rate as f64) {
+                    match consumer.poll(Duration::from_millis(50)) {
+                        Some(Ok(m)) => {
+                            next = Some(m.offset() + 1);
+                            read += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                if let Some(offset) =
+                    next.filter(|_| last_commit.elapsed() >= Duration::from_millis(100))
+                {
+                    let mut commit = TopicPartitionList::new();
+                    commit
+                        .add_partition_offset(&topic, 0, Offset::Offset(offset))
+                        .unwrap();
+                    let _ = consumer.commit(&commit, CommitMode::Async);
+                    last_commit = std::time::Instant::now();
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+
+    let exporter = Exporter::start(
+        &anchored(&topic),
+        &anchored(&group),
+        &[
+            ("KAFKA_LSO_EXPORTER_INTERVAL", "500ms"),
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__RATE_WINDOW", "3s"),
+        ],
+    )
+    .await;
+    let labels = [
+        ("kafka_cluster", "test"),
+        ("group", group.as_str()),
+        ("topic", topic.as_str()),
+    ];
+    let labels = &labels[..];
+    // Half the pace: rates known, the lag growing, no estimate.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let slow = exporter
+        .wait_for("rates at half the pace", Duration::from_secs(30), |s| {
+            let consume = s.value("kafka_consumergroup_topic_consume_rate", labels)?;
+            let produce = s.value("kafka_consumergroup_topic_produce_rate", labels)?;
+            Some((
+                consume,
+                produce,
+                s.value("kafka_consumergroup_topic_catchup_seconds", labels),
+            ))
+        })
+        .await;
+    assert!(
+        slow.0 < slow.1 * 0.75,
+        "consumes {} against {} produced",
+        slow.0,
+        slow.1
+    );
+    assert_eq!(slow.2, None, "a lag that does not close has no estimate");
+    tokio::time::sleep(Duration::from_secs(20)).await;
+
+    // Twice the pace: once the window holds the new pace only, the estimate.
+    pace.store(200, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let s = exporter.scrape().await;
+    let estimate = s
+        .value("kafka_consumergroup_topic_catchup_seconds", labels)
+        .unwrap_or_else(|| panic!("no estimate while it closes:\n{}", s.text));
+    let lag = s
+        .value("kafka_consumergroup_topic_lso_lag", labels)
+        .unwrap();
+    assert!(lag > 500.0, "lag {lag} when the estimate was read");
+    let from = std::time::Instant::now();
+    exporter
+        .wait_for("the group caught up", Duration::from_secs(120), |s| {
+            (s.value("kafka_consumergroup_topic_lso_lag", labels)? <= 50.0).then_some(())
+        })
+        .await;
+    let observed = from.elapsed().as_secs_f64();
+    eprintln!("catch-up: estimated {estimate:.1} s at lag {lag}, caught up in {observed:.1} s");
+    assert!(
+        (estimate - observed).abs() <= 0.2 * observed,
+        "estimated {estimate:.1} s at lag {lag}, caught up in {observed:.1} s"
+    );
+    stop.store(true, Ordering::Relaxed);
+    producing.join().unwrap();
+    consuming.join().unwrap();
+    exporter.stop().await;
+}

@@ -14,8 +14,9 @@ use kafka_lso_exporter::derive::inventory::{
 
 use kafka_lso_exporter::derive::series::{Exposition, Granularity};
 use kafka_lso_exporter::derive::{
-    AgeClock, Anomaly, ClusterSnapshot, CoordinatorStatus, GroupPartitionState, GroupState, Lag,
-    OpenTransaction, Owner, PartitionState, Rebalances, TimeLag, Visibility,
+    AgeClock, Anomaly, Catchup, ClusterSnapshot, CoordinatorStatus, GroupPartitionState,
+    GroupState, Lag, OpenTransaction, Owner, PartitionState, Rebalances, TimeLag, TopicRate,
+    Visibility,
 };
 use kafka_lso_exporter::expose::{guard, series_count};
 use kafka_lso_exporter::expose::{to_prometheus_text, Metrics};
@@ -211,6 +212,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                 status: None,
                 detail: None,
                 rebalance: None,
+                rates: Vec::new(),
             },
             GroupState {
                 coordinator: None,
@@ -296,6 +298,13 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     rebalancing: false,
                     unreconciled: None,
                 }),
+                // Caught up below a pinned LSO: it waits for the transaction.
+                rates: vec![TopicRate {
+                    topic: "orders".into(),
+                    consume_rate: Some(0.0),
+                    produce_rate: Some(0.0),
+                    catchup: Catchup::WaitsForTransaction,
+                }],
             },
             GroupState {
                 coordinator: None,
@@ -362,6 +371,12 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     rebalancing: true,
                     unreconciled: Some(1),
                 }),
+                rates: vec![TopicRate {
+                    topic: "orders".into(),
+                    consume_rate: Some(12.5),
+                    produce_rate: Some(10.0),
+                    catchup: Catchup::Seconds(8.0),
+                }],
             },
         ],
         series_dropped: 0,

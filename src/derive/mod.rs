@@ -15,6 +15,7 @@ pub mod features;
 pub mod inventory;
 pub mod offsets;
 pub mod progress;
+pub mod rates;
 pub mod rebalance;
 pub mod series;
 pub mod state;
@@ -128,6 +129,7 @@ pub struct Deriver {
     clock: StuckClock,
     commits: progress::CommitWatch,
     rebalances: rebalance::RebalanceWatch,
+    rates: rates::RateWatch,
     watch: inventory::TransactionWatch,
     features: features::FeatureMap,
     /// See `clusters[].hanging_margin`.
@@ -156,6 +158,7 @@ impl Deriver {
             clock: StuckClock::default(),
             commits: progress::CommitWatch::default(),
             rebalances: rebalance::RebalanceWatch::default(),
+            rates: rates::RateWatch::default(),
             watch: inventory::TransactionWatch::default(),
             features: features::FeatureMap::default(),
             hanging_margin,
@@ -191,6 +194,15 @@ impl Deriver {
             },
             reached,
         );
+        if reached {
+            rates::apply(
+                &mut derived.groups,
+                &derived.partitions,
+                &mut self.rates,
+                now,
+                self.groups.rate_window,
+            );
+        }
         for group in &mut derived.groups {
             group.granularity = self.group_granularity.of(&group.name, self.granularity);
         }

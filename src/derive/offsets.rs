@@ -342,6 +342,7 @@ pub fn derive(
                 status: None,
                 detail: g.detail,
                 rebalance: None,
+                rates: Vec::new(),
             }
         })
         .collect();

@@ -385,6 +385,7 @@ mod tests {
                 status: None,
                 detail: None,
                 rebalance: None,
+                rates: Vec::new(),
             }],
             retention_ms: HashMap::from([(Arc::from("orders"), 60_000)]),
             ..Default::default()
@@ -713,6 +714,7 @@ mod tests {
             status: None,
             detail: None,
             rebalance: None,
+            rates: Vec::new(),
         };
         let step =
             |watch: &mut CommitWatch, t: u64, groups: Vec<GroupState>, listing: GroupListing| {

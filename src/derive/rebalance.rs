@@ -214,6 +214,7 @@ mod tests {
                 members,
             }),
             rebalance: None,
+            rates: Vec::new(),
         }
     }
 

@@ -292,6 +292,50 @@ pub struct GroupState {
     /// Rebalances counted over the cycles seen ([`crate::derive::rebalance`]); `None`
     /// until the group was first described.
     pub rebalance: Option<Rebalances>,
+    /// Per topic (sorted), how fast it consumes and closes its lag
+    /// ([`crate::derive::rates`]); empty for share groups.
+    pub rates: Vec<TopicRate>,
+}
+
+/// How fast a group reads one topic, from the exporter's samples over the rate window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicRate {
+    pub topic: Arc<str>,
+    /// Its committed offsets' sum over the topic's partitions, per second; `None` until
+    /// two samples half a window apart exist.
+    pub consume_rate: Option<f64>,
+    /// The sum of the bound it reads up to (LSO, or HW for a group that committed past
+    /// the LSO), per second.
+    pub produce_rate: Option<f64>,
+    pub catchup: Catchup,
+}
+
+/// When a group will have caught up on a topic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Catchup {
+    /// No rates yet (fewer than two samples half a window apart).
+    Unknown,
+    /// Nothing to read.
+    CaughtUp,
+    /// Seconds until its lag is 0 at the current rates: lag ÷ (consume − produce).
+    Seconds(f64),
+    /// It consumes no faster than records arrive: the lag does not close.
+    NotClosing,
+    /// A read_committed group whose bound (the LSO) an open transaction pins on one of
+    /// the topic's partitions: it waits for the transaction, however fast it reads.
+    WaitsForTransaction,
+}
+
+impl Catchup {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Catchup::Unknown => "unknown",
+            Catchup::CaughtUp => "caught_up",
+            Catchup::Seconds(_) => "closing",
+            Catchup::NotClosing => "not_closing",
+            Catchup::WaitsForTransaction => "waits_for_transaction",
+        }
+    }
 }
 
 /// A group's rebalances over the cycles the exporter saw ([`crate::derive::rebalance`]).

@@ -290,6 +290,41 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
         visit_group_topics(out, shown, name, help, false, value);
     }
 
+    type RateValue = fn(&crate::derive::TopicRate) -> Option<Value>;
+    let rate_families: [(&str, &str, RateValue); 3] = [
+        ("kafka_consumergroup_topic_consume_rate", "Offsets per second the group's committed offsets on the topic advanced over the cluster's groups.rate_window, from the exporter's own samples (absent until two samples half a window apart)", |r| {
+            r.consume_rate.map(Value::Seconds)
+        }),
+        ("kafka_consumergroup_topic_produce_rate", "Offsets per second the bound the group reads up to advanced over groups.rate_window, summed over the topic's partitions: the LSO for a group that reads committed, the HW for one that committed past the LSO", |r| {
+            r.produce_rate.map(Value::Seconds)
+        }),
+        ("kafka_consumergroup_topic_catchup_seconds", "Seconds until the group has read everything on the topic at its current rates: lag / (consume rate - produce rate); 0 when caught up; absent when it does not close, while an open transaction pins the LSO a read_committed group waits at (it waits for the transaction), or before the rates are known", |r| {
+            match r.catchup {
+                crate::derive::Catchup::Seconds(s) => Some(Value::Seconds(s)),
+                crate::derive::Catchup::CaughtUp => Some(Value::Seconds(0.0)),
+                _ => None,
+            }
+        }),
+    ];
+    for (name, help, value) in rate_families {
+        out.family(name, help, MetricType::Gauge, &mut |emit| {
+            for cluster in shown {
+                for group in &cluster.snapshot.groups {
+                    for r in &group.rates {
+                        if let Some(v) = value(r) {
+                            let labels: &Labels = &[
+                                (CLUSTER_LABEL, cluster.cluster()),
+                                ("group", &group.name),
+                                ("topic", &r.topic),
+                            ];
+                            emit(cluster.offsets_of(&group.name), &labels, gauge(v));
+                        }
+                    }
+                }
+            }
+        });
+    }
+
     type ShareValue = fn(&GroupState, &crate::derive::GroupPartitionState) -> Option<Value>;
     let share_families: [(&str, &str, ShareValue); 3] = [
         ("kafka_sharegroup_start_offset", "Share-partition start offset of the share group: every record below it has been delivered and acknowledged", |_, g| {

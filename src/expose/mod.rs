@@ -615,6 +615,7 @@ mod tests {
         GroupState {
             detail: None,
             rebalance: None,
+            rates: Vec::new(),
             coordinator: None,
             name: name.into(),
             state: "Stable".into(),

@@ -286,6 +286,21 @@ pub struct GroupProgress<'a> {
     /// Its partitions with something to read, or abandoned, most behind first (at most
     /// [`OWNED_PARTITIONS`]), each with the member that owns it.
     pub partitions: Vec<OwnedPartition<'a>>,
+    /// Per topic, how fast it reads and when it will have caught up.
+    pub topics: Vec<TopicCatchup<'a>>,
+}
+
+/// How fast a group reads one topic (docs/metrics.md, How fast it closes).
+#[derive(Debug, Serialize)]
+pub struct TopicCatchup<'a> {
+    pub topic: &'a str,
+    /// Offsets per second, over the cluster's `groups.rate_window`; `null` until known.
+    pub consume_rate: Option<f64>,
+    pub produce_rate: Option<f64>,
+    /// caught_up, closing, not_closing, waits_for_transaction or unknown.
+    pub catchup: &'static str,
+    /// Seconds until caught up at these rates, where it is `closing`.
+    pub catchup_seconds: Option<f64>,
 }
 
 /// At most this many partitions of a group are listed with their owners.
@@ -591,6 +606,20 @@ impl<'a> StuckReport<'a> {
                         .and_then(|at| snapshot.taken_at.duration_since(at).ok())
                         .map(|d| d.as_secs_f64()),
                     partitions: owned_partitions(group),
+                    topics: group
+                        .rates
+                        .iter()
+                        .map(|r| TopicCatchup {
+                            topic: &r.topic,
+                            consume_rate: r.consume_rate,
+                            produce_rate: r.produce_rate,
+                            catchup: r.catchup.as_str(),
+                            catchup_seconds: match r.catchup {
+                                crate::derive::Catchup::Seconds(s) => Some(s),
+                                _ => None,
+                            },
+                        })
+                        .collect(),
                 });
             }
         }
@@ -945,7 +974,7 @@ pub fn render_index(
     if report.groups.is_empty() {
         out.push_str("<p>None: every group commits as it reads, or has nothing to read, and has lost nothing to retention.</p>\n");
     } else {
-        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">group</th><th class=\"l\">status</th><th>no commit for</th><th>retention margin</th><th>records lost</th><th>rebalances</th><th class=\"l\">partitions behind: owner</th></tr>\n");
+        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">group</th><th class=\"l\">status</th><th>no commit for</th><th>retention margin</th><th>records lost</th><th>rebalances</th><th class=\"l\">catch-up</th><th class=\"l\">partitions behind: owner</th></tr>\n");
         for g in &report.groups {
             let status = match g.status {
                 "stopped" | "stalled" => format!("<span class=\"hang\">{}</span>", g.status),
@@ -962,9 +991,10 @@ pub fn render_index(
                 _ => "-".to_string(),
             };
             let owners = render_owners(&g.partitions);
+            let catchup = render_catchup(&g.topics);
             let _ = writeln!(
                 out,
-                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{status}</td><td>{}</td><td>{}</td><td>{lost}</td><td>{rebalances}</td><td class=\"l\">{owners}</td></tr>",
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{status}</td><td>{}</td><td>{}</td><td>{lost}</td><td>{rebalances}</td><td class=\"l\">{catchup}</td><td class=\"l\">{owners}</td></tr>",
                 escape(g.cluster),
                 escape(g.group),
                 g.commit_stall_seconds.map_or("-".to_string(), human_duration),
@@ -981,6 +1011,28 @@ pub fn render_index(
     render_cluster_transactions(&mut out, &report.transactions);
     out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own, never from a timestamp the producer wrote. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic. A transaction's age comes from its coordinator's start time, else the LogAppendTime of its first record, else the first cycle that saw it; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
     out
+}
+
+/// When a group will have caught up, per topic it is not caught up on, for one cell of
+/// `/`.
+fn render_catchup(topics: &[TopicCatchup]) -> String {
+    let mut cell = String::new();
+    for t in topics.iter().filter(|t| t.catchup != "caught_up") {
+        if !cell.is_empty() {
+            cell.push_str("<br>");
+        }
+        let when = match (t.catchup, t.catchup_seconds) {
+            ("closing", Some(s)) => format!("in {}", human_duration(s)),
+            ("not_closing", _) => "not closing: it reads no faster than records arrive".to_string(),
+            ("waits_for_transaction", _) => "waits for the transaction".to_string(),
+            _ => "not known yet".to_string(),
+        };
+        let _ = write!(cell, "{}: {when}", escape(t.topic));
+    }
+    if cell.is_empty() {
+        cell.push('-');
+    }
+    cell
 }
 
 /// A group's partitions behind and their owners, for one cell of `/` (the first ten).
@@ -1158,6 +1210,7 @@ mod tests {
         GroupState {
             detail: None,
             rebalance: None,
+            rates: Vec::new(),
             coordinator: None,
             name: name.into(),
             state: "Stable".into(),
@@ -1256,6 +1309,90 @@ mod tests {
         assert!(page.contains("stopped &lt;b&gt;"), "escaped group name");
         assert!(!page.contains(">healthy<"), "an ok group is not listed");
         assert!(page.contains("<td>6m 40s</td><td>at least 30s</td><td>0</td>"));
+    }
+
+    /// A partition a group is behind on names the member that owns it, its client id and
+    /// host, on `/` and in the JSON API; one nobody owns says so; the catch-up estimate is
+    /// a time where it closes and words where it cannot be one.
+    #[test]
+    fn a_lagging_partition_names_its_owner_and_when_it_catches_up() {
+        use crate::derive::progress::GroupStatus;
+        use crate::derive::{Catchup, Owner, TopicRate};
+        use crate::kafka::{GroupDetail, RawMember};
+        let mut billing = group("billing", "orders", 0, 100, 160, 160);
+        billing.status = Some(GroupStatus::Lagging);
+        billing.offsets.as_mut().unwrap()[0].owner = Owner::Member(0);
+        billing.detail = Some(GroupDetail {
+            epoch: Some(4),
+            assignment_epoch: None,
+            members: vec![RawMember {
+                member_id: "m-1".into(),
+                client_id: "billing-<1>".into(),
+                client_host: "/10.0.0.11".into(),
+                assigned: Some(vec![("orders".into(), vec![0])]),
+                ..RawMember::default()
+            }],
+        });
+        billing.rates = vec![TopicRate {
+            topic: Arc::from("orders"),
+            consume_rate: Some(30.0),
+            produce_rate: Some(10.0),
+            catchup: Catchup::Seconds(3.0),
+        }];
+        let mut audit = group("audit", "orders", 0, 100, 160, 160);
+        audit.status = Some(GroupStatus::Stalled);
+        audit.offsets.as_mut().unwrap()[0].owner = Owner::Nobody;
+        audit.rates = vec![TopicRate {
+            topic: Arc::from("orders"),
+            consume_rate: Some(0.0),
+            produce_rate: Some(10.0),
+            catchup: Catchup::NotClosing,
+        }];
+        let clusters = [(
+            "prod".to_string(),
+            Some(Arc::new(snapshot(
+                "prod",
+                vec![partition("orders", 0, 160, 160, 0.0)],
+                vec![billing, audit],
+            ))),
+        )];
+        let bootstrap = HashMap::new();
+        let report = StuckReport::new(&clusters, &bootstrap);
+        let json = serde_json::to_value(&report).unwrap();
+        let find = |name: &str| {
+            json["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|g| g["group"] == name)
+                .cloned()
+                .unwrap()
+        };
+        let billing = find("billing");
+        assert_eq!(billing["partitions"][0]["lag"], 60);
+        assert_eq!(billing["partitions"][0]["ownership"], "owned");
+        assert_eq!(
+            billing["partitions"][0]["owner"]["client_id"],
+            "billing-<1>"
+        );
+        assert_eq!(
+            billing["partitions"][0]["owner"]["client_host"],
+            "/10.0.0.11"
+        );
+        assert_eq!(billing["topics"][0]["catchup"], "closing");
+        assert_eq!(billing["topics"][0]["catchup_seconds"], 3.0);
+        let audit = find("audit");
+        assert_eq!(audit["partitions"][0]["ownership"], "unowned");
+        assert!(audit["partitions"][0]["owner"].is_null());
+        assert_eq!(audit["topics"][0]["catchup"], "not_closing");
+        let page = render_index(&clusters, &HashMap::new(), "/metrics", SystemTime::now());
+        assert!(
+            page.contains("orders-0 (60 behind): billing-&lt;1&gt; on /10.0.0.11"),
+            "{page}"
+        );
+        assert!(page.contains("orders-0 (60 behind): no member"), "{page}");
+        assert!(page.contains("orders: in 3s"), "{page}");
+        assert!(page.contains("orders: not closing"), "{page}");
     }
 
     #[test]

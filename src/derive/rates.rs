@@ -1,0 +1,303 @@
+//! How fast each group closes its lag on each topic, from the exporter's own samples
+//! ([`RateWatch`]): the consumption rate (its committed offsets' sum over the topic's
+//! partitions, per second), the production rate (the sum of the bound it reads up to: the
+//! LSO for a group that reads committed, the HW for one that committed past the LSO), both
+//! over the cluster's `groups.rate_window`, and a catch-up estimate: lag ÷ (consume −
+//! produce).
+//!
+//! The estimate is a number only where it closes: `NotClosing` where the group consumes
+//! no faster than records arrive, `WaitsForTransaction` where a read_committed group's
+//! bound is pinned by an open transaction on one of the topic's partitions (it can only
+//! wait, however fast it reads), `CaughtUp` at lag 0. A window starts again when the
+//! partitions the sums run over change (a partition added, a group that starts or stops
+//! reading uncommitted), and the rates need two samples at least half a window apart.
+//! Share groups have no committed offsets: none of this applies to them.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::series::pinned;
+use super::state::{Catchup, GroupState, PartitionState, TopicRate};
+
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    at: Instant,
+    committed: i64,
+    bound: i64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    /// What the sums run over: the partitions and whether the bound is the HW.
+    shape: (usize, bool),
+    samples: VecDeque<Sample>,
+}
+
+/// Per group and topic, the samples within the rate window.
+#[derive(Debug, Default)]
+pub struct RateWatch {
+    entries: HashMap<(String, Arc<str>), Entry>,
+}
+
+impl RateWatch {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Fills each group's [`GroupState::rates`] and advances `watch` to `now`. Groups whose
+/// offsets are not known in this cycle keep their samples; the others' topics not seen
+/// now are forgotten.
+pub fn apply(
+    groups: &mut [GroupState],
+    partitions: &[PartitionState],
+    watch: &mut RateWatch,
+    now: Instant,
+    window: Duration,
+) {
+    let by_partition: HashMap<(&str, i32), &PartitionState> = partitions
+        .iter()
+        .map(|p| ((&*p.topic, p.partition), p))
+        .collect();
+    let mut seen: HashSet<(String, Arc<str>)> = HashSet::new();
+    let mut kept: HashSet<&str> = HashSet::new();
+    for group in groups.iter_mut() {
+        if group.group_type == "share" {
+            continue;
+        }
+        let Some(offsets) = group.offsets.as_ref() else {
+            kept.insert(&group.name);
+            continue;
+        };
+        let mut rates = Vec::new();
+        for run in offsets.chunk_by(|a, b| a.topic == b.topic) {
+            let topic = run[0].topic.clone();
+            // Every partition's lag and bound known, or no sample this cycle.
+            let mut committed = 0i64;
+            let mut bound = 0i64;
+            let mut lag = 0i64;
+            let mut complete = true;
+            let uncommitted = run
+                .iter()
+                .any(|o| o.lag.is_some_and(|l| l.committed_beyond_lso > 0));
+            let mut waits = false;
+            for o in run {
+                let (Some(l), Some(p)) = (o.lag, by_partition.get(&(&*o.topic, o.partition)))
+                else {
+                    complete = false;
+                    break;
+                };
+                let b = if uncommitted {
+                    p.high_watermark
+                } else {
+                    p.last_stable_offset
+                };
+                let Some(b) = b else {
+                    complete = false;
+                    break;
+                };
+                committed = committed.saturating_add(o.committed_offset);
+                bound = bound.saturating_add(b);
+                lag = lag.saturating_add(if uncommitted { l.hw_lag } else { l.lso_lag });
+                waits |= !uncommitted && pinned(p);
+            }
+            if !complete {
+                continue;
+            }
+            let key = (group.name.clone(), topic.clone());
+            seen.insert(key.clone());
+            let shape = (run.len(), uncommitted);
+            let entry = watch.entries.entry(key).or_insert_with(|| Entry {
+                shape,
+                samples: VecDeque::new(),
+            });
+            if entry.shape != shape {
+                entry.shape = shape;
+                entry.samples.clear();
+            }
+            entry.samples.push_back(Sample {
+                at: now,
+                committed,
+                bound,
+            });
+            // The oldest sample kept is the last one at least a window old: the rates
+            // span the whole window once it has passed.
+            while entry.samples.len() > 2
+                && now.saturating_duration_since(entry.samples[1].at) >= window
+            {
+                entry.samples.pop_front();
+            }
+            let first = entry.samples[0];
+            let span = now.saturating_duration_since(first.at).as_secs_f64();
+            let (consume, produce) = if span > 0.0 && span >= window.as_secs_f64() / 2.0 {
+                (
+                    Some((committed - first.committed) as f64 / span),
+                    Some((bound - first.bound) as f64 / span),
+                )
+            } else {
+                (None, None)
+            };
+            let catchup = if waits {
+                Catchup::WaitsForTransaction
+            } else if lag == 0 {
+                Catchup::CaughtUp
+            } else {
+                match (consume, produce) {
+                    (Some(c), Some(p)) if c - p > 0.0 => Catchup::Seconds(lag as f64 / (c - p)),
+                    (Some(_), Some(_)) => Catchup::NotClosing,
+                    _ => Catchup::Unknown,
+                }
+            };
+            rates.push(TopicRate {
+                topic,
+                consume_rate: consume.map(|c| c.max(0.0)),
+                produce_rate: produce.map(|p| p.max(0.0)),
+                catchup,
+            });
+        }
+        group.rates = rates;
+    }
+    watch
+        .entries
+        .retain(|key, _| seen.contains(key) || kept.contains(key.0.as_str()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::derive::{GroupPartitionState, Visibility};
+
+    fn partition(hw: i64, lso: i64, pinned: bool) -> PartitionState {
+        PartitionState {
+            topic: Arc::from("orders"),
+            partition: 0,
+            log_start_offset: Some(0),
+            high_watermark: Some(hw),
+            last_stable_offset: Some(lso),
+            visibility: Some(Visibility {
+                hw_minus_lso: hw - lso,
+                lso_stuck_seconds: 0.0,
+                pinned,
+            }),
+            withheld_age_seconds: None,
+            transactions: None,
+            replication: None,
+        }
+    }
+
+    fn group(committed: i64, hw: i64, lso: i64) -> GroupState {
+        let (lag, _) = crate::derive::lag(committed, hw, lso, None);
+        GroupState {
+            name: "billing".into(),
+            coordinator: None,
+            group_type: "classic".into(),
+            protocol: "consumer".into(),
+            state: "Stable".into(),
+            members: Some(1),
+            isolation: None,
+            broker_lags: Vec::new(),
+            offsets: Some(vec![GroupPartitionState {
+                topic: Arc::from("orders"),
+                partition: 0,
+                committed_offset: committed,
+                lag: Some(lag),
+                hw_time_lag: None,
+                lso_time_lag: None,
+                commit_stall_seconds: None,
+                retention_margin: None,
+                retention_margin_seconds: None,
+                lost_records: None,
+                owner: Default::default(),
+                abandoned: false,
+            }]),
+            granularity: Default::default(),
+            status: None,
+            detail: None,
+            rebalance: None,
+            rates: Vec::new(),
+        }
+    }
+
+    fn step(
+        watch: &mut RateWatch,
+        at: Instant,
+        committed: i64,
+        hw: i64,
+        lso: i64,
+        pin: bool,
+    ) -> TopicRate {
+        let mut groups = vec![group(committed, hw, lso)];
+        apply(
+            &mut groups,
+            &[partition(hw, lso, pin)],
+            watch,
+            at,
+            Duration::from_secs(10),
+        );
+        groups[0].rates.pop().unwrap()
+    }
+
+    /// Records arrive at 100/s. Read at 50/s the lag never closes; read at 200/s it
+    /// closes at 100/s, and the estimate is the lag over that.
+    #[test]
+    fn the_estimate_is_the_lag_over_how_fast_it_closes() {
+        let t0 = Instant::now();
+        let mut watch = RateWatch::default();
+        let mut last = None;
+        for s in 0..=20 {
+            let at = t0 + Duration::from_secs(s);
+            let hw = 1000 + 100 * s as i64;
+            last = Some(step(&mut watch, at, 500 + 50 * s as i64, hw, hw, false));
+            if s < 5 {
+                assert_eq!(last.as_ref().unwrap().catchup, Catchup::Unknown, "s={s}");
+            }
+        }
+        let slow = last.unwrap();
+        assert_eq!(slow.consume_rate, Some(50.0));
+        assert_eq!(slow.produce_rate, Some(100.0));
+        assert_eq!(slow.catchup, Catchup::NotClosing);
+        // From 20 s on it reads at 200/s: lag 1000 at 20 s.
+        let mut fast = None;
+        for s in 21..=30 {
+            let at = t0 + Duration::from_secs(s);
+            let hw = 1000 + 100 * s as i64;
+            let committed = 2000 + 200 * (s as i64 - 20);
+            fast = Some(step(&mut watch, at, committed, hw, hw, false));
+        }
+        // At 30 s it has read everything: committed 4000, HW 4000.
+        let fast = fast.unwrap();
+        assert_eq!(fast.catchup, Catchup::CaughtUp);
+        let mut watch = RateWatch::default();
+        let mut estimate = None;
+        for s in 0..=10 {
+            let at = t0 + Duration::from_secs(s);
+            let hw = 3000 + 100 * s as i64;
+            estimate = Some(step(&mut watch, at, 1000 + 200 * s as i64, hw, hw, false).catchup);
+        }
+        // At 10 s: lag 4000 - 3000 = 1000, closing at 100/s.
+        match estimate.unwrap() {
+            Catchup::Seconds(s) => assert!((s - 10.0).abs() < 1e-9, "{s}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A read_committed group on a topic whose LSO a transaction pins waits for it.
+    #[test]
+    fn a_pinned_bound_waits_for_the_transaction() {
+        let t0 = Instant::now();
+        let mut watch = RateWatch::default();
+        let mut rate = None;
+        for s in 0..=10 {
+            let at = t0 + Duration::from_secs(s);
+            rate = Some(step(&mut watch, at, 500, 1000 + 10 * s as i64, 800, true));
+        }
+        let rate = rate.unwrap();
+        assert_eq!(rate.catchup, Catchup::WaitsForTransaction);
+        assert_eq!(rate.produce_rate, Some(0.0), "the LSO does not move");
+    }
+}
