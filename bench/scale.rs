@@ -15,7 +15,9 @@
 //! its own, so that its resident memory is its own; the partitions and groups axes are
 //! measured at three sizes each and the slope between the two largest is printed.
 //!
-//! `cargo bench --bench scale` (no broker needed); SCALE_CYCLES sets cycles per size.
+//! `cargo bench --bench scale` (no broker needed); SCALE_CYCLES sets cycles per size;
+//! SCALE_CHILD=PARTITIONS,GROUPS runs one size alone; SCALE_MEMBERS=0 leaves the groups'
+//! members out (what member detail, rebalance tracking and ownership cost).
 
 mod process;
 
@@ -47,6 +49,12 @@ const SIZES: [(usize, usize); 5] = [
     (100_000, 2_500),
     (100_000, 5_000),
 ];
+
+/// Groups carry their members and assignment (three members each), as every describe
+/// answer does; SCALE_MEMBERS=0 leaves them out, to measure what member detail costs.
+fn members() -> bool {
+    std::env::var("SCALE_MEMBERS").map_or(true, |v| v != "0")
+}
 
 fn topic(i: usize) -> String {
     format!("scale-t{i:04}")
@@ -146,7 +154,7 @@ fn sample(partitions: usize, groups: usize, cycle: i64) -> RawSample {
             };
             RawGroup {
                 coordinator: None,
-                detail: Some(detail),
+                detail: members().then_some(detail),
                 name: format!("scale-g{g:05}"),
                 group_type: group_type.into(),
                 protocol: if group_type == "share" {
@@ -249,6 +257,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             granularity: Granularity::Partition,
             kafka_exporter: false,
             assigned_only: false,
+            owner_labels: false,
         };
         let mut snapshot = ClusterSnapshot {
             clock_skew: None,

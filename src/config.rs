@@ -272,6 +272,9 @@ pub struct GroupSettings {
     pub assigned_only: bool,
     /// The window of the consumption and production rates and the catch-up estimate.
     pub rate_window: Duration,
+    /// Each owned group-partition gets a series naming its owner
+    /// (`kafka_consumergroup_partition_owner_info`).
+    pub owner_labels: bool,
 }
 
 impl Default for GroupSettings {
@@ -280,6 +283,7 @@ impl Default for GroupSettings {
             abandon_after: DEFAULT_ABANDON_AFTER,
             assigned_only: false,
             rate_window: DEFAULT_RATE_WINDOW,
+            owner_labels: false,
         }
     }
 }
@@ -787,6 +791,7 @@ fn default_group_filter() -> RawGroups {
         abandon_after: None,
         assigned_only: false,
         rate_window: None,
+        owner_labels: false,
     }
 }
 
@@ -804,6 +809,8 @@ struct RawGroups {
     assigned_only: bool,
     #[serde(default)]
     rate_window: Option<String>,
+    #[serde(default, deserialize_with = "boolean")]
+    owner_labels: bool,
 }
 
 /// `clusters` is a TOML array of tables in the file, but environment variables address it
@@ -1387,6 +1394,7 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             abandon_after,
             assigned_only: cluster.groups.assigned_only,
             rate_window,
+            owner_labels: cluster.groups.owner_labels,
         };
         let max_series = match cluster.max_series {
             None => None,

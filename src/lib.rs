@@ -156,6 +156,7 @@ pub async fn run_with(
                 granularity: cluster.granularity,
                 kafka_exporter: cluster.compat_kafka_exporter,
                 assigned_only: cluster.group_settings.assigned_only,
+                owner_labels: cluster.group_settings.owner_labels,
             },
             group_granularity: cluster.group_granularity.clone(),
             group_settings: cluster.group_settings,

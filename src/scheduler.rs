@@ -445,6 +445,7 @@ mod tests {
                 granularity: Granularity::Partition,
                 kafka_exporter: true,
                 assigned_only: false,
+                owner_labels: false,
             },
             group_granularity: GroupGranularity::default(),
             group_settings: Default::default(),

@@ -59,7 +59,15 @@ async fn who_owns_each_partition_and_a_member_leaving_is_one_rebalance() {
         .map(|(g, _)| anchored(g))
         .collect::<Vec<_>>()
         .join("|");
-    let exporter = Exporter::start(&anchored(&topic), &filter, &[]).await;
+    let exporter = Exporter::start(
+        &anchored(&topic),
+        &filter,
+        &[(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__OWNER_LABELS",
+            "true",
+        )],
+    )
+    .await;
 
     // Three members each, every partition owned, each member some of them.
     for (group, _) in &groups {
@@ -78,7 +86,35 @@ async fn who_owns_each_partition_and_a_member_leaving_is_one_rebalance() {
                 },
             )
             .await;
-        let s = exporter.scrape().await;
+        // With owner_labels, each of the six partitions names the member that owns it,
+        // as many per member as it owns.
+        let s = exporter
+            .wait_for(
+                &format!("{group}: an owner series per partition"),
+                Duration::from_secs(30),
+                |s| {
+                    let n = s
+                        .series(
+                            "kafka_consumergroup_partition_owner_info",
+                            &[("kafka_cluster", "test"), ("group", group)],
+                        )
+                        .count();
+                    (n == 6).then(|| s.clone())
+                },
+            )
+            .await;
+        let mut per_client: BTreeMap<String, f64> = BTreeMap::new();
+        for (labels, _) in s.series(
+            "kafka_consumergroup_partition_owner_info",
+            &[("kafka_cluster", "test"), ("group", group)],
+        ) {
+            *per_client.entry(labels["client_id"].clone()).or_default() += 1.0;
+        }
+        assert_eq!(
+            per_client,
+            owners(&s, group),
+            "{group}: owners per partition"
+        );
         for (labels, _) in s.series(
             "kafka_consumergroup_member_info",
             &[("kafka_cluster", "test"), ("group", group)],

@@ -480,17 +480,20 @@ fn cluster_transactions(at: SystemTime) -> TransactionsView {
     }
 }
 
-/// Every series in `partition` granularity with kafka_exporter's families.
+/// Every series in `partition` granularity with kafka_exporter's families and the owner
+/// series.
 const FULL: Exposition = Exposition {
     granularity: Granularity::Partition,
     kafka_exporter: true,
     assigned_only: false,
+    owner_labels: true,
 };
 /// The default: `topic` granularity, no compatibility families.
 const TOPIC: Exposition = Exposition {
     granularity: Granularity::Topic,
     kafka_exporter: false,
     assigned_only: false,
+    owner_labels: false,
 };
 
 fn render(exposition: Exposition) -> (String, String) {

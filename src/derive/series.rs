@@ -30,6 +30,8 @@ pub struct Exposition {
     pub kafka_exporter: bool,
     /// Abandoned partitions get no offset series (`groups.assigned_only`).
     pub assigned_only: bool,
+    /// Owned group-partitions get an owner series (`groups.owner_labels`).
+    pub owner_labels: bool,
 }
 
 /// A transaction pins the partition's LSO: HW > LSO, and the LSO has stood still since

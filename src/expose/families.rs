@@ -546,6 +546,44 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
         },
     );
 
+    out.family(
+        "kafka_consumergroup_partition_owner_info",
+        "The member that owns the group's partition, with its client id and host; only where the cluster's groups.owner_labels is on (one series per owned group-partition, a new one whenever a rebalance moves it); always 1",
+        MetricType::Gauge,
+        &mut |emit| {
+            for cluster in shown {
+                if !cluster.snapshot.exposition.owner_labels {
+                    continue;
+                }
+                for group in &cluster.snapshot.groups {
+                    let members = group.detail.as_ref().map_or(&[][..], |d| &d.members[..]);
+                    for g in group.offsets.iter().flatten() {
+                        let crate::derive::Owner::Member(i) = g.owner else { continue };
+                        let Some(m) = members.get(i) else { continue };
+                        if cluster.hides(g) {
+                            continue;
+                        }
+                        let labels: &Labels = &[
+                            (CLUSTER_LABEL, cluster.cluster()),
+                            ("group", &group.name),
+                            ("topic", &g.topic),
+                        ];
+                        let owner: &Labels = &[
+                            ("member_id", &m.member_id),
+                            ("client_id", &m.client_id),
+                            ("client_host", &m.client_host),
+                        ];
+                        emit(
+                            cluster.offsets_of(&group.name),
+                            &(labels, ([("partition", g.partition)], owner)),
+                            gauge(1),
+                        );
+                    }
+                }
+            }
+        },
+    );
+
     type RebalanceCount = fn(&crate::derive::Rebalances) -> u64;
     let rebalance_counters: [(&str, &str, RebalanceCount); 3] = [
         ("kafka_consumergroup_rebalances", "Rebalances of the group since the exporter first described it: every step of its epoch (KIP-848, share, streams) or generation (classic, where the members' subscriptions carry it), else each rebalance a cycle saw (docs/metrics.md, Rebalances)", |r| r.total),

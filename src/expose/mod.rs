@@ -495,6 +495,7 @@ pub fn catalog() -> Vec<(String, &'static str)> {
             granularity: crate::config::Granularity::Partition,
             kafka_exporter: true,
             assigned_only: false,
+            owner_labels: false,
         },
     );
     let mut names = Names(Vec::new());
@@ -680,11 +681,13 @@ mod tests {
         granularity: Granularity::Partition,
         kafka_exporter: false,
         assigned_only: false,
+        owner_labels: false,
     };
     const TOPIC: Exposition = Exposition {
         granularity: Granularity::Topic,
         kafka_exporter: false,
         assigned_only: false,
+        owner_labels: false,
     };
     /// Of the exporter's per-cluster series: up, series_dropped, series.
     const CLUSTER: usize = 3;
@@ -727,6 +730,7 @@ mod tests {
         let compat = Exposition {
             kafka_exporter: true,
             assigned_only: false,
+            owner_labels: false,
             ..TOPIC
         };
         assert_eq!(
@@ -809,6 +813,7 @@ mod tests {
         let compat = Exposition {
             kafka_exporter: true,
             assigned_only: false,
+            owner_labels: false,
             ..PARTITION
         };
         // The same count with and without compat: a share group commits no offsets.

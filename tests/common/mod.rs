@@ -523,6 +523,7 @@ where
 }
 
 /// One parsed `/metrics` response.
+#[derive(Clone)]
 pub struct Scrape {
     pub text: String,
     pub samples: Vec<(String, BTreeMap<String, String>, f64)>,
