@@ -951,3 +951,68 @@ fn the_exporter_forgets_transactions_that_ended() {
     clock.retain(|_, _| false);
     assert_eq!(clock.watch(&topic, 0, &open, later), vec![None]);
 }
+
+proptest::proptest! {
+    /// Whatever the offsets a broker reports (committed past the HW or the LSO, LSO
+    /// above the HW, a share group's start offset and its broker's lag), and for every
+    /// group type, no lag, catch-up estimate or rate the exporter derives is negative,
+    /// and a committed offset past the LSO counts in committed_beyond_lso: what
+    /// autoscalers read stays usable (kafka_exporter #437).
+    #[test]
+    fn no_lag_is_negative_for_any_group_type(
+        cycles in proptest::collection::vec((0i64..2_000, 0i64..2_000, 0i64..2_000, 0i64..50), 1..6),
+        group_type in proptest::sample::select(vec!["classic", "consumer", "share", "streams"]),
+    ) {
+        let mut deriver = crate::derive::Deriver::new(
+            Duration::from_secs(60),
+            Duration::from_secs(2),
+            10,
+            Default::default(),
+            Default::default(),
+        );
+        let t0 = Instant::now();
+        for (i, (committed, hw, lso, broker_lag)) in cycles.into_iter().enumerate() {
+            let group = RawGroup {
+                coordinator: None,
+                detail: None,
+                name: "g".into(),
+                state: "Stable".into(),
+                members: Some(1),
+                group_type: group_type.into(),
+                protocol: "consumer".into(),
+                isolation: (group_type == "share").then_some(crate::kafka::Isolation::ReadCommitted),
+                broker_lags: if group_type == "share" {
+                    vec![crate::kafka::BrokerLag { topic: "t".into(), partition: 0, lag: broker_lag }]
+                } else {
+                    Vec::new()
+                },
+                committed: Some(vec![CommittedOffset { topic: "t".into(), partition: 0, offset: committed }]),
+            };
+            let raw = RawSample {
+                reached: true,
+                partitions: vec![partition("t", 0, Some(hw), Some(lso))],
+                groups: vec![group],
+                ..Default::default()
+            };
+            let at = t0 + Duration::from_secs(i as u64);
+            let step = deriver.step(raw, at, SystemTime::UNIX_EPOCH + Duration::from_secs(i as u64));
+            for g in &step.derived.groups {
+                for o in g.offsets.iter().flatten() {
+                    let lag = o.lag.expect("lag of a sampled partition");
+                    proptest::prop_assert!(lag.hw_lag >= 0 && lag.lso_lag >= 0, "{lag:?}");
+                    proptest::prop_assert_eq!(lag.committed_beyond_lso, (committed - lso).max(0));
+                    if let Some(l) = g.share_lag(o) {
+                        proptest::prop_assert!(l >= 0, "share lag {l}");
+                    }
+                }
+                for r in &g.rates {
+                    proptest::prop_assert!(r.consume_rate.is_none_or(|c| c >= 0.0));
+                    proptest::prop_assert!(r.produce_rate.is_none_or(|p| p >= 0.0));
+                    if let crate::derive::Catchup::Seconds(s) = r.catchup {
+                        proptest::prop_assert!(s > 0.0, "catch-up {s}");
+                    }
+                }
+            }
+        }
+    }
+}
