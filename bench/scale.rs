@@ -17,7 +17,8 @@
 //!
 //! `cargo bench --bench scale` (no broker needed); SCALE_CYCLES sets cycles per size;
 //! SCALE_CHILD=PARTITIONS,GROUPS runs one size alone; SCALE_MEMBERS=0 leaves the groups'
-//! members out (what member detail, rebalance tracking and ownership cost).
+//! members out, and rebalance tracking and rates with them (what the consumer's side
+//! costs).
 
 mod process;
 
@@ -51,7 +52,8 @@ const SIZES: [(usize, usize); 5] = [
 ];
 
 /// Groups carry their members and assignment (three members each), as every describe
-/// answer does; SCALE_MEMBERS=0 leaves them out, to measure what member detail costs.
+/// answer does, and the rebalance count and the rates are derived; SCALE_MEMBERS=0 leaves
+/// all three out, to measure what the consumer's side costs.
 fn members() -> bool {
     std::env::var("SCALE_MEMBERS").map_or(true, |v| v != "0")
 }
@@ -215,6 +217,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
     let mut clock = StuckClock::default();
     let mut watch = kafka_lso_exporter::derive::progress::CommitWatch::default();
     let mut rebalances = kafka_lso_exporter::derive::rebalance::RebalanceWatch::default();
+    let mut rates = kafka_lso_exporter::derive::rates::RateWatch::default();
     let (mut gen_s, mut derive_s, mut render_s, mut text_s) = (vec![], vec![], vec![], vec![]);
     let (mut series, mut body_bytes, mut gzip_bytes) = (0, 0, 0);
     let started_all = Instant::now();
@@ -233,12 +236,21 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             SystemTime::now(),
             Duration::from_secs(300),
         );
-        kafka_lso_exporter::derive::rebalance::apply(
-            &mut derived.groups,
-            &mut rebalances,
-            SystemTime::now(),
-            |_| true,
-        );
+        if members() {
+            kafka_lso_exporter::derive::rebalance::apply(
+                &mut derived.groups,
+                &mut rebalances,
+                SystemTime::now(),
+                |_| true,
+            );
+            kafka_lso_exporter::derive::rates::apply(
+                &mut derived.groups,
+                &derived.partitions,
+                &mut rates,
+                now,
+                Duration::from_secs(300),
+            );
+        }
         kafka_lso_exporter::derive::progress::apply(
             &mut derived,
             &mut watch,

@@ -32,17 +32,23 @@ struct Entry {
     /// What the sums run over: the partitions and whether the bound is the HW.
     shape: (usize, bool),
     samples: VecDeque<Sample>,
+    /// The cycle that last sampled it.
+    seen: u64,
 }
 
-/// Per group and topic, the samples within the rate window.
+/// Per group and topic, the samples within the rate window. Keyed by group, then topic,
+/// so that a cycle looks entries up without copying a name.
 #[derive(Debug, Default)]
 pub struct RateWatch {
-    entries: HashMap<(String, Arc<str>), Entry>,
+    entries: HashMap<String, HashMap<Arc<str>, Entry>>,
+    /// Cycles applied so far.
+    cycle: u64,
 }
 
 impl RateWatch {
+    /// Group-topics remembered.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.values().map(HashMap::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -64,7 +70,8 @@ pub fn apply(
         .iter()
         .map(|p| ((&*p.topic, p.partition), p))
         .collect();
-    let mut seen: HashSet<(String, Arc<str>)> = HashSet::new();
+    watch.cycle += 1;
+    let cycle = watch.cycle;
     let mut kept: HashSet<&str> = HashSet::new();
     for group in groups.iter_mut() {
         if group.group_type == "share" {
@@ -109,13 +116,17 @@ pub fn apply(
             if !complete {
                 continue;
             }
-            let key = (group.name.clone(), topic.clone());
-            seen.insert(key.clone());
             let shape = (run.len(), uncommitted);
-            let entry = watch.entries.entry(key).or_insert_with(|| Entry {
+            let topics = match watch.entries.get_mut(group.name.as_str()) {
+                Some(topics) => topics,
+                None => watch.entries.entry(group.name.clone()).or_default(),
+            };
+            let entry = topics.entry(topic.clone()).or_insert_with(|| Entry {
                 shape,
                 samples: VecDeque::new(),
+                seen: cycle,
             });
+            entry.seen = cycle;
             if entry.shape != shape {
                 entry.shape = shape;
                 entry.samples.clear();
@@ -162,9 +173,12 @@ pub fn apply(
         }
         group.rates = rates;
     }
-    watch
-        .entries
-        .retain(|key, _| seen.contains(key) || kept.contains(key.0.as_str()));
+    watch.entries.retain(|group, topics| {
+        if !kept.contains(group.as_str()) {
+            topics.retain(|_, entry| entry.seen == cycle);
+        }
+        !topics.is_empty()
+    });
 }
 
 #[cfg(test)]

@@ -17,7 +17,9 @@
 //! counts nothing (its history before it is not known); it lives in the exporter's
 //! memory: after a restart the counters start at 0, as a Prometheus counter may.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::time::SystemTime;
 
 use super::state::{GroupState, Rebalances};
@@ -35,9 +37,10 @@ const REBALANCING_STATES: &[&str] = &[
 #[derive(Debug, Clone)]
 struct Entry {
     epoch: Option<i64>,
-    members: BTreeSet<String>,
-    /// Each member's assignment, in member id order.
-    assignment: Vec<Option<crate::kafka::TopicPartitions>>,
+    /// Its members' ids, hashed, sorted: what a cycle compares costs no copy of them.
+    members: Vec<u64>,
+    /// The members' assignments, hashed together in member id order.
+    assignment: u64,
     rebalancing: bool,
     /// A rebalance was counted while the group was rebalancing, and the group has not
     /// been seen out of it since: what changes until it is belongs to that rebalance.
@@ -72,6 +75,35 @@ fn rebalancing(state: &str, detail: &GroupDetail) -> bool {
                 .as_ref()
                 .is_some_and(|t| Some(t) != m.assigned.as_ref())
         })
+}
+
+/// A hash of `value`.
+fn hash_of(value: &impl Hash) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The group's member ids, hashed and sorted, and a hash of their assignments in member
+/// id order.
+fn fingerprint(detail: &GroupDetail) -> (Vec<u64>, u64) {
+    let mut by_id: Vec<(u64, &crate::kafka::RawMember)> = detail
+        .members
+        .iter()
+        .map(|m| (hash_of(&m.member_id), m))
+        .collect();
+    by_id.sort_unstable_by_key(|(h, _)| *h);
+    let mut hasher = DefaultHasher::new();
+    for (h, m) in &by_id {
+        h.hash(&mut hasher);
+        m.assigned.hash(&mut hasher);
+    }
+    (by_id.iter().map(|(h, _)| *h).collect(), hasher.finish())
+}
+
+/// How many of the sorted `a` are not in the sorted `b`.
+fn not_in(a: &[u64], b: &[u64]) -> u64 {
+    a.iter().filter(|x| b.binary_search(x).is_err()).count() as u64
 }
 
 /// KIP-848: partitions of the target assignment their member does not own yet.
@@ -114,10 +146,7 @@ pub fn apply(
             group.rebalance = watch.entries.get(&group.name).map(|e| e.counted);
             continue;
         };
-        let mut by_id: Vec<&crate::kafka::RawMember> = detail.members.iter().collect();
-        by_id.sort_by(|a, b| a.member_id.cmp(&b.member_id));
-        let members: BTreeSet<String> = by_id.iter().map(|m| m.member_id.clone()).collect();
-        let assignment: Vec<_> = by_id.iter().map(|m| m.assigned.clone()).collect();
+        let (members, assignment) = fingerprint(detail);
         let now_rebalancing = rebalancing(&group.state, detail);
         let entry = match watch.entries.get_mut(&group.name) {
             Some(entry) => entry,
@@ -140,8 +169,8 @@ pub fn apply(
                 continue;
             }
         };
-        let joined = members.difference(&entry.members).count() as u64;
-        let left = entry.members.difference(&members).count() as u64;
+        let joined = not_in(&members, &entry.members);
+        let left = not_in(&entry.members, &members);
         let steps = match (entry.epoch, detail.epoch) {
             (Some(before), Some(now)) if now >= before => (now - before) as u64,
             // The epoch went back: the group was deleted and made again.
