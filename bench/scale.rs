@@ -241,6 +241,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
                 &mut derived.groups,
                 &mut rebalances,
                 SystemTime::now(),
+                Duration::from_secs(300),
                 |_| true,
             );
             kafka_lso_exporter::derive::rates::apply(

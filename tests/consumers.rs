@@ -1,7 +1,8 @@
 //! The consumer's side, against a real broker and real consumers: who owns each partition
 //! (a classic and a KIP-848 group of three librdkafka consumers with client ids of their
-//! own), a member leaving counted as one rebalance, and offsets nobody owns any more
-//! turning `abandoned` instead of paging as `stalled`.
+//! own), a member leaving counted as one rebalance, offsets a live group no longer reads
+//! turning `abandoned` instead of paging as `stalled`, and the catch-up estimate against a
+//! throttled consumer.
 
 mod common;
 
@@ -174,13 +175,14 @@ async fn who_owns_each_partition_and_a_member_leaving_is_one_rebalance() {
             (1.0, 1.0),
             "{group}: one rebalance, one member gone"
         );
-        let since = s
+        let at = s
             .value(
-                "kafka_consumergroup_seconds_since_rebalance",
+                "kafka_consumergroup_last_rebalance_timestamp_seconds",
                 &[("kafka_cluster", "test"), ("group", group)],
             )
-            .expect("seconds since the rebalance");
-        assert!((0.0..60.0).contains(&since), "{group}: {since}");
+            .expect("when the rebalance was counted");
+        let since = now_ms() as f64 / 1000.0 - at;
+        assert!((0.0..60.0).contains(&since), "{group}: {since} s ago");
     }
     drop(members);
     exporter.stop().await;
@@ -196,9 +198,13 @@ async fn offsets_nobody_owns_are_abandoned_not_stalled_and_can_be_left_out() {
     send(&producer, &topic, 0, 10);
     send(&producer, &topic, 1, 10);
     consume_all_and_commit(&group, &topic, 2, "read_committed");
-    // More to read, and nobody left to read it.
+    // More to read, and nobody reads it: the group's one member now reads another topic
+    // (it stopped reading this one).
     send(&producer, &topic, 0, 5);
     wait_high_watermark(&topic, 0, 15);
+    let other = unique("abandoned-other");
+    create_topic(&other, 1).await;
+    let _member = RdkafkaMember::join(&other, &group, "classic");
 
     let exporter = Exporter::start(
         &anchored(&topic),

@@ -180,9 +180,13 @@ impl Deriver {
         let mut derived = derive(raw, &mut self.clock, now, wall, self.hanging_margin);
         if reached {
             let listing = &derived.group_listing;
-            rebalance::apply(&mut derived.groups, &mut self.rebalances, wall, |c| {
-                listing.gone(c)
-            });
+            rebalance::apply(
+                &mut derived.groups,
+                &mut self.rebalances,
+                wall,
+                self.stall_after,
+                |c| listing.gone(c),
+            );
         }
         progress::apply(
             &mut derived,

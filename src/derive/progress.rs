@@ -103,9 +103,11 @@ pub struct Settings {
 /// cluster (entries of groups it no longer lists are forgotten only then, and only when
 /// every broker listed its groups).
 ///
-/// A partition no member owns whose committed offset has not moved for `abandon_after`
-/// is abandoned: offsets a group left behind (it stopped reading the topic, or nobody
-/// runs it any more), not a consumer that stopped. It does not count in the group's
+/// A partition that none of a live group's members owns, and whose committed offset has
+/// not moved for `abandon_after`, is abandoned: offsets a group left behind (it stopped
+/// reading the topic), not a consumer that stopped. A group without members is never
+/// abandoned: that is an outage (every consumer down), or a job that assigns partitions
+/// itself. It does not count in the group's
 /// status, which is `abandoned` only when every partition is. A group that is
 /// rebalancing is `rebalancing` unless a worse status holds.
 pub fn apply(
@@ -138,6 +140,7 @@ pub fn apply(
         };
         let mut status: Option<GroupStatus> = None;
         let mut abandoned = 0usize;
+        let live = group.members.is_some_and(|m| m > 0);
         for g in offsets.iter_mut() {
             let partition = partitions.get(&(&*g.topic, g.partition)).copied();
             let log_start = partition.and_then(|p| p.log_start_offset);
@@ -167,11 +170,15 @@ pub fn apply(
                 attended_at: now,
             });
             entry.coordinator.clone_from(&group.coordinator);
-            if moved || g.owner != super::state::Owner::Nobody {
+            // Left behind by a group that lives: it has members, none of which owns
+            // the partition. A group without members (its consumers all down, or a job
+            // that assigns partitions itself) is an outage, never abandoned.
+            let left_behind = g.owner == super::state::Owner::Nobody && live;
+            if moved || !left_behind {
                 entry.attended_at = now;
             }
-            g.abandoned = g.owner == super::state::Owner::Nobody
-                && now.saturating_duration_since(entry.attended_at) >= abandon_after;
+            g.abandoned =
+                left_behind && now.saturating_duration_since(entry.attended_at) >= abandon_after;
             if previous.is_some_and(|e| g.committed_offset < e.committed) {
                 entry.rewound_at = Some(now);
             }
@@ -369,6 +376,17 @@ mod tests {
         p: PartitionState,
         g: GroupPartitionState,
     ) -> (GroupPartitionState, Option<GroupStatus>) {
+        cycle_with_members(watch, at, group_type, p, g, 1)
+    }
+
+    fn cycle_with_members(
+        watch: &mut CommitWatch,
+        at: Instant,
+        group_type: &str,
+        p: PartitionState,
+        g: GroupPartitionState,
+        members: usize,
+    ) -> (GroupPartitionState, Option<GroupStatus>) {
         let mut derived = Derived {
             partitions: vec![p],
             groups: vec![GroupState {
@@ -377,7 +395,7 @@ mod tests {
                 group_type: group_type.into(),
                 protocol: "consumer".into(),
                 state: "Stable".into(),
-                members: Some(1),
+                members: Some(members),
                 isolation: None,
                 broker_lags: Vec::new(),
                 offsets: Some(vec![g]),
@@ -460,6 +478,29 @@ mod tests {
             );
             assert_eq!(g.abandoned, abandoned, "t={t}");
             assert_eq!(got, Some(status), "t={t}");
+        }
+        // A group without members (every consumer down) is an outage, never abandoned:
+        // stalled for good.
+        let mut watch = CommitWatch::default();
+        for t in [0, 60, 600, 5000] {
+            let (g, got) = cycle_with_members(
+                &mut watch,
+                at(t),
+                "classic",
+                partition("orders", 0, 150, 150),
+                owned(Owner::Nobody),
+                0,
+            );
+            assert!(!g.abandoned, "t={t}");
+            assert_eq!(
+                got,
+                Some(if t == 0 {
+                    GroupStatus::Ok
+                } else {
+                    GroupStatus::Stalled
+                }),
+                "t={t}"
+            );
         }
     }
 

@@ -3,7 +3,7 @@
 //! partitions, per second), the production rate (the sum of the bound it reads up to: the
 //! LSO for a group that reads committed, the HW for one that committed past the LSO), both
 //! over the cluster's `groups.rate_window`, and a catch-up estimate: lag ÷ (consume −
-//! produce).
+//! produce), in offsets like the rates (markers and aborted records count in both).
 //!
 //! The estimate is a number only where it closes: `NotClosing` where the group consumes
 //! no faster than records arrive, `WaitsForTransaction` where a read_committed group's
@@ -29,8 +29,8 @@ struct Sample {
 
 #[derive(Debug)]
 struct Entry {
-    /// What the sums run over: the partitions and whether the bound is the HW.
-    shape: (usize, bool),
+    /// What the sums run over: a hash of the partitions, and whether the bound is the HW.
+    shape: (u64, bool),
     samples: VecDeque<Sample>,
     /// The cycle that last sampled it.
     seen: u64,
@@ -54,6 +54,16 @@ impl RateWatch {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// A hash of the partitions of one topic's run of a group's offsets.
+fn partitions_hash(run: &[super::state::GroupPartitionState]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for o in run {
+        o.partition.hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
 /// Fills each group's [`GroupState::rates`] and advances `watch` to `now`. Groups whose
@@ -116,7 +126,7 @@ pub fn apply(
             if !complete {
                 continue;
             }
-            let shape = (run.len(), uncommitted);
+            let shape = (partitions_hash(run), uncommitted);
             let topics = match watch.entries.get_mut(group.name.as_str()) {
                 Some(topics) => topics,
                 None => watch.entries.entry(group.name.clone()).or_default(),
@@ -127,7 +137,14 @@ pub fn apply(
                 seen: cycle,
             });
             entry.seen = cycle;
-            if entry.shape != shape {
+            // A bound or a committed offset that went back (a leader change that truncated
+            // the log, an offset reset) starts the window again: a rate across it would
+            // be no rate of anything.
+            let went_back = entry
+                .samples
+                .back()
+                .is_some_and(|last| bound < last.bound || committed < last.committed);
+            if entry.shape != shape || went_back {
                 entry.shape = shape;
                 entry.samples.clear();
             }
@@ -153,13 +170,19 @@ pub fn apply(
             } else {
                 (None, None)
             };
+            // The distance left in offsets, as the rates are: lag in records leaves the
+            // commit/abort markers and aborted records out, which the offsets still
+            // cross.
+            let distance = bound.saturating_sub(committed).max(0);
             let catchup = if waits {
                 Catchup::WaitsForTransaction
             } else if lag == 0 {
                 Catchup::CaughtUp
             } else {
                 match (consume, produce) {
-                    (Some(c), Some(p)) if c - p > 0.0 => Catchup::Seconds(lag as f64 / (c - p)),
+                    (Some(c), Some(p)) if c > 0.0 && c - p > 0.0 => {
+                        Catchup::Seconds(distance as f64 / (c - p))
+                    }
                     (Some(_), Some(_)) => Catchup::NotClosing,
                     _ => Catchup::Unknown,
                 }

@@ -48,6 +48,8 @@ struct Entry {
     counted: Rebalances,
     /// The broker that last listed the group: whether its absence means it is gone.
     coordinator: Option<String>,
+    /// Since when the group is missing from the lists of the brokers that answered.
+    missing_since: Option<SystemTime>,
 }
 
 /// Per group, what the rebalance count needs from the last cycle.
@@ -131,19 +133,28 @@ fn unreconciled(detail: &GroupDetail) -> Option<u64> {
 
 /// Counts each described group's rebalances since the last cycle and fills
 /// [`GroupState::rebalance`]. A group not described in this cycle keeps what was counted
-/// (and shows it); a group missing from this cycle is forgotten where `gone` says of
-/// the broker that last listed it that its absence means the group is gone.
+/// (and shows it); a group missing from this cycle is forgotten once `gone` has said of
+/// the broker that last listed it, for `grace`, that its absence means the group is gone
+/// (a group moving to another coordinator, as in a broker's restart, may be missing from
+/// one list or two: its counts go on).
 pub fn apply(
     groups: &mut [GroupState],
     watch: &mut RebalanceWatch,
     wall: SystemTime,
+    grace: std::time::Duration,
     gone: impl Fn(Option<&str>) -> bool,
 ) {
     let mut seen: HashSet<&str> = HashSet::new();
     for group in groups.iter_mut() {
         seen.insert(&group.name);
         let Some(detail) = &group.detail else {
-            group.rebalance = watch.entries.get(&group.name).map(|e| e.counted);
+            // Not described in this cycle: what was counted stays, what the description
+            // said of now (rebalancing, unreconciled partitions) is not known.
+            group.rebalance = watch.entries.get(&group.name).map(|e| Rebalances {
+                rebalancing: false,
+                unreconciled: None,
+                ..e.counted
+            });
             continue;
         };
         let (members, assignment) = fingerprint(detail);
@@ -163,6 +174,7 @@ pub fn apply(
                         ..Rebalances::default()
                     },
                     coordinator: group.coordinator.clone(),
+                    missing_since: None,
                 };
                 group.rebalance = Some(entry.counted);
                 watch.entries.insert(group.name.clone(), entry);
@@ -201,11 +213,16 @@ pub fn apply(
         entry.assignment = assignment;
         entry.rebalancing = now_rebalancing;
         entry.coordinator.clone_from(&group.coordinator);
+        entry.missing_since = None;
         group.rebalance = Some(entry.counted);
     }
-    watch
-        .entries
-        .retain(|name, entry| seen.contains(name.as_str()) || !gone(entry.coordinator.as_deref()));
+    watch.entries.retain(|name, entry| {
+        if seen.contains(name.as_str()) || !gone(entry.coordinator.as_deref()) {
+            return true;
+        }
+        let since = *entry.missing_since.get_or_insert(wall);
+        wall.duration_since(since).unwrap_or_default() < grace
+    });
 }
 
 #[cfg(test)]
@@ -250,7 +267,7 @@ mod tests {
     fn observe(watch: &mut RebalanceWatch, at: u64, g: GroupState) -> Rebalances {
         let mut groups = vec![g];
         let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(at);
-        apply(&mut groups, watch, wall, |_| true);
+        apply(&mut groups, watch, wall, Duration::from_secs(60), |_| true);
         groups[0].rebalance.unwrap()
     }
 
@@ -334,15 +351,27 @@ mod tests {
         let mut undescribed = group("Stable", None, Vec::new());
         undescribed.detail = None;
         let mut groups = vec![undescribed];
-        apply(&mut groups, &mut watch, SystemTime::UNIX_EPOCH, |_| true);
-        assert_eq!(groups[0].rebalance.unwrap().total, 1);
-        apply(&mut [], &mut watch, SystemTime::UNIX_EPOCH, |_| false);
+        let grace = Duration::from_secs(60);
+        let at = |s: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(s);
+        apply(&mut groups, &mut watch, at(20), grace, |_| true);
+        let kept = groups[0].rebalance.unwrap();
+        assert_eq!(
+            (kept.total, kept.rebalancing, kept.unreconciled),
+            (1, false, None)
+        );
+        apply(&mut [], &mut watch, at(30), grace, |_| false);
         assert_eq!(
             watch.len(),
             1,
             "kept while its absence may be a failed list"
         );
-        apply(&mut [], &mut watch, SystemTime::UNIX_EPOCH, |_| true);
+        apply(&mut [], &mut watch, at(40), grace, |_| true);
+        assert_eq!(
+            watch.len(),
+            1,
+            "kept while it may be moving to another coordinator"
+        );
+        apply(&mut [], &mut watch, at(100), grace, |_| true);
         assert!(watch.is_empty());
     }
 

@@ -582,16 +582,16 @@ pub struct Derived {
 pub enum GroupStatus {
     /// Nothing to read, or reading and committing with lag that comes and goes.
     Ok,
-    /// Every topic it has offsets on is owned by no member and its offsets have not moved
+    /// Every topic it has offsets on is owned by none of its members and its offsets have not moved
     /// for `groups.abandon_after`: offsets left behind, not a consumer that stopped.
     Abandoned,
+    /// The group is rebalancing (its state says so); any other status wins.
+    Rebalancing,
     /// Committing, but its lag has grown without ever shrinking for `stall_after`: it
     /// does not keep up.
     Lagging,
     /// Nothing to read below the LSO of a partition a transaction pins (as on `/`).
     Blocked,
-    /// The group is rebalancing (its state says so); worse states win.
-    Rebalancing,
     /// The committed offset went back within the last `stall_after` (an offset reset).
     Rewinding,
     /// Something to read, no commit for `stall_after`, lag not growing.
@@ -605,9 +605,9 @@ impl GroupStatus {
     pub const ALL: [GroupStatus; 8] = [
         GroupStatus::Ok,
         GroupStatus::Abandoned,
+        GroupStatus::Rebalancing,
         GroupStatus::Lagging,
         GroupStatus::Blocked,
-        GroupStatus::Rebalancing,
         GroupStatus::Rewinding,
         GroupStatus::Stalled,
         GroupStatus::Stopped,

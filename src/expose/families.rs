@@ -298,7 +298,7 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
         ("kafka_consumergroup_topic_produce_rate", "Offsets per second the bound the group reads up to advanced over groups.rate_window, summed over the topic's partitions: the LSO for a group that reads committed, the HW for one that committed past the LSO", |r| {
             r.produce_rate.map(Value::Seconds)
         }),
-        ("kafka_consumergroup_topic_catchup_seconds", "Seconds until the group has read everything on the topic at its current rates: lag / (consume rate - produce rate); 0 when caught up; absent when it does not close, while an open transaction pins the LSO a read_committed group waits at (it waits for the transaction), or before the rates are known", |r| {
+        ("kafka_consumergroup_topic_catchup_seconds", "Seconds until the group has read everything on the topic at its current rates: the offsets left to its bound / (consume rate - produce rate); 0 when caught up; absent when it does not close, while an open transaction pins the LSO a read_committed group waits at (it waits for the transaction), or before the rates are known", |r| {
             match r.catchup {
                 crate::derive::Catchup::Seconds(s) => Some(Value::Seconds(s)),
                 crate::derive::Catchup::CaughtUp => Some(Value::Seconds(0.0)),
@@ -517,7 +517,7 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
                             ("client_host", &m.client_host),
                             ("group_instance_id", m.instance_id.as_deref().unwrap_or("")),
                         ];
-                        emit(Owner::Cluster, &labels, gauge(1));
+                        emit(cluster.offsets_of(&group.name), &labels, gauge(1));
                     }
                 }
             }
@@ -539,7 +539,7 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
                             ("group", &group.name),
                             ("member_id", &m.member_id),
                         ];
-                        emit(Owner::Cluster, &labels, gauge(owned as i64));
+                        emit(cluster.offsets_of(&group.name), &labels, gauge(owned as i64));
                     }
                 }
             }
@@ -548,7 +548,7 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
 
     out.family(
         "kafka_consumergroup_partition_owner_info",
-        "The member that owns the group's partition, with its client id and host; only where the cluster's groups.owner_labels is on (one series per owned group-partition, a new one whenever a rebalance moves it); always 1",
+        "The member that owns the group's partition, with its client id and host; only where the cluster's groups.owner_labels is on, and for the group-partitions that have their own series (granularity); a new series whenever a rebalance moves it; always 1",
         MetricType::Gauge,
         &mut |emit| {
             for cluster in shown {
@@ -560,7 +560,9 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
                     for g in group.offsets.iter().flatten() {
                         let crate::derive::Owner::Member(i) = g.owner else { continue };
                         let Some(m) = members.get(i) else { continue };
-                        if cluster.hides(g) {
+                        if cluster.hides(g)
+                            || !cluster.group_partition_detail(group, &g.topic, g.partition)
+                        {
                             continue;
                         }
                         let labels: &Labels = &[
@@ -604,21 +606,19 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
     }
 
     out.family(
-        "kafka_consumergroup_seconds_since_rebalance",
-        "Seconds since the last rebalance the exporter counted for the group (absent until it counted one)",
+        "kafka_consumergroup_last_rebalance_timestamp_seconds",
+        "Unix time of the cycle that counted the group's last rebalance (absent until one was counted)",
         MetricType::Gauge,
         &mut |emit| {
             for cluster in shown {
                 for group in &cluster.snapshot.groups {
                     let Some(at) = group.rebalance.and_then(|r| r.last_at) else { continue };
-                    let since = cluster
-                        .snapshot
-                        .taken_at
-                        .duration_since(at)
+                    let unix = at
+                        .duration_since(std::time::UNIX_EPOCH)
                         .unwrap_or_default()
                         .as_secs_f64();
                     let labels: &Labels = &[(CLUSTER_LABEL, cluster.cluster()), ("group", &group.name)];
-                    emit(Owner::Cluster, &labels, gauge(since));
+                    emit(Owner::Cluster, &labels, gauge(unix));
                 }
             }
         },

@@ -824,6 +824,7 @@ impl KafkaSampler {
                             coordinator: None,
                             detail: Some(crate::kafka::ask::groups::classic_members(
                                 g.protocol_type(),
+                                g.state(),
                                 g.members().iter().map(|m| {
                                     crate::kafka::ask::groups::ClassicMember {
                                         member_id: m.id(),

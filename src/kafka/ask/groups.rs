@@ -658,7 +658,11 @@ async fn describe(
                 .groups
                 .into_iter()
                 .map(|g| {
-                    let detail = classic_detail(g.protocol_type.as_str(), &g.members);
+                    let detail = classic_detail(
+                        g.protocol_type.as_str(),
+                        g.group_state.as_str(),
+                        &g.members,
+                    );
                     (
                         g.group_id.0.to_string(),
                         g.error_code,
@@ -835,9 +839,14 @@ fn named_partitions(topics: impl Iterator<Item = (String, Vec<i32>)>) -> Vec<(St
 }
 
 /// A classic group's members as DescribeGroups gives them.
-fn classic_detail(protocol_type: &str, members: &[DescribedGroupMember]) -> GroupDetail {
+fn classic_detail(
+    protocol_type: &str,
+    state: &str,
+    members: &[DescribedGroupMember],
+) -> GroupDetail {
     classic_members(
         protocol_type,
+        state,
         members.iter().map(|m| ClassicMember {
             member_id: m.member_id.as_str(),
             instance_id: m.group_instance_id.as_ref().map(|i| i.as_str()),
@@ -864,12 +873,15 @@ pub struct ClassicMember<'a> {
 /// consumers, librdkafka's and every client of the consumer protocol) they are
 /// ConsumerProtocolAssignment and ConsumerProtocolSubscription, read here: the partitions
 /// each member owns, and the generation it was in when it last joined (subscription v2
-/// and later, KIP-792). Bytes that do not decode leave the assignment unknown.
+/// and later, KIP-792). Bytes that do not decode leave the assignment unknown, and so does
+/// a group that is not `Stable`: its coordinator then describes members without their
+/// assignment and metadata (while cooperative consumers still own and read partitions).
 pub fn classic_members<'a>(
     protocol_type: &str,
+    state: &str,
     members: impl Iterator<Item = ClassicMember<'a>>,
 ) -> GroupDetail {
-    let consumer = protocol_type == "consumer";
+    let consumer = protocol_type == "consumer" && state == "Stable";
     let mut generation: Option<i64> = None;
     let members = members
         .map(|m| {
