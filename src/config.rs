@@ -1374,7 +1374,8 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
         let rate_window = match &cluster.groups.rate_window {
             Some(text) => {
                 let k = ["clusters", &idx, "groups", "rate_window"];
-                let window = parse_duration(figment, &k, text)?;
+                let window =
+                    parse_duration_up_to(figment, &k, text, Duration::from_secs(24 * 3600), "24h")?;
                 // Shorter, one sample would be all a rate has.
                 if window < 2 * interval {
                     return Err(invalid(

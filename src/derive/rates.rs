@@ -8,7 +8,9 @@
 //! The estimate is a number only where it closes: `NotClosing` where the group consumes
 //! no faster than records arrive, `WaitsForTransaction` where a read_committed group's
 //! bound is pinned by an open transaction on one of the topic's partitions (it can only
-//! wait, however fast it reads), `CaughtUp` at lag 0. A window starts again when the
+//! wait, however fast it reads), `CaughtUp` at lag 0, `KeepsUp` where it reads at the
+//! pace records arrive with a standing lag it reads in moments (a consumer committing in
+//! batches). A window starts again when the
 //! partitions the sums run over change (a partition added, a group that starts or stops
 //! reading uncommitted), and the rates need two samples at least half a window apart.
 //! Share groups have no committed offsets: none of this applies to them.
@@ -18,7 +20,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::series::pinned;
-use super::state::{Catchup, GroupState, PartitionState, TopicRate};
+use super::state::{
+    Catchup, GroupState, PartitionState, TopicRate, KEEPS_UP_SECONDS, KEEPS_UP_WITHIN,
+};
 
 #[derive(Debug, Clone, Copy)]
 struct Sample {
@@ -180,6 +184,15 @@ pub fn apply(
                 Catchup::CaughtUp
             } else {
                 match (consume, produce) {
+                    // One pace, a lag read in moments: current within its commit batches
+                    // (an estimate of lag / (c - p) would read hours, and flap).
+                    (Some(c), Some(p))
+                        if c > 0.0
+                            && (c - p).abs() <= KEEPS_UP_WITHIN * c
+                            && (distance as f64) <= KEEPS_UP_SECONDS * c =>
+                    {
+                        Catchup::KeepsUp
+                    }
                     (Some(c), Some(p)) if c > 0.0 && c - p > 0.0 => {
                         Catchup::Seconds(distance as f64 / (c - p))
                     }
@@ -321,6 +334,23 @@ mod tests {
             Catchup::Seconds(s) => assert!((s - 10.0).abs() < 1e-9, "{s}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A consumer that commits in batches keeps a standing lag at the produce rate: it
+    /// keeps up, not "hours to catch up".
+    #[test]
+    fn a_standing_lag_at_the_produce_pace_keeps_up() {
+        let t0 = Instant::now();
+        let mut watch = RateWatch::default();
+        let mut rate = None;
+        for s in 0..=10 {
+            let at = t0 + Duration::from_secs(s);
+            let hw = 1000 + 100 * s as i64;
+            // 80 behind, every cycle; one record more read over the window.
+            let committed = hw - 80 + i64::from(s == 10);
+            rate = Some(step(&mut watch, at, committed, hw, hw, false));
+        }
+        assert_eq!(rate.unwrap().catchup, Catchup::KeepsUp);
     }
 
     /// A read_committed group on a topic whose LSO a transaction pins waits for it.

@@ -310,6 +310,11 @@ pub struct TopicRate {
     pub catchup: Catchup,
 }
 
+/// Consume and produce rates this close (a share of the consume rate) are one pace.
+pub const KEEPS_UP_WITHIN: f64 = 0.05;
+/// A standing lag read in fewer seconds than this, at the group's own pace, is batching.
+pub const KEEPS_UP_SECONDS: f64 = 60.0;
+
 /// When a group will have caught up on a topic.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Catchup {
@@ -317,6 +322,10 @@ pub enum Catchup {
     Unknown,
     /// Nothing to read.
     CaughtUp,
+    /// It reads as fast as records arrive (within [`KEEPS_UP_WITHIN`]) with a standing lag
+    /// it reads in under [`KEEPS_UP_SECONDS`] at its own pace: a consumer that commits in
+    /// batches, current within them, not one catching up.
+    KeepsUp,
     /// Seconds until its lag is 0 at the current rates: lag ÷ (consume − produce).
     Seconds(f64),
     /// It consumes no faster than records arrive: the lag does not close.
@@ -331,6 +340,7 @@ impl Catchup {
         match self {
             Catchup::Unknown => "unknown",
             Catchup::CaughtUp => "caught_up",
+            Catchup::KeepsUp => "keeps_up",
             Catchup::Seconds(_) => "closing",
             Catchup::NotClosing => "not_closing",
             Catchup::WaitsForTransaction => "waits_for_transaction",

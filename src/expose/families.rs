@@ -298,10 +298,12 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
         ("kafka_consumergroup_topic_produce_rate", "Offsets per second the bound the group reads up to advanced over groups.rate_window, summed over the topic's partitions: the LSO for a group that reads committed, the HW for one that committed past the LSO", |r| {
             r.produce_rate.map(Value::Seconds)
         }),
-        ("kafka_consumergroup_topic_catchup_seconds", "Seconds until the group has read everything on the topic at its current rates: the offsets left to its bound / (consume rate - produce rate); 0 when caught up; absent when it does not close, while an open transaction pins the LSO a read_committed group waits at (it waits for the transaction), or before the rates are known", |r| {
+        ("kafka_consumergroup_topic_catchup_seconds", "Seconds until the group has read everything on the topic at its current rates: the offsets left to its bound / (consume rate - produce rate); 0 when caught up, or when it reads at the pace records arrive with a standing lag it reads in under a minute (commits in batches); absent when it does not close, while an open transaction pins the LSO a read_committed group waits at (it waits for the transaction), or before the rates are known", |r| {
             match r.catchup {
                 crate::derive::Catchup::Seconds(s) => Some(Value::Seconds(s)),
-                crate::derive::Catchup::CaughtUp => Some(Value::Seconds(0.0)),
+                crate::derive::Catchup::CaughtUp | crate::derive::Catchup::KeepsUp => {
+                    Some(Value::Seconds(0.0))
+                }
                 _ => None,
             }
         }),

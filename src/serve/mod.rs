@@ -297,7 +297,7 @@ pub struct TopicCatchup<'a> {
     /// Offsets per second, over the cluster's `groups.rate_window`; `null` until known.
     pub consume_rate: Option<f64>,
     pub produce_rate: Option<f64>,
-    /// caught_up, closing, not_closing, waits_for_transaction or unknown.
+    /// caught_up, keeps_up, closing, not_closing, waits_for_transaction or unknown.
     pub catchup: &'static str,
     /// Seconds until caught up at these rates, where it is `closing`.
     pub catchup_seconds: Option<f64>,
@@ -974,7 +974,7 @@ pub fn render_index(
     if report.groups.is_empty() {
         out.push_str("<p>None: every group commits as it reads, or has nothing to read, and has lost nothing to retention.</p>\n");
     } else {
-        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">group</th><th class=\"l\">status</th><th>no commit for</th><th>retention margin</th><th>records lost</th><th>rebalances</th><th class=\"l\">catch-up</th><th class=\"l\">partitions behind: owner</th></tr>\n");
+        out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">group</th><th class=\"l\">status</th><th>no commit for</th><th>retention margin</th><th>records lost</th><th>rebalances</th><th class=\"l\">catch-up</th><th class=\"l\">partitions behind or abandoned: owner</th></tr>\n");
         for g in &report.groups {
             let status = match g.status {
                 "stopped" | "stalled" => format!("<span class=\"hang\">{}</span>", g.status),
@@ -1017,12 +1017,18 @@ pub fn render_index(
 /// `/`.
 fn render_catchup(topics: &[TopicCatchup]) -> String {
     let mut cell = String::new();
-    for t in topics.iter().filter(|t| t.catchup != "caught_up") {
+    for t in topics
+        .iter()
+        .filter(|t| !matches!(t.catchup, "caught_up" | "keeps_up"))
+    {
         if !cell.is_empty() {
             cell.push_str("<br>");
         }
         let when = match (t.catchup, t.catchup_seconds) {
             ("closing", Some(s)) => format!("in {}", human_duration(s)),
+            ("not_closing", _) if t.consume_rate.is_some_and(|c| c <= 0.0) => {
+                "not closing: it reads nothing".to_string()
+            }
             ("not_closing", _) => "not closing: it reads no faster than records arrive".to_string(),
             ("waits_for_transaction", _) => "waits for the transaction".to_string(),
             _ => "not known yet".to_string(),
