@@ -220,6 +220,7 @@ async fn offsets_nobody_owns_are_abandoned_not_stalled_and_can_be_left_out() {
                 "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__ASSIGNED_ONLY",
                 "true",
             ),
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__RATE_WINDOW", "2s"),
         ],
     )
     .await;
@@ -239,11 +240,23 @@ async fn offsets_nobody_owns_are_abandoned_not_stalled_and_can_be_left_out() {
             &group_labels(&group, &topic, "0"),
         )
     };
-    // First stalled, its series shown: something to read, no commit.
+    let consume_rate = |s: &Scrape| {
+        s.value(
+            "kafka_consumergroup_topic_consume_rate",
+            &[
+                ("kafka_cluster", "test"),
+                ("group", &group),
+                ("topic", &topic),
+            ],
+        )
+    };
+    // First stalled, its series shown: something to read, no commit, reading nothing.
     let shown = exporter
-        .wait_for("the group stalled", Duration::from_secs(30), |s| {
-            (status(s, "stalled")? == 1.0).then(|| lag(s))
-        })
+        .wait_for(
+            "the group stalled, its rate known",
+            Duration::from_secs(30),
+            |s| (status(s, "stalled")? == 1.0 && consume_rate(s)? == 0.0).then(|| lag(s)),
+        )
         .await;
     assert_eq!(shown, Some(5.0), "its lag while it is stalled");
     // Then abandoned: no member has owned it for abandon_after; not stalled any more,
@@ -258,6 +271,11 @@ async fn offsets_nobody_owns_are_abandoned_not_stalled_and_can_be_left_out() {
         lag(&s),
         None,
         "assigned_only leaves abandoned partitions out"
+    );
+    assert_eq!(
+        consume_rate(&s),
+        None,
+        "and the rates of a topic whose partitions are all abandoned"
     );
     assert_eq!(
         s.value(

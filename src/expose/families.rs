@@ -313,6 +313,9 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
             for cluster in shown {
                 for group in &cluster.snapshot.groups {
                     for r in &group.rates {
+                        if cluster.hides_topic(group, &r.topic) {
+                            continue;
+                        }
                         if let Some(v) = value(r) {
                             let labels: &Labels = &[
                                 (CLUSTER_LABEL, cluster.cluster()),

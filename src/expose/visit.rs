@@ -81,6 +81,18 @@ impl<'a> Shown<'a> {
         offset.abandoned && self.snapshot.exposition.assigned_only
     }
 
+    /// Every partition of `topic` `group` has offsets on is hidden ([`Shown::hides`]): its
+    /// per-topic series go too.
+    pub(crate) fn hides_topic(&self, group: &GroupState, topic: &str) -> bool {
+        self.snapshot.exposition.assigned_only
+            && group
+                .offsets
+                .iter()
+                .flatten()
+                .filter(|o| &*o.topic == topic)
+                .all(|o| o.abandoned)
+    }
+
     /// Who owns a series of `group`'s offsets: the guard may leave them out.
     pub(crate) fn offsets_of<'g>(&self, group: &'g str) -> Owner<'g> {
         Owner::GroupOffsets {
