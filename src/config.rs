@@ -1239,6 +1239,27 @@ fn parse_duration(figment: &Figment, key: &[&str], text: &str) -> Result<Duratio
     parse_duration_up_to(figment, key, text, Duration::from_secs(3600), "1h")
 }
 
+/// `duration` (written `text`, at `key`) when it spans at least two sampling intervals.
+fn at_least_two_intervals(
+    figment: &Figment,
+    key: &[&str],
+    text: &str,
+    duration: Duration,
+    interval: Duration,
+) -> Result<Duration, ConfigError> {
+    if duration < 2 * interval {
+        return Err(invalid(
+            figment,
+            key,
+            format!(
+                "{text} is shorter than two sampling intervals ({})",
+                humantime::format_duration(2 * interval)
+            ),
+        ));
+    }
+    Ok(duration)
+}
+
 /// As [`parse_duration`], with a higher bound (`most`, written `most_text`).
 fn parse_duration_up_to(
     figment: &Figment,
@@ -1357,17 +1378,7 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
                     Duration::from_secs(30 * 24 * 3600),
                     "30d",
                 )?;
-                if abandon_after < 2 * interval {
-                    return Err(invalid(
-                        figment,
-                        &k,
-                        format!(
-                            "{text} is shorter than two sampling intervals ({})",
-                            humantime::format_duration(2 * interval)
-                        ),
-                    ));
-                }
-                abandon_after
+                at_least_two_intervals(figment, &k, text, abandon_after, interval)?
             }
             None => DEFAULT_ABANDON_AFTER,
         };
@@ -1377,17 +1388,7 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
                 let window =
                     parse_duration_up_to(figment, &k, text, Duration::from_secs(24 * 3600), "24h")?;
                 // Shorter, one sample would be all a rate has.
-                if window < 2 * interval {
-                    return Err(invalid(
-                        figment,
-                        &k,
-                        format!(
-                            "{text} is shorter than two sampling intervals ({})",
-                            humantime::format_duration(2 * interval)
-                        ),
-                    ));
-                }
-                window
+                at_least_two_intervals(figment, &k, text, window, interval)?
             }
             None => DEFAULT_RATE_WINDOW.max(2 * interval),
         };
@@ -1428,17 +1429,7 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
                 let refs: Vec<&str> = k.iter().map(String::as_str).collect();
                 let stall_after = parse_duration(figment, &refs, text)?;
                 // Shorter, a group that commits once per cycle would look stalled.
-                if stall_after < 2 * interval {
-                    return Err(invalid(
-                        figment,
-                        &refs,
-                        format!(
-                            "{text} is shorter than two sampling intervals ({})",
-                            humantime::format_duration(2 * interval)
-                        ),
-                    ));
-                }
-                stall_after
+                at_least_two_intervals(figment, &refs, text, stall_after, interval)?
             }
             None => DEFAULT_STALL_AFTER.max(2 * interval),
         };
