@@ -646,122 +646,88 @@ async fn describe(
         .map(|n| GroupId(StrBytes::from_string(n.to_string())))
         .collect();
     // Per group: id, error code, state, members and epoch.
+    // The four describe answers have the same shape; per group: id, error code, state,
+    // and its members and epoch, read by `detail` from the group of that answer.
+    macro_rules! describe_with {
+        ($request:expr, $api:literal, |$g:ident| $detail:expr) => {
+            pool.send(addr, &$request, $api, deadline)
+                .await
+                .map_err(|e| e.to_string())?
+                .groups
+                .into_iter()
+                .map(|$g| {
+                    // The detail takes the members out of the group it reads.
+                    #[allow(unused_mut)]
+                    let mut $g = $g;
+                    let detail = $detail;
+                    (
+                        $g.group_id.0.to_string(),
+                        $g.error_code,
+                        $g.group_state.to_string(),
+                        detail,
+                    )
+                })
+                .collect()
+        };
+    }
+    // A KIP-848 or share assignment: partitions per topic, by name.
+    macro_rules! assigned {
+        ($assignment:expr) => {
+            Some(named_partitions(
+                $assignment
+                    .topic_partitions
+                    .into_iter()
+                    .map(|t| (t.topic_name.0.to_string(), t.partitions)),
+            ))
+        };
+    }
     let answers: Vec<(String, i16, String, GroupDetail)> = match group_type {
         "classic" => {
             let mut request = DescribeGroupsRequest::default();
             request.groups = ids;
-            let response = pool
-                .send(addr, &request, "DescribeGroups", deadline)
-                .await
-                .map_err(|e| e.to_string())?;
-            response
-                .groups
-                .into_iter()
-                .map(|g| {
-                    let detail = classic_detail(
-                        g.protocol_type.as_str(),
-                        g.group_state.as_str(),
-                        &g.members,
-                    );
-                    (
-                        g.group_id.0.to_string(),
-                        g.error_code,
-                        g.group_state.to_string(),
-                        detail,
-                    )
-                })
-                .collect()
+            describe_with!(request, "DescribeGroups", |g| classic_detail(
+                g.protocol_type.as_str(),
+                g.group_state.as_str(),
+                &g.members,
+            ))
         }
         "consumer" => {
             let mut request = ConsumerGroupDescribeRequest::default();
             request.group_ids = ids;
-            let response = pool
-                .send(addr, &request, "ConsumerGroupDescribe", deadline)
-                .await
-                .map_err(|e| e.to_string())?;
-            response
-                .groups
-                .into_iter()
-                .map(|g| {
-                    let members = g
-                        .members
-                        .into_iter()
-                        .map(|m| RawMember {
-                            member_id: m.member_id.to_string(),
-                            instance_id: m.instance_id.map(|i| i.to_string()),
-                            client_id: m.client_id.to_string(),
-                            client_host: m.client_host.to_string(),
-                            assigned: Some(named_partitions(
-                                m.assignment
-                                    .topic_partitions
-                                    .into_iter()
-                                    .map(|t| (t.topic_name.0.to_string(), t.partitions)),
-                            )),
-                            target: Some(named_partitions(
-                                m.target_assignment
-                                    .topic_partitions
-                                    .into_iter()
-                                    .map(|t| (t.topic_name.0.to_string(), t.partitions)),
-                            )),
-                            member_epoch: Some(m.member_epoch),
-                        })
-                        .collect();
-                    let detail = GroupDetail {
-                        epoch: Some(i64::from(g.group_epoch)),
-                        assignment_epoch: Some(i64::from(g.assignment_epoch)),
-                        members,
-                    };
-                    (
-                        g.group_id.0.to_string(),
-                        g.error_code,
-                        g.group_state.to_string(),
-                        detail,
-                    )
-                })
-                .collect()
+            describe_with!(request, "ConsumerGroupDescribe", |g| epoch_detail(
+                g.group_epoch,
+                g.assignment_epoch,
+                std::mem::take(&mut g.members)
+                    .into_iter()
+                    .map(|m| RawMember {
+                        member_id: m.member_id.to_string(),
+                        instance_id: m.instance_id.map(|i| i.to_string()),
+                        client_id: m.client_id.to_string(),
+                        client_host: m.client_host.to_string(),
+                        assigned: assigned!(m.assignment),
+                        target: assigned!(m.target_assignment),
+                        member_epoch: Some(m.member_epoch),
+                    }),
+            ))
         }
         "share" => {
             let mut request = ShareGroupDescribeRequest::default();
             request.group_ids = ids;
-            let response = pool
-                .send(addr, &request, "ShareGroupDescribe", deadline)
-                .await
-                .map_err(|e| e.to_string())?;
-            response
-                .groups
-                .into_iter()
-                .map(|g| {
-                    let members = g
-                        .members
-                        .into_iter()
-                        .map(|m| RawMember {
-                            member_id: m.member_id.to_string(),
-                            instance_id: None,
-                            client_id: m.client_id.to_string(),
-                            client_host: m.client_host.to_string(),
-                            assigned: Some(named_partitions(
-                                m.assignment
-                                    .topic_partitions
-                                    .into_iter()
-                                    .map(|t| (t.topic_name.0.to_string(), t.partitions)),
-                            )),
-                            target: None,
-                            member_epoch: Some(m.member_epoch),
-                        })
-                        .collect();
-                    let detail = GroupDetail {
-                        epoch: Some(i64::from(g.group_epoch)),
-                        assignment_epoch: Some(i64::from(g.assignment_epoch)),
-                        members,
-                    };
-                    (
-                        g.group_id.0.to_string(),
-                        g.error_code,
-                        g.group_state.to_string(),
-                        detail,
-                    )
-                })
-                .collect()
+            describe_with!(request, "ShareGroupDescribe", |g| epoch_detail(
+                g.group_epoch,
+                g.assignment_epoch,
+                std::mem::take(&mut g.members)
+                    .into_iter()
+                    .map(|m| RawMember {
+                        member_id: m.member_id.to_string(),
+                        instance_id: None,
+                        client_id: m.client_id.to_string(),
+                        client_host: m.client_host.to_string(),
+                        assigned: assigned!(m.assignment),
+                        target: None,
+                        member_epoch: Some(m.member_epoch),
+                    }),
+            ))
         }
         _ => {
             // Not an error: the broker predates the API (its streams groups keep their
@@ -771,40 +737,21 @@ async fn describe(
                 return Ok((Vec::new(), None));
             }
             let request = StreamsGroupDescribe { group_ids: ids };
-            let response = pool
-                .send(addr, &request, "StreamsGroupDescribe", deadline)
-                .await
-                .map_err(|e| e.to_string())?;
-            response
-                .groups
-                .into_iter()
-                .map(|g| {
-                    let members = g
-                        .members
-                        .into_iter()
-                        .map(|m| RawMember {
-                            member_id: m.member_id,
-                            instance_id: m.instance_id,
-                            client_id: m.client_id,
-                            client_host: m.client_host,
-                            assigned: None,
-                            target: None,
-                            member_epoch: Some(m.member_epoch),
-                        })
-                        .collect();
-                    let detail = GroupDetail {
-                        epoch: Some(i64::from(g.group_epoch)),
-                        assignment_epoch: Some(i64::from(g.assignment_epoch)),
-                        members,
-                    };
-                    (
-                        g.group_id.0.to_string(),
-                        g.error_code,
-                        g.group_state.to_string(),
-                        detail,
-                    )
-                })
-                .collect()
+            describe_with!(request, "StreamsGroupDescribe", |g| epoch_detail(
+                g.group_epoch,
+                g.assignment_epoch,
+                std::mem::take(&mut g.members)
+                    .into_iter()
+                    .map(|m| RawMember {
+                        member_id: m.member_id,
+                        instance_id: m.instance_id,
+                        client_id: m.client_id,
+                        client_host: m.client_host,
+                        assigned: None,
+                        target: None,
+                        member_epoch: Some(m.member_epoch),
+                    }),
+            ))
         }
     };
     let mut out = Vec::new();
@@ -820,6 +767,19 @@ async fn describe(
         }
     }
     Ok((out, failed))
+}
+
+/// The members and epochs of a group whose protocol has epochs (KIP-848, share, streams).
+fn epoch_detail(
+    group_epoch: i32,
+    assignment_epoch: i32,
+    members: impl Iterator<Item = RawMember>,
+) -> GroupDetail {
+    GroupDetail {
+        epoch: Some(i64::from(group_epoch)),
+        assignment_epoch: Some(i64::from(assignment_epoch)),
+        members: members.collect(),
+    }
 }
 
 /// Partitions per topic, sorted, topics merged (an answer may name a topic twice).
