@@ -1634,7 +1634,7 @@ local text = import '../lib/text.libsonnet';
           g.table(
             28,
             'Status per group',
-            'Each group\'s status (kafka_consumergroup_status): ok (nothing to read, or reading and committing), lagging (behind, its committed offsets move), stalled (behind, no commit for the exporter\'s stall_after, default 5 min), stopped (stalled and its lag grows), rewinding (a committed offset went back), blocked (waiting for an open transaction). Longest commit stall: how long ago the committed offset last moved on the group\'s worst topic while it had records to read; the clock starts with the exporter. KafkaConsumerGroupCommitStalled fires after %s stalled or stopped.' % text.duration(c.commitStalledFor),
+            'Each group\'s status (kafka_consumergroup_status): ok (nothing to read, or reading and committing), lagging (behind, its committed offsets move), stalled (behind, no commit for the exporter\'s stall_after, default 5 min), stopped (stalled and its lag grows), rewinding (a committed offset went back), blocked (waiting for an open transaction), rebalancing (its members are being reassigned), abandoned (its members own none of its partitions and its offsets have not moved for the exporter\'s groups.abandon_after). Longest commit stall: how long ago the committed offset last moved on the group\'s worst topic while it had records to read; the clock starts with the exporter. KafkaConsumerGroupCommitStalled fires after %s stalled or stopped.' % text.duration(c.commitStalledFor),
             { x: 0, y: 91, w: 12, h: 8 },
             [
               g.tableTarget('A', q('max by (%(c)s, group, status) (kafka_consumergroup_status%(group)s == 1)')),
@@ -1673,6 +1673,8 @@ local text = import '../lib/text.libsonnet';
                           blocked: { color: 'orange', index: 3 },
                           stalled: { color: 'orange', index: 4 },
                           stopped: { color: 'red', index: 5 },
+                          rebalancing: { color: 'purple', index: 6 },
+                          abandoned: { color: 'text', index: 7 },
                         },
                       },
                     ],
