@@ -747,6 +747,38 @@ mod tests {
         );
     }
 
+    /// Member series churn with every consumer restart: the guard leaves them out with
+    /// the group's offsets, and keeps them for a group it keeps.
+    #[test]
+    fn the_guard_leaves_member_series_out_with_the_group() {
+        let partitions: Vec<PartitionState> =
+            (0..10).map(|p| partition("t", p, 5, 5, 0.0)).collect();
+        let groups: Vec<GroupState> = ["a", "b"]
+            .iter()
+            .map(|name| {
+                let mut g = group(name, "t", 10, Granularity::Partition);
+                g.detail = Some(crate::kafka::GroupDetail {
+                    epoch: Some(1),
+                    assignment_epoch: None,
+                    members: vec![crate::kafka::RawMember {
+                        member_id: format!("{name}-m1"),
+                        client_id: format!("{name}-client"),
+                        client_host: "/10.0.0.1".into(),
+                        assigned: Some(vec![("t".into(), (0..10).collect())]),
+                        ..Default::default()
+                    }],
+                });
+                g
+            })
+            .collect();
+        let mut guarded = snapshot(partitions, groups, PARTITION);
+        guarded.left_out_groups = HashSet::from(["b".to_string()]);
+        let (_tx, rx) = watch::channel(Some(Arc::new(guarded)));
+        let text = Metrics::new(vec![rx]).encode_openmetrics();
+        assert!(text.contains("member_id=\"a-m1\""), "{text}");
+        assert!(!text.contains("member_id=\"b-m1\""), "{text}");
+    }
+
     #[test]
     fn the_guard_leaves_out_whole_groups_outside_the_priority_list_and_changes_no_group() {
         let partitions: Vec<PartitionState> =
