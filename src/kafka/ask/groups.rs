@@ -913,6 +913,48 @@ fn decode_generation(bytes: &[u8]) -> Option<i64> {
 mod tests {
     use super::*;
 
+    /// A Stable classic group's members own what their assignment bytes say; while it
+    /// rebalances its coordinator sends no assignment, and ownership is unknown, not none.
+    #[test]
+    fn classic_owners_are_read_only_from_a_stable_group() {
+        use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
+        use kafka_protocol::protocol::Encodable;
+        let mut assignment = ConsumerProtocolAssignment::default();
+        let mut tp = TopicPartition::default();
+        tp.topic = kafka_protocol::messages::TopicName(StrBytes::from_static_str("orders"));
+        tp.partitions = vec![2, 0];
+        assignment.assigned_partitions = vec![tp];
+        let mut bytes = bytes::BytesMut::new();
+        bytes::BufMut::put_i16(&mut bytes, 0);
+        assignment.encode(&mut bytes, 0).unwrap();
+        fn member(assignment: &[u8]) -> ClassicMember<'_> {
+            ClassicMember {
+                member_id: "m1",
+                instance_id: None,
+                client_id: "c1",
+                client_host: "/10.0.0.1",
+                metadata: &[],
+                assignment,
+            }
+        }
+        let bytes = bytes.to_vec();
+        let bytes = &bytes[..];
+        let stable = classic_members("consumer", "Stable", [member(bytes)].into_iter());
+        assert_eq!(
+            stable.members[0].assigned,
+            Some(vec![("orders".to_string(), vec![0, 2])])
+        );
+        let rebalancing =
+            classic_members("consumer", "PreparingRebalance", [member(&[])].into_iter());
+        assert_eq!(rebalancing.members[0].assigned, None);
+        // Another protocol's bytes are not read.
+        let connect = classic_members("connect", "Stable", [member(bytes)].into_iter());
+        assert_eq!(connect.members[0].assigned, None);
+        // Bytes that do not decode leave it unknown, never panic.
+        let broken = classic_members("consumer", "Stable", [member(&[0, 0, 0xff])].into_iter());
+        assert_eq!(broken.members[0].assigned, None);
+    }
+
     /// Share groups are read one after the other, and a coordinator can take seconds for
     /// each: each group's progress is dated by its own answer, so the first one read
     /// ages out of [`SHARE_MAX_AGE`] on time rather than one batch late.
