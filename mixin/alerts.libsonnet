@@ -197,7 +197,8 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaLsoStuck',
-            expr: 'kafka_partition_lso_stuck_seconds%s > %s' % [sel([]), text.number(c.stuckWarningSeconds)],
+            expr: 'max without (%s) (kafka_partition_lso_stuck_seconds%s) > %s'
+                  % [std.join(', ', c.replicaLabels), sel([]), text.number(c.stuckWarningSeconds)],
             labels: { severity: 'warning' },
             annotations: {
               summary: '{{ $labels.topic }}/{{ $labels.partition }}: last stable offset stuck for {{ $value | humanizeDuration }}',
@@ -235,12 +236,14 @@ local text = import 'lib/text.libsonnet';
           {
             alert: 'KafkaConsumerGroupBlockedByTransaction',
             expr: |||
-              (kafka_consumergroup_hw_lag%(s)s > 0)
-                and on (%(cl)s, group, topic, partition) (kafka_consumergroup_lso_lag%(s)s == 0)
-                and on (%(cl)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(s)s == 0)
-                and on (%(cl)s, topic, partition) (kafka_partition_hw_minus_lso%(s)s > 0)
-                and on (%(cl)s, topic, partition) (kafka_partition_lso_stuck_seconds%(s)s > %(stuck)s)
-            ||| % { s: sel([]), cl: cl, stuck: text.number(c.blockedStuckSeconds) },
+              max without (%(r)s) (
+                (kafka_consumergroup_hw_lag%(s)s > 0)
+                  and on (%(cl)s, group, topic, partition) (kafka_consumergroup_lso_lag%(s)s == 0)
+                  and on (%(cl)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(s)s == 0)
+                  and on (%(cl)s, topic, partition) (kafka_partition_hw_minus_lso%(s)s > 0)
+                  and on (%(cl)s, topic, partition) (kafka_partition_lso_stuck_seconds%(s)s > %(stuck)s)
+              )
+            ||| % { s: sel([]), cl: cl, stuck: text.number(c.blockedStuckSeconds), r: std.join(', ', c.replicaLabels) },
             labels: { severity: 'warning' },
             annotations: {
               summary: 'Group {{ $labels.group }} is caught up on {{ $labels.topic }}/{{ $labels.partition }} and still {{ $value }} records behind',
@@ -302,12 +305,12 @@ local text = import 'lib/text.libsonnet';
           {
             alert: 'KafkaTransactionLongOpenUnseen',
             expr: |||
-              (
+              max without (%(r)s) (
                 kafka_coordinator_transaction_age_seconds%(s)s
                   unless on (%(cl)s, producer_id) kafka_transaction_open_info%(s)s
                   and on (%(cl)s) (kafka_cluster_unpinning_open_transactions%(s)s > 0)
               ) > %(age)s
-            ||| % { s: sel([]), cl: cl, age: text.number(c.longOpenUnseenSeconds) },
+            ||| % { s: sel([]), cl: cl, age: text.number(c.longOpenUnseenSeconds), r: std.join(', ', c.replicaLabels) },
             labels: { severity: 'warning' },
             annotations: {
               summary: 'Transaction {{ $labels.transactional_id }} open for {{ $value | humanizeDuration }} ({{ $labels.state }}), pinning no partition the exporter samples',
@@ -338,10 +341,10 @@ local text = import 'lib/text.libsonnet';
           {
             alert: 'KafkaTransactionFenced',
             expr: |||
-              increase(kafka_transaction_fencings_total%(s)s[%(w)s]) > 0
+              sum without (%(r)s) (increase(kafka_transaction_fencings_total%(s)s[%(w)s])) > 0
               or
-              (kafka_transaction_fencings_total%(s)s unless kafka_transaction_fencings_total%(s)s offset %(w)s) > 0
-            ||| % { s: sel([]), w: c.fencedWindow },
+              max without (%(r)s) (kafka_transaction_fencings_total%(s)s unless kafka_transaction_fencings_total%(s)s offset %(w)s) > 0
+            ||| % { s: sel([]), w: c.fencedWindow, r: std.join(', ', c.replicaLabels) },
             labels: { severity: 'info' },
             annotations: {
               summary: 'Producer of transactional id {{ $labels.transactional_id }} fenced',
@@ -463,7 +466,8 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaConsumerGroupLostRecords',
-            expr: 'max_over_time(kafka_consumergroup_topic_lost_records%s[%s]) > 0' % [sel([]), c.lostRecordsWindow],
+            expr: 'max without (%s) (max_over_time(kafka_consumergroup_topic_lost_records%s[%s])) > 0'
+                  % [std.join(', ', c.replicaLabels), sel([]), c.lostRecordsWindow],
             labels: { severity: 'warning' },
             annotations: {
               summary: 'Group {{ $labels.group }} lost {{ $value }} records of {{ $labels.topic }} to retention',
@@ -543,10 +547,20 @@ local text = import 'lib/text.libsonnet';
           },
           // rate() over errorsRateWindow needs no bridge: the window spans a scrape or two
           // missing, and counts through the counter's reset when the exporter restarts.
+          // Refusals (an ACL, a broker lacking an API, credentials) are left out: the
+          // feature they switch off pages as KafkaLsoExporterFeatureDown, once. Where no
+          // refusal series exists (an older exporter), nothing is left out.
           {
             alert: 'KafkaLsoExporterErrors',
-            expr: 'sum by (%s, stage) (rate(kafka_lso_exporter_errors_total%s[%s])) > %s'
-                  % [cl, sel([]), c.errorsRateWindow, text.number(c.errorsThreshold)],
+            expr: |||
+              (
+                sum by (%(cl)s, stage) (rate(kafka_lso_exporter_errors_total%(s)s[%(w)s]))
+                  - (
+                    sum by (%(cl)s, stage) (rate(kafka_lso_exporter_request_refusals_total%(s)s[%(w)s]))
+                    or sum by (%(cl)s, stage) (rate(kafka_lso_exporter_errors_total%(s)s[%(w)s])) * 0
+                  )
+              ) > %(t)s
+            ||| % { cl: cl, s: sel([]), w: c.errorsRateWindow, t: text.number(c.errorsThreshold) },
             'for': c.errorsFor,
             labels: { severity: 'warning' },
             annotations: {

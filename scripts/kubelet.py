@@ -6,7 +6,10 @@ needs root (mount and network namespaces) and the exporter binary.
 
 RENDERED is a manifest file (helm template output or deploy/kubernetes/*.yaml). Options:
 web=tls, web=tls+basic: the stand-in web config file has tls_server_config and/or
-basic_auth_users (the chart cannot know what the user's Secret holds).
+basic_auth_users (the chart cannot know what the user's Secret holds);
+services=FILE+FILE: the Services of these manifests live in the same namespace too (their
+service-link variables reach the pod); links=on: as if the pod left enableServiceLinks on
+(what a user who removes `enableServiceLinks: false` gets).
 
 For each Deployment, StatefulSet, DaemonSet or Pod with a container named
 kafka-lso-exporter, in a mount and network namespace of its own (all pods at once):
@@ -193,8 +196,12 @@ class Pod:
         env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                "HOSTNAME": self.name}
         services = [KUBERNETES_SERVICE]
+        if service_links is None and self.options.get("links") == "on":
+            service_links = True
         if service_links or service_links is None and self.spec.get("enableServiceLinks", True) is not False:
             services += [d for d in self.objects if d.get("kind") == "Service"]
+            for other in filter(None, self.options.get("services", "").split("+")):
+                services += [d for d in docs(other) if d.get("kind") == "Service"]
         env.update(service_link_env(services))
         for source in self.container.get("envFrom", []):
             prefix = source.get("prefix", "")
@@ -568,6 +575,9 @@ def inside(path, options, exporter, index):
             setpriv += ["--inh-caps=-all", "--bounding-set=-all"]
         command = ["chroot", root] + setpriv + ["/usr/bin/env", "-i"] + [f"{k}={v}" for k, v in env.items()] + argv
         links = sorted(k for k in env if k.endswith("_SERVICE_HOST"))
+        if (pod.options.get("links") == "on" or pod.options.get("services")) and not any(
+                k.startswith("KAFKA_LSO_EXPORTER_") for k in links):
+            problems.append("asked for service links, but no Service named kafka-lso-exporter* reaches the pod")
         facts.append(f"uid {uid} gid {gid} groups {groups or '-'}, "
                      f"root {'read-only' if security.get('readOnlyRootFilesystem') else 'writable'}, "
                      f"{len(env)} variables ({', '.join(links)}), "

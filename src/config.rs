@@ -249,6 +249,8 @@ pub struct ClusterConfig {
     /// Read record-batch headers (Fetch) so that lags never count commit/abort markers or
     /// aborted records, and for time lag and withheld age.
     pub read_records: bool,
+    /// Read the topics' `retention.ms` (DescribeConfigs) for the retention margin.
+    pub retention_configs: bool,
     /// A group at most this many offsets below the HW has its lag counted exactly from
     /// the log; further behind, markers beyond the window are counted as records.
     pub read_window: u64,
@@ -260,6 +262,11 @@ pub struct ClusterConfig {
     pub compat_kafka_exporter: bool,
     /// How the cluster's groups are followed (`groups.*` other than the filter).
     pub group_settings: GroupSettings,
+    /// The cluster's settings as the layers wrote them, in one canonical text without
+    /// defaults and without the values of secret client properties: what `[ha]` replicas
+    /// compare. A later version that adds a setting with a default writes the same text
+    /// for the same configuration, so a rolling upgrade keeps sharing the work.
+    pub as_written: String,
 }
 
 /// `clusters[].groups.*` besides `include` and `exclude`.
@@ -637,6 +644,8 @@ struct RawCluster {
     transaction_list_detail: Option<i64>,
     #[serde(default = "default_true", deserialize_with = "boolean")]
     read_records: bool,
+    #[serde(default = "default_true", deserialize_with = "boolean")]
+    retention_configs: bool,
     #[serde(default, deserialize_with = "integer")]
     read_window: Option<i64>,
     #[serde(default)]
@@ -1549,11 +1558,13 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             transaction_list_min_age,
             transaction_list_detail,
             read_records: cluster.read_records,
+            retention_configs: cluster.retention_configs,
             read_window,
             granularity: cluster.granularity,
             group_granularity,
             compat_kafka_exporter,
             group_settings,
+            as_written: as_written(figment, &idx),
         });
     }
 
@@ -1576,6 +1587,22 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
 }
 
 /// `[ha]`: no group (or an empty one) is a single replica.
+/// `clusters.<idx>` as the layers wrote it (file, environment and flags merged), as
+/// compact JSON with sorted keys; a client property that may hold a secret by name only.
+fn as_written(figment: &Figment, idx: &str) -> String {
+    let Ok(Value::Dict(_, mut cluster)) = figment.find_value(&format!("clusters.{idx}")) else {
+        return String::new();
+    };
+    if let Some(Value::Dict(_, properties)) = cluster.get_mut("client") {
+        for (key, value) in properties.iter_mut() {
+            if looks_secret(key) {
+                *value = Value::from(String::new());
+            }
+        }
+    }
+    serde_json::to_string(&cluster).unwrap_or_default()
+}
+
 fn validate_ha(
     raw: RawHa,
     clusters: &[ClusterConfig],
@@ -1775,6 +1802,50 @@ mod tests {
         loaded.unwrap()
     }
 
+    #[test]
+    fn a_cluster_as_written_leaves_out_defaults_and_client_values() {
+        let config = load(
+            "as-written",
+            r#"
+[[clusters]]
+name = "prod"
+bootstrap_servers = "kafka-0:9092"
+groups = { assigned_only = true }
+[clusters.client]
+"security.protocol" = "SASL_SSL"
+"sasl.mechanisms" = "PLAIN"
+"sasl.username" = "u"
+"sasl.password" = "hunter2-secret"
+"#,
+        );
+        let written = &config.clusters[0].as_written;
+        assert_eq!(
+            written,
+            r#"{"bootstrap_servers":"kafka-0:9092","client":{"sasl.mechanisms":"PLAIN","sasl.password":"","sasl.username":"u","security.protocol":"SASL_SSL"},"groups":{"assigned_only":true},"name":"prod"}"#
+        );
+        // The same settings through the environment compare equal where their values
+        // are text in both layers; a setting left at its default never counts.
+        let from_env = Config::load(
+            None,
+            vec![
+                (
+                    "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS".to_string(),
+                    "kafka-0:9092".to_string(),
+                ),
+                (
+                    "KAFKA_LSO_EXPORTER_CLUSTERS__0__NAME".to_string(),
+                    "prod".to_string(),
+                ),
+            ],
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            from_env.clusters[0].as_written,
+            r#"{"bootstrap_servers":"kafka-0:9092","name":"prod"}"#
+        );
+    }
+
     fn topics(name: &str, table: &str) -> NameFilter {
         let text =
             format!("[[clusters]]\nbootstrap_servers = \"localhost:9092\"\ntopics = {table}\n");
@@ -1923,6 +1994,7 @@ mod hostile {
         "transaction_list_min_age",
         "transaction_list_detail",
         "read_records",
+        "retention_configs",
         "read_window",
         "granularity",
         "group_granularity",

@@ -109,10 +109,14 @@ pub async fn run_with(
                     .clusters
                     .iter()
                     .map(|c| {
-                        let parts = format!("{c:?} {:?} {:?}", config.interval, config.timeout);
+                        let parts = format!(
+                            "{} {:?} {:?}",
+                            c.as_written, config.interval, config.timeout
+                        );
                         (c.name.clone(), coordination::fingerprint(&parts))
                     })
                     .collect(),
+                first_address: Default::default(),
             });
         }
         samplers.push((cluster.name.clone(), Arc::new(sampler)));
@@ -130,7 +134,8 @@ pub async fn run_with(
             receivers.iter().map(|(_, rx)| rx.clone()).collect(),
             ownership.clone(),
         )
-        .with_process_metrics(),
+        .with_process_metrics()
+        .with_max_age(config.interval),
     );
 
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -158,6 +158,8 @@ impl ClusterLoop {
             for (stage, failure) in &derived.failures {
                 self.metrics
                     .count_errors(&self.cluster, *stage, failure.count);
+                self.metrics
+                    .count_refusals(&self.cluster, *stage, failure.refused);
             }
             for anomaly in &derived.anomalies {
                 self.metrics.count_anomaly(&self.cluster, *anomaly);
@@ -583,9 +585,14 @@ mod tests {
             .lines()
             .filter(|l| l.contains("kafka_cluster=\"prod\"") && !l.starts_with('#'))
             .filter(|l| {
-                !["errors_total", "anomalies_total", "cycle_duration_seconds"]
-                    .iter()
-                    .any(|own| l.starts_with(&format!("kafka_lso_exporter_{own}")))
+                ![
+                    "errors_total",
+                    "request_refusals_total",
+                    "anomalies_total",
+                    "cycle_duration_seconds",
+                ]
+                .iter()
+                .any(|own| l.starts_with(&format!("kafka_lso_exporter_{own}")))
             })
             .count();
         assert_eq!(snapshot.series, shown, "{text}");

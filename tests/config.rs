@@ -1271,6 +1271,29 @@ fn check_config_catches_what_librdkafka_and_sasl_would_refuse_later() {
             ],
             "clusters[0].client.sasl.password",
         ),
+        (
+            "SCRAM with its password misspelt: the typo, not the missing password",
+            vec![
+                (protocol.as_str(), "SASL_SSL"),
+                (mechanism.as_str(), "SCRAM-SHA-512"),
+                (user.as_str(), "exporter"),
+                (typo.as_str(), "hunter2-typo"),
+            ],
+            "clusters[0].client.sasl.pasword: No such configuration property: \"sasl.pasword\" (did you mean sasl.password?)",
+        ),
+        (
+            "a misspelt setting of the token source, which librdkafka never sees",
+            vec![
+                (protocol.as_str(), "SASL_SSL"),
+                (mechanism.as_str(), "OAUTHBEARER"),
+                (client("sasl.oauthbearer.method").as_str(), "oidc"),
+                (client("sasl.oauthbearer.client.id").as_str(), "exporter"),
+                (client("sasl.oauthbearer.client.secret").as_str(), "hunter2"),
+                (client("sasl.oauthbearer.token.endpoint.url").as_str(), "https://idp.example/token"),
+                (client("sasl.oauthbearer.scop").as_str(), "kafka"),
+            ],
+            "clusters[0].client.sasl.oauthbearer.scop: No such configuration property (did you mean sasl.oauthbearer.scope?)",
+        ),
     ] {
         let output = run(&vars);
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -137,6 +137,22 @@ async fn a_denied_permission_is_a_feature_off_with_the_acl_to_grant_and_back_onc
             )
             .unwrap_or(0.0);
         assert!(errors >= 1.0, "{stage}: errors_total {errors}");
+        // Counted as refusals by an ACL too: KafkaLsoExporterErrors leaves them to
+        // KafkaLsoExporterFeatureDown.
+        let denied = scrape
+            .value(
+                "kafka_lso_exporter_request_refusals_total",
+                &[
+                    ("kafka_cluster", "acl"),
+                    ("stage", stage),
+                    ("cause", "denied"),
+                ],
+            )
+            .unwrap_or(0.0);
+        assert!(
+            denied >= 1.0,
+            "{stage}: request_refusals_total{{cause=\"denied\"}} {denied}"
+        );
     }
     // Turned off by the configuration: a status, no feature_up.
     assert_eq!(feature(&scrape, "transaction_forensics"), None);

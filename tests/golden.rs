@@ -624,6 +624,7 @@ fn golden_openmetrics_text() {
 fn exporter_own(line: &str) -> bool {
     [
         "kafka_lso_exporter_errors_total",
+        "kafka_lso_exporter_request_refusals_total",
         "kafka_lso_exporter_anomalies_total",
         "kafka_lso_exporter_cycle_duration_seconds",
         "kafka_lso_exporter_build_info",
@@ -877,4 +878,27 @@ fn a_rendered_body_is_served_until_the_next_cycle() {
         metrics.cached(None, false).is_none(),
         "the other formats wait for their first scrape"
     );
+}
+
+/// A replica that runs no cycle (one standing by under `[ha]`) still serves its own
+/// series as they are now: a body older than the interval is rendered again.
+#[test]
+fn a_body_older_than_the_interval_is_rendered_again_without_a_cycle() {
+    let (_tx, rx) = watch::channel(Some(Arc::new(fixed_snapshot(TOPIC))));
+    let metrics = Metrics::new(vec![rx]).with_max_age(std::time::Duration::from_millis(300));
+    let (_, _, first) = metrics.encode_for(None, false);
+    metrics.count_errors("prod", Stage::Metadata, 1);
+    assert_eq!(
+        metrics.cached(None, false).expect("young body").2,
+        first,
+        "a young body is served as it is"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(350));
+    assert!(
+        metrics.cached(None, false).is_none(),
+        "an old body is not served from the cache"
+    );
+    let (_, _, again) = metrics.encode_for(None, false);
+    assert!(String::from_utf8_lossy(&again)
+        .contains("kafka_lso_exporter_errors_total{kafka_cluster=\"prod\",stage=\"metadata\"} 1"));
 }

@@ -133,3 +133,23 @@ fn the_security_page_table_is_the_list() {
         Some(1),
     );
 }
+
+#[test]
+fn the_aiven_table_is_the_list() {
+    check("docs/platforms/aiven.md", "| ACL |", &[0], None);
+}
+
+#[test]
+fn the_redpanda_table_is_the_list() {
+    check("docs/platforms/redpanda.md", "| ACL |", &[0], None);
+}
+
+#[test]
+fn the_confluent_cloud_table_is_the_list() {
+    check(
+        "docs/platforms/confluent-cloud.md",
+        "| operation |",
+        &[0, 1],
+        None,
+    );
+}

@@ -198,6 +198,7 @@ mod tests {
                 crate::kafka::StageFailure {
                     count: 1,
                     first_error: "cannot connect to b:9092: connection refused".into(),
+                    refused: Default::default(),
                 },
             )]
             .into(),

@@ -48,11 +48,14 @@ struct Entry {
     /// When a member last owned the partition or the committed offset last moved (first
     /// seen, at the latest): the abandonment clock.
     attended_at: Instant,
+    /// Whether the partition was abandoned when last seen with its owner known.
+    abandoned: bool,
 }
 
 /// Per group and partition, what the commit stall and the status need from earlier
-/// cycles. It lives in the exporter's memory: after a restart every clock starts again
-/// from the first cycle.
+/// cycles. It lives in the exporter's memory; a group-partition seen for the first time
+/// (the exporter started, or took the cluster over from another replica) dates its
+/// commit stall by the first record the group has to read (see [`first_unread_age`]).
 #[derive(Debug, Default)]
 pub struct CommitWatch {
     entries: HashMap<(String, Arc<str>, i32), Entry>,
@@ -87,6 +90,26 @@ fn readable(g: &GroupPartitionState, log_start: Option<i64>) -> Option<i64> {
     }
     let deleted = log_start.map_or(0, |l| l.saturating_sub(g.committed_offset).max(0));
     Some(lag.saturating_sub(deleted).max(0))
+}
+
+/// Seconds since the first record the group has to read on this partition was written
+/// (its time lag against the bound it reads to), where a record read found one. A group
+/// whose committed offset has not moved has not moved since that record was written at
+/// the latest, unless it committed that same offset later: the commit stall of a
+/// group-partition seen for the first time starts there, so that it goes on across an
+/// exporter restart or a hand-over to another replica instead of starting at 0. It is an
+/// upper bound; a consumer that still commits resets it at its next commit.
+fn first_unread_age(g: &GroupPartitionState) -> Option<f64> {
+    let lag = g.lag?;
+    let time_lag = if lag.committed_beyond_lso > 0 {
+        g.hw_time_lag
+    } else {
+        g.lso_time_lag
+    }?;
+    match time_lag {
+        TimeLag::Since(seconds) if seconds.is_finite() && seconds > 0.0 => Some(seconds),
+        _ => None,
+    }
 }
 
 /// The cluster's settings the status depends on.
@@ -168,17 +191,28 @@ pub fn apply(
                 coordinator: None,
                 missing_since: None,
                 attended_at: now,
+                abandoned: false,
             });
             entry.coordinator.clone_from(&group.coordinator);
             // Left behind by a group that lives: it has members, none of which owns
             // the partition. A group without members (its consumers all down, or a job
             // that assigns partitions itself) is an outage, never abandoned.
+            // An owner not known in this cycle (a classic group rebalancing, a describe
+            // that failed) neither restarts nor advances the abandonment clock: what was
+            // decided stays until the owner is known again.
+            let owner_known = g.owner != super::state::Owner::Unknown && group.members.is_some();
             let left_behind = g.owner == super::state::Owner::Nobody && live;
-            if moved || !left_behind {
+            if moved || (owner_known && !left_behind) {
                 entry.attended_at = now;
             }
-            g.abandoned =
-                left_behind && now.saturating_duration_since(entry.attended_at) >= abandon_after;
+            g.abandoned = if moved {
+                false
+            } else if owner_known {
+                left_behind && now.saturating_duration_since(entry.attended_at) >= abandon_after
+            } else {
+                entry.abandoned
+            };
+            entry.abandoned = g.abandoned;
             if previous.is_some_and(|e| g.committed_offset < e.committed) {
                 entry.rewound_at = Some(now);
             }
@@ -193,7 +227,12 @@ pub fn apply(
                 entry.growing_since = None;
             } else {
                 if moved || entry.stalled_since.is_none() {
-                    entry.stalled_since = Some(now);
+                    let rebuilt = previous
+                        .is_none()
+                        .then(|| first_unread_age(g))
+                        .flatten()
+                        .and_then(|age| now.checked_sub(Duration::from_secs_f64(age)));
+                    entry.stalled_since = Some(rebuilt.unwrap_or(now));
                     entry.lag_then = behind;
                 }
                 if behind < entry.lag_before {
@@ -413,6 +452,68 @@ mod tests {
         (group.offsets.unwrap().remove(0), group.status)
     }
 
+    /// A group-partition seen for the first time (an exporter that started, or one that
+    /// took the cluster over from another replica) dates its stall by the first record it
+    /// has to read, not by the first cycle: the clock goes on across a hand-over.
+    #[test]
+    fn a_stall_seen_first_is_dated_by_the_first_record_left_to_read() {
+        let t0 = Instant::now() + Duration::from_secs(3600);
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut watch = CommitWatch::default();
+        let left = Some(TimeLag::Since(400.0));
+        let (g, status) = cycle(
+            &mut watch,
+            at(0),
+            "classic",
+            partition("orders", 0, 110, 110),
+            offset("orders", 100, 110, 110, left),
+        );
+        assert_eq!(g.commit_stall_seconds, Some(400.0));
+        assert_eq!(status, Some(GroupStatus::Stalled));
+        // It goes on from there while the offset does not move ...
+        let left = Some(TimeLag::Since(415.0));
+        let (g, _) = cycle(
+            &mut watch,
+            at(15),
+            "classic",
+            partition("orders", 0, 120, 120),
+            offset("orders", 100, 120, 120, left),
+        );
+        assert_eq!(g.commit_stall_seconds, Some(415.0));
+        // ... and a commit resets it.
+        let left = Some(TimeLag::Since(2.0));
+        let (g, status) = cycle(
+            &mut watch,
+            at(30),
+            "classic",
+            partition("orders", 0, 130, 130),
+            offset("orders", 125, 130, 130, left),
+        );
+        assert_eq!(g.commit_stall_seconds, Some(0.0));
+        assert_eq!(status, Some(GroupStatus::Ok));
+
+        // Where no record was read (the age unknown), the clock starts at the first sight.
+        let mut watch = CommitWatch::default();
+        let (g, _) = cycle(
+            &mut watch,
+            at(0),
+            "classic",
+            partition("orders", 0, 110, 110),
+            offset("orders", 100, 110, 110, None),
+        );
+        assert_eq!(g.commit_stall_seconds, Some(0.0));
+        // Nothing left to read: no stall, whatever the age.
+        let mut watch = CommitWatch::default();
+        let (g, _) = cycle(
+            &mut watch,
+            at(0),
+            "classic",
+            partition("orders", 0, 110, 110),
+            offset("orders", 110, 110, 110, Some(TimeLag::NothingLeft)),
+        );
+        assert_eq!(g.commit_stall_seconds, Some(0.0));
+    }
+
     #[test]
     fn the_stall_clock_runs_while_there_is_something_to_read_and_no_commit() {
         let t0 = Instant::now();
@@ -464,9 +565,13 @@ mod tests {
             (600, Owner::Nobody, true, GroupStatus::Abandoned),
             (900, Owner::Member(0), false, GroupStatus::Stalled),
             (1000, Owner::Nobody, false, GroupStatus::Stalled),
+            // Not known who owns it in one cycle (a classic group rebalancing, a describe
+            // that failed): the clock goes on, neither restarted nor advanced ...
+            (1200, Owner::Unknown, false, GroupStatus::Stalled),
             (1600, Owner::Nobody, true, GroupStatus::Abandoned),
-            // Not known who owns it (the group could not be described): never abandoned.
-            (1700, Owner::Unknown, false, GroupStatus::Stalled),
+            // ... and what was decided stays: no page for a rebalance of the group.
+            (1700, Owner::Unknown, true, GroupStatus::Abandoned),
+            (1800, Owner::Nobody, true, GroupStatus::Abandoned),
         ];
         for (t, owner, abandoned, status) in steps {
             let (g, got) = cycle(
@@ -564,7 +669,10 @@ mod tests {
                 partition("orders", 0, hw, hw),
                 offset("orders", committed, hw, hw, Some(TimeLag::Since(3.0))),
             );
-            assert_eq!(g.commit_stall_seconds, Some(0.0));
+            // First seen, the stall is dated by the first record left (3 s old); every
+            // commit after resets it.
+            let stall = if t == 0 { 3.0 } else { 0.0 };
+            assert_eq!(g.commit_stall_seconds, Some(stall));
             let expected = if t >= 60 {
                 GroupStatus::Lagging
             } else {
@@ -849,7 +957,8 @@ mod tests {
             true,
         );
         let stall = derived.groups[0].offsets.as_ref().unwrap()[0].commit_stall_seconds;
-        assert_eq!(stall, Some(40.0), "the stall clock went on across the move");
+        // 40 s since the first sight, which dated it by its first record left (1 s old).
+        assert_eq!(stall, Some(41.0), "the stall clock went on across the move");
 
         // Nothing listed at all (every broker failed): nothing is forgotten.
         step(&mut watch, 1000, Vec::new(), GroupListing::Unknown);

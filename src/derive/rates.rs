@@ -128,6 +128,15 @@ pub fn apply(
                 waits |= !uncommitted && pinned(p);
             }
             if !complete {
+                // No sample this cycle, but the window stays: one partition unread for a
+                // cycle (a leader moving) must not restart every group's rates.
+                if let Some(entry) = watch
+                    .entries
+                    .get_mut(group.name.as_str())
+                    .and_then(|topics| topics.get_mut(&topic))
+                {
+                    entry.seen = cycle;
+                }
                 continue;
             }
             let shape = (partitions_hash(run), uncommitted);
@@ -351,6 +360,41 @@ mod tests {
             rate = Some(step(&mut watch, at, committed, hw, hw, false));
         }
         assert_eq!(rate.unwrap().catchup, Catchup::KeepsUp);
+    }
+
+    /// A cycle in which a partition's bound is unknown (a leader moving) takes no sample
+    /// and keeps the window: the rates come back at the next cycle, not a window later.
+    #[test]
+    fn one_cycle_without_a_bound_keeps_the_window() {
+        let t0 = Instant::now();
+        let mut watch = RateWatch::default();
+        for s in 0..=10 {
+            let at = t0 + Duration::from_secs(s);
+            let hw = 1000 + 100 * s as i64;
+            step(&mut watch, at, 500 + 50 * s as i64, hw, hw, false);
+        }
+        let mut groups = vec![group(1050, 2100, 2100)];
+        let mut unknown = partition(2100, 2100, false);
+        unknown.last_stable_offset = None;
+        unknown.high_watermark = None;
+        apply(
+            &mut groups,
+            &[unknown],
+            &mut watch,
+            t0 + Duration::from_secs(11),
+            Duration::from_secs(10),
+        );
+        assert!(groups[0].rates.is_empty(), "no sample without the bound");
+        let back = step(
+            &mut watch,
+            t0 + Duration::from_secs(12),
+            1100,
+            2200,
+            2200,
+            false,
+        );
+        assert_eq!(back.consume_rate, Some(50.0));
+        assert_eq!(back.produce_rate, Some(100.0));
     }
 
     /// A read_committed group on a topic whose LSO a transaction pins waits for it.

@@ -36,7 +36,12 @@ const REBALANCING_STATES: &[&str] = &[
 /// What the last description of a group said, and what was counted so far.
 #[derive(Debug, Clone)]
 struct Entry {
+    /// The last epoch (generation) a description said: kept while descriptions say none
+    /// (a classic group that is not `Stable` is described without its generation).
     epoch: Option<i64>,
+    /// Rebalances counted by observation since `epoch` was last known: an epoch that
+    /// reappears counts only the steps those did not.
+    observed_since_epoch: u64,
     /// Its members' ids, hashed, sorted: what a cycle compares costs no copy of them.
     members: Vec<u64>,
     /// The members' assignments, hashed together in member id order.
@@ -164,6 +169,7 @@ pub fn apply(
             None => {
                 let entry = Entry {
                     epoch: detail.epoch,
+                    observed_since_epoch: 0,
                     members,
                     assignment,
                     rebalancing: now_rebalancing,
@@ -184,7 +190,9 @@ pub fn apply(
         let joined = not_in(&members, &entry.members);
         let left = not_in(&entry.members, &members);
         let steps = match (entry.epoch, detail.epoch) {
-            (Some(before), Some(now)) if now >= before => (now - before) as u64,
+            (Some(before), Some(now)) if now >= before => {
+                ((now - before) as u64).saturating_sub(entry.observed_since_epoch)
+            }
             // The epoch went back: the group was deleted and made again.
             (Some(_), Some(_)) => 1,
             _ => {
@@ -208,7 +216,12 @@ pub fn apply(
         entry.counted.left += left;
         entry.counted.rebalancing = now_rebalancing;
         entry.counted.unreconciled = unreconciled(detail);
-        entry.epoch = detail.epoch;
+        if detail.epoch.is_some() {
+            entry.epoch = detail.epoch;
+            entry.observed_since_epoch = 0;
+        } else {
+            entry.observed_since_epoch += steps;
+        }
         entry.members = members;
         entry.assignment = assignment;
         entry.rebalancing = now_rebalancing;
@@ -332,6 +345,29 @@ mod tests {
             group("Stable", None, vec![member("a", &[0]), member("c", &[1])]),
         );
         assert_eq!((r.total, r.joined, r.left), (2, 1, 1));
+    }
+
+    /// A classic group is described without its generation while it is not `Stable`:
+    /// the generation known before stays, and the steps it jumped once it is known again
+    /// count, less those counted by observation meanwhile.
+    #[test]
+    fn generations_unknown_while_rebalancing_still_count_every_step() {
+        let mut watch = RebalanceWatch::default();
+        let ab = || vec![member("a", &[0]), member("b", &[1])];
+        observe(&mut watch, 0, group("Stable", Some(10), ab()));
+        let r = observe(&mut watch, 10, group("PreparingRebalance", None, ab()));
+        assert_eq!(r.total, 1);
+        let r = observe(&mut watch, 20, group("Stable", Some(14), ab()));
+        assert_eq!(r.total, 4, "10 to 14: four rebalances");
+        let r = observe(&mut watch, 30, group("CompletingRebalance", None, ab()));
+        assert_eq!(r.total, 5);
+        let r = observe(&mut watch, 40, group("Stable", Some(18), ab()));
+        assert_eq!(r.total, 8, "14 to 18: four more");
+        // One rebalance seen while it happens and then its generation: counted once.
+        let r = observe(&mut watch, 50, group("PreparingRebalance", None, ab()));
+        assert_eq!(r.total, 9);
+        let r = observe(&mut watch, 60, group("Stable", Some(19), ab()));
+        assert_eq!(r.total, 9);
     }
 
     /// A group not described in a cycle keeps its count; one gone is forgotten.

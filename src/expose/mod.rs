@@ -21,6 +21,7 @@ pub use visit::CLUSTER_LABEL;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet};
@@ -36,7 +37,7 @@ pub use self::body::{OPENMETRICS_TEXT, PROMETHEUS_TEXT};
 use self::visit::{Count, Render, Shown, Visitor};
 use crate::derive::{Anomaly, ClusterSnapshot};
 use crate::kafka::coordination::Ownership;
-use crate::kafka::Stage;
+use crate::kafka::{Refusals, Stage};
 
 /// The latest snapshot of one cluster, `None` until its first cycle ends.
 pub type SnapshotReceiver = watch::Receiver<Option<Arc<ClusterSnapshot>>>;
@@ -53,6 +54,13 @@ struct ClusterLabels {
 struct StageLabels {
     kafka_cluster: String,
     stage: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    kafka_cluster: String,
+    stage: &'static str,
+    cause: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -76,6 +84,7 @@ struct BuildLabels {
 pub struct Metrics {
     registry: Registry,
     errors: Family<StageLabels, Counter>,
+    refusals: Family<RefusalLabels, Counter>,
     anomalies: Family<AnomalyLabels, Counter>,
     cycle_duration: Family<ClusterLabels, Histogram>,
     /// The bodies rendered from the current cycle's values. Replaced only with the render
@@ -90,6 +99,10 @@ pub struct Metrics {
     ha: Option<HaFamilies>,
     /// `process_*`, once [`Metrics::with_process_metrics`] turned them on.
     process: Option<process::ProcessMetrics>,
+    /// A body older than this is rendered again at the next scrape, although no cycle
+    /// ended: the replica's own series (`process_*`, `kafka_lso_exporter_ha_*`) go on
+    /// where no cycle runs (a replica standing by) or a cycle runs late.
+    max_age: Option<Duration>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -136,8 +149,8 @@ const HA_FAMILIES: [(&str, &str, &str); 5] = [
     ),
 ];
 
-/// Bodies rendered for one cycle, one slot per [`Variant`].
-type Rendered = [Option<Bytes>; 4];
+/// Bodies rendered for one cycle, one slot per [`Variant`], each with when it was rendered.
+type Rendered = [Option<(Bytes, Instant)>; 4];
 
 impl Metrics {
     /// Builds the registry for the given clusters' snapshot channels, all served.
@@ -149,6 +162,7 @@ impl Metrics {
     pub fn with_ownership(clusters: Vec<SnapshotReceiver>, ownership: Arc<Ownership>) -> Self {
         let mut registry = Registry::default();
         let errors = Family::<StageLabels, Counter>::default();
+        let refusals = Family::<RefusalLabels, Counter>::default();
         let anomalies = Family::<AnomalyLabels, Counter>::default();
         let cycle_duration = Family::<ClusterLabels, Histogram>::new_with_constructor(
             (|| Histogram::new(CYCLE_BUCKETS.iter().copied())) as fn() -> Histogram,
@@ -165,6 +179,11 @@ impl Metrics {
             "kafka_lso_exporter_errors",
             "Sampling failures by stage: one per failed partition or group, or per failed cluster-wide request",
             errors.clone(),
+        );
+        registry.register(
+            "kafka_lso_exporter_request_refusals",
+            "Of kafka_lso_exporter_errors_total, the failures that a grant or a setting must end, by cause: denied by an ACL, unsupported by a broker, authentication refused",
+            refusals.clone(),
         );
         registry.register(
             "kafka_lso_exporter_anomalies",
@@ -209,6 +228,7 @@ impl Metrics {
             ha,
             registry,
             errors,
+            refusals,
             anomalies,
             cycle_duration,
             rendered: Mutex::new(Rendered::default()),
@@ -216,6 +236,23 @@ impl Metrics {
             ownership,
             rendered_view,
             process: None,
+            max_age: None,
+        }
+    }
+
+    /// Renders a body again at a scrape once it is older than `max_age` (the sampling
+    /// interval), even when no cycle ended since.
+    pub fn with_max_age(mut self, max_age: Duration) -> Self {
+        self.max_age = Some(max_age);
+        self
+    }
+
+    /// The body of `variant`, unless it is missing or older than `max_age`.
+    fn fresh(&self, variant: Variant) -> Option<Bytes> {
+        let (body, at) = self.rendered()[variant.slot()].clone()?;
+        match self.max_age {
+            Some(max_age) if at.elapsed() >= max_age => None,
+            _ => Some(body),
         }
     }
 
@@ -234,6 +271,13 @@ impl Metrics {
                 kafka_cluster: cluster.to_string(),
                 stage: stage.as_str(),
             }));
+            for cause in Refusals::CAUSES {
+                drop(self.refusals.get_or_create(&RefusalLabels {
+                    kafka_cluster: cluster.to_string(),
+                    stage: stage.as_str(),
+                    cause,
+                }));
+            }
         }
         for kind in Anomaly::ALL {
             drop(self.anomalies.get_or_create(&AnomalyLabels {
@@ -250,6 +294,22 @@ impl Metrics {
                 stage: stage.as_str(),
             })
             .inc_by(count);
+    }
+
+    /// Counts the refusals among a stage's failures (which [`Metrics::count_errors`]
+    /// counts in full).
+    pub fn count_refusals(&self, cluster: &str, stage: Stage, refused: Refusals) {
+        for (cause, count) in refused.by_cause() {
+            if count > 0 {
+                self.refusals
+                    .get_or_create(&RefusalLabels {
+                        kafka_cluster: cluster.to_string(),
+                        stage: stage.as_str(),
+                        cause,
+                    })
+                    .inc_by(count);
+            }
+        }
     }
 
     pub fn count_anomaly(&self, cluster: &str, kind: Anomaly) {
@@ -306,6 +366,13 @@ impl Metrics {
                     kafka_cluster: cluster.clone(),
                     stage: stage.as_str(),
                 });
+                for cause in Refusals::CAUSES {
+                    self.refusals.remove(&RefusalLabels {
+                        kafka_cluster: cluster.clone(),
+                        stage: stage.as_str(),
+                        cause,
+                    });
+                }
             }
             for kind in Anomaly::ALL {
                 self.anomalies.remove(&AnomalyLabels {
@@ -372,7 +439,7 @@ impl Metrics {
         let variant = Variant::new(Some(PROMETHEUS_ACCEPT), true);
         let body = self.render(variant);
         let mut bodies = Rendered::default();
-        bodies[variant.slot()] = Some(body);
+        bodies[variant.slot()] = Some((body, Instant::now()));
         *self.rendered() = bodies;
     }
 
@@ -393,7 +460,7 @@ impl Metrics {
             return None;
         }
         let variant = Variant::new(accept, accept_gzip);
-        let body = self.rendered()[variant.slot()].clone()?;
+        let body = self.fresh(variant)?;
         Some((variant.content_type(), variant.gzip, body))
     }
 
@@ -409,10 +476,9 @@ impl Metrics {
         let variant = Variant::new(accept, accept_gzip);
         let _turn = self.render_turn();
         self.outdate_if_moved();
-        let cached = self.rendered()[variant.slot()].clone();
-        let body = cached.unwrap_or_else(|| {
+        let body = self.fresh(variant).unwrap_or_else(|| {
             let body = self.render(variant);
-            self.rendered()[variant.slot()] = Some(body.clone());
+            self.rendered()[variant.slot()] = Some((body.clone(), Instant::now()));
             body
         });
         (variant.content_type(), variant.gzip, body)
@@ -502,6 +568,10 @@ pub fn catalog() -> Vec<(String, &'static str)> {
     visit_all(&mut names, &[Shown::new(&snapshot)]);
     names.0.extend([
         ("kafka_lso_exporter_errors_total".to_string(), "counter"),
+        (
+            "kafka_lso_exporter_request_refusals_total".to_string(),
+            "counter",
+        ),
         ("kafka_lso_exporter_anomalies_total".to_string(), "counter"),
         (
             "kafka_lso_exporter_cycle_duration_seconds".to_string(),

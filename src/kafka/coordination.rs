@@ -49,6 +49,8 @@ pub const PROTOCOL_TYPE: &str = "kafka-lso-exporter";
 const PROTOCOL_NAME: &str = "clusters";
 /// Version of [`Metadata`] and [`Assignment`]; later versions only add fields.
 const VERSION: u32 = 1;
+/// The oldest member version that reads this version's assignment as it is meant.
+const MIN_VERSION: u32 = 1;
 /// A group the ACLs deny is tried again this often.
 const DENIED_RETRY: Duration = Duration::from_secs(60);
 
@@ -254,11 +256,30 @@ pub struct Metadata {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Assignment {
     pub version: u32,
+    /// The oldest member version that reads this assignment as it is meant. A leader of a
+    /// later version that shares the work differently (what a member of version 1 would
+    /// misread) raises it, and an older member then serves nothing rather than serving
+    /// twice; a leader that only adds fields leaves it at 1.
+    #[serde(default)]
+    pub min_version: u32,
     #[serde(default)]
     pub clusters: Vec<String>,
     /// Cluster -> why this member does not get it although it configures it.
     #[serde(default)]
     pub refused: BTreeMap<String, String>,
+}
+
+/// The leader's assignment as this member may follow it: one that needs a later version
+/// than this one is refused (the member serves nothing) with the reason.
+pub fn readable(assignment: Assignment) -> Result<Assignment, String> {
+    if assignment.min_version > VERSION {
+        return Err(format!(
+            "the leader's assignment is of version {} and needs members of version {} or later \
+             (this replica reads version {VERSION}): serving nothing until the replicas run one version",
+            assignment.version, assignment.min_version
+        ));
+    }
+    Ok(assignment)
 }
 
 /// The leader's assignment of every cluster some member configures: to one member
@@ -273,6 +294,7 @@ pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, 
                 id.clone(),
                 Assignment {
                     version: VERSION,
+                    min_version: MIN_VERSION,
                     ..Assignment::default()
                 },
             )
@@ -372,8 +394,9 @@ pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, 
     out
 }
 
-/// The fingerprint of what shapes one cluster's series: its whole configuration (as
-/// its `Debug` shows it, which leaves out secrets) and the sampling rhythm.
+/// The fingerprint of what shapes one cluster's series: its settings as written
+/// ([`crate::config::ClusterConfig::as_written`]: no defaults, no client property values)
+/// and the sampling rhythm.
 pub fn fingerprint(parts: &str) -> String {
     // FNV-1a: stable across builds and platforms, which `DefaultHasher` is not promised
     // to be.
@@ -393,6 +416,8 @@ pub struct Coordinator {
     pub bootstrap: Vec<String>,
     /// Cluster name -> fingerprint, for this replica's metadata.
     pub fingerprints: BTreeMap<String, String>,
+    /// The bootstrap address asked first: the one after the last that did not answer.
+    pub first_address: std::sync::atomic::AtomicUsize,
 }
 
 enum Next {
@@ -498,9 +523,25 @@ impl Coordinator {
     }
 
     async fn find_coordinator(&self) -> Result<String, Failure> {
+        use std::sync::atomic::Ordering;
         let mut last = String::from("no bootstrap server");
-        for addr in &self.bootstrap {
-            let deadline = Instant::now() + self.settings.session_timeout;
+        // A broker that hangs must not hold the lookup for a whole session: the next
+        // address gets its turn well within it.
+        let per_address = self
+            .settings
+            .heartbeat_interval
+            .max(Duration::from_secs(3))
+            .min(self.settings.session_timeout);
+        let first = self.first_address.load(Ordering::Relaxed);
+        let count = self.bootstrap.len();
+        for turn in 0..count {
+            let index = (first + turn) % count;
+            let addr = &self.bootstrap[index];
+            if turn > 0 {
+                // The previous address did not answer: start with this one next time.
+                self.first_address.store(index, Ordering::Relaxed);
+            }
+            let deadline = Instant::now() + per_address;
             let version = match self
                 .wire
                 .pool
@@ -676,6 +717,10 @@ impl Coordinator {
                 Assignment::default()
             })
         };
+        let assignment = readable(assignment).unwrap_or_else(|problem| {
+            tracing::error!(%group, "{problem}");
+            Assignment::default()
+        });
         for (cluster, reason) in &assignment.refused {
             tracing::error!(%group, %cluster, "not shared with this replica: {reason}; give every replica the same configuration");
         }
@@ -927,6 +972,28 @@ mod tests {
         let read: Metadata = serde_json::from_slice(newer).unwrap();
         assert_eq!(read.owned, ["a"]);
         assert_eq!(read.version, 2);
+    }
+
+    #[test]
+    fn an_assignment_only_a_later_version_reads_is_refused() {
+        // A later leader that only adds fields: followed.
+        let added: Assignment = serde_json::from_slice(
+            br#"{"version":2,"min_version":1,"clusters":["a"],"shards":{"a":[0,1]}}"#,
+        )
+        .unwrap();
+        assert_eq!(readable(added).unwrap().clusters, ["a"]);
+        // One of version 1 predates min_version: read as 0, followed.
+        let first: Assignment =
+            serde_json::from_slice(br#"{"version":1,"clusters":["a"]}"#).unwrap();
+        assert_eq!(readable(first).unwrap().clusters, ["a"]);
+        // A later leader that shares the work differently: refused, with why.
+        let other: Assignment =
+            serde_json::from_slice(br#"{"version":3,"min_version":3,"clusters":["a"]}"#).unwrap();
+        let refusal = readable(other).unwrap_err();
+        assert!(refusal.contains("needs members of version 3"), "{refusal}");
+        // This version's leader writes what every version 1 member follows.
+        let plan = assign("m1", &[("m1".to_string(), member(&[("a", "1")], -1, &[]))]);
+        assert_eq!(plan["m1"].min_version, 1);
     }
 
     #[test]

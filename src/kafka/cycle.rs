@@ -113,8 +113,8 @@ pub struct KafkaSampler {
     settled: Vec<(Feature, FeatureState)>,
 }
 
-/// The features off from the start: by `transactions`, `transaction_list` and
-/// `read_records`, or because the own client, which sends their requests, cannot connect
+/// The features off from the start: by `transactions`, `transaction_list`,
+/// `read_records` and `retention_configs`, or because the own client, which sends their requests, cannot connect
 /// with the cluster's settings (`wire_unusable`).
 fn settled_features(
     config: &ClusterConfig,
@@ -133,6 +133,9 @@ fn settled_features(
     }
     if !config.read_records {
         off(Feature::RecordReads, "read_records = false");
+    }
+    if !config.retention_configs {
+        off(Feature::RetentionConfigs, "retention_configs = false");
     }
     if let Some(reason) = wire_unusable {
         for feature in [
@@ -271,6 +274,51 @@ fn is_oauthbearer(config: &ClusterConfig) -> bool {
 /// Also a user name and a password for PLAIN and SCRAM, which librdkafka would only
 /// miss at the first connection.
 pub fn check_client(index: usize, config: &ClusterConfig) -> Result<(), String> {
+    // The names first: a misspelt property (`sasl.pasword`) is the error to show, not the
+    // credentials it leaves missing.
+    let token_settings: Vec<&String> = config
+        .client
+        .keys()
+        .filter(|p| {
+            p.starts_with("sasl.oauthbearer.") || *p == "enable.sasl.oauthbearer.unsecure.jwt"
+        })
+        .collect();
+    // The token source's settings are the exporter's, never given to librdkafka: checked
+    // against librdkafka's names and the exporter's own (when the table can be had).
+    let known = if token_settings.is_empty() {
+        Vec::new()
+    } else {
+        librdkafka_property_names()
+    };
+    for property in token_settings {
+        if !known.is_empty()
+            && !oauth::OWN_PROPERTIES.contains(&property.as_str())
+            && !known.iter().any(|k| k == property)
+        {
+            let hint = nearest_property(property)
+                .map(|near| format!(" (did you mean {near}?)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "clusters[{index}].client.{property}: No such configuration property{hint}"
+            ));
+        }
+    }
+    match librdkafka_config(config, "read_committed").create_native_config() {
+        Ok(_) => {}
+        // Never the value: it may be a secret.
+        Err(KafkaError::ClientConfig(_, description, key, _)) => {
+            let hint = match nearest_property(&key) {
+                Some(near) if description.contains("No such configuration property") => {
+                    format!(" (did you mean {near}?)")
+                }
+                _ => String::new(),
+            };
+            return Err(format!(
+                "clusters[{index}].client.{key}: {description}{hint}"
+            ));
+        }
+        Err(other) => return Err(format!("clusters[{index}].client: {other}")),
+    }
     let mechanism = config
         .client
         .get("sasl.mechanism")
@@ -314,22 +362,6 @@ pub fn check_client(index: usize, config: &ClusterConfig) -> Result<(), String> 
              offers (one of {}, written in capitals)",
             offered.join(", ")
         ));
-    }
-    match librdkafka_config(config, "read_committed").create_native_config() {
-        Ok(_) => {}
-        // Never the value: it may be a secret.
-        Err(KafkaError::ClientConfig(_, description, key, _)) => {
-            let hint = match nearest_property(&key) {
-                Some(near) if description.contains("No such configuration property") => {
-                    format!(" (did you mean {near}?)")
-                }
-                _ => String::new(),
-            };
-            return Err(format!(
-                "clusters[{index}].client.{key}: {description}{hint}"
-            ));
-        }
-        Err(other) => return Err(format!("clusters[{index}].client: {other}")),
     }
     // The files librdkafka opens only when the client starts (for SSL and SASL_SSL, the
     // protocols that read them), and fails the start on.
@@ -492,6 +524,7 @@ impl KafkaSampler {
                 .map(|w| Arc::new(BrokerClock::new(&config.name, w))),
             topic_configs: wire
                 .clone()
+                .filter(|_| config.retention_configs)
                 .map(|w| Arc::new(TopicConfigs::new(&config.name, w))),
             wire_offsets: Capability::new(RECHECK),
             wire_metadata: Capability::new(RECHECK),
@@ -819,7 +852,10 @@ impl KafkaSampler {
                 .map(|list| {
                     list.groups()
                         .iter()
-                        .filter(|g| filter.accepts(g.name()))
+                        .filter(|g| {
+                            filter.accepts(g.name())
+                                && g.protocol_type() != crate::kafka::coordination::PROTOCOL_TYPE
+                        })
                         .map(|g| RawGroup {
                             coordinator: None,
                             detail: Some(crate::kafka::ask::groups::classic_members(

@@ -365,6 +365,32 @@ impl Isolation {
 pub struct StageFailure {
     pub count: u64,
     pub first_error: String,
+    /// Of `count`, the refusals: by an ACL, for an API a broker lacks, of the credentials
+    /// (the rest are passing failures: timeouts, brokers down).
+    pub refused: Refusals,
+}
+
+/// Failures counted by the cause that a configuration or a grant must change, apart from
+/// those the next cycle may not meet again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Refusals {
+    pub denied: u64,
+    pub unsupported: u64,
+    pub authentication: u64,
+}
+
+impl Refusals {
+    /// The `cause` label of each count.
+    pub fn by_cause(self) -> [(&'static str, u64); 3] {
+        [
+            ("denied", self.denied),
+            ("unsupported", self.unsupported),
+            ("authentication", self.authentication),
+        ]
+    }
+
+    /// Every `cause` label value.
+    pub const CAUSES: [&'static str; 3] = ["denied", "unsupported", "authentication"];
 }
 
 /// Everything one cycle learned about a cluster.
@@ -437,11 +463,20 @@ pub struct ListedTransaction {
 impl RawSample {
     /// Records `count` failures of `stage`, keeping the first error message.
     pub fn fail(&mut self, stage: Stage, count: u64, error: impl fmt::Display) {
+        let error = error.to_string();
+        let cause = features::cause_of(&error);
         let entry = self.failures.entry(stage).or_insert_with(|| StageFailure {
             count: 0,
-            first_error: error.to_string(),
+            first_error: error,
+            refused: Refusals::default(),
         });
         entry.count += count;
+        match cause {
+            features::Cause::Denied => entry.refused.denied += count,
+            features::Cause::Unsupported => entry.refused.unsupported += count,
+            features::Cause::Authentication => entry.refused.authentication += count,
+            features::Cause::Failed => {}
+        }
     }
 }
 

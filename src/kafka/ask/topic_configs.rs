@@ -4,7 +4,7 @@
 //! [`REFRESH`], all topics due in one request to one broker (any broker answers for topic
 //! configurations), in the background of the cycles, on a connection of its own. At rest a cycle sends nothing; a
 //! topic the broker refuses (no `DescribeConfigs` on it) is asked for again after
-//! [`REFRESH`] like the others.
+//! [`RETRY`], so that a permission granted is picked up within a minute.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -130,10 +130,11 @@ impl TopicConfigs {
                 if let Some(reason) = &refused {
                     state.failure = Some(reason.clone());
                 }
-                let next = Instant::now() + REFRESH;
+                let (next, retry) = (Instant::now() + REFRESH, Instant::now() + RETRY);
                 for topic in due {
                     let value = read.get(&topic).copied();
-                    state.known.insert(topic, (value, next));
+                    let due_again = if value.is_some() { next } else { retry };
+                    state.known.insert(topic, (value, due_again));
                 }
                 match refused {
                     Some(reason) if !state.warned => {
@@ -141,8 +142,8 @@ impl TopicConfigs {
                         tracing::warn!(
                             cluster = %self.cluster,
                             "cannot read the retention.ms of some topics ({reason}); their groups' retention margin in \
-                             seconds is absent (needs DescribeConfigs on the topics); asked again in {} min",
-                            REFRESH.as_secs() / 60
+                             seconds is absent (needs DescribeConfigs on the topics); asked again in {} s",
+                            RETRY.as_secs()
                         );
                     }
                     Some(_) => {}

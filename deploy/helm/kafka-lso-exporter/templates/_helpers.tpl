@@ -282,7 +282,7 @@ kafka-lso-exporter.exporterSelector.
 {{- $sourceRunbooks := "https://github.com/kafka-lso-exporter/kafka-lso-exporter/blob/main/docs/runbooks/" }}
 {{- $overrides := $values.rules | default dict }}
 {{- $fields := list "threshold" "for" "severity" "labels" "annotations" "enabled" }}
-{{- $comparison := "(>=|<=|==|!=|>|<)(\\s*)[-+]?(?:[0-9]*\\.)?[0-9]+(?:[eE][-+]?[0-9]+)?(\\s*\\)*\\s*)$" }}
+{{- $comparison := "(>=|<=|==|!=|>|<)(\\s*)[-+]?(?:[0-9]*\\.)?[0-9]+(?:[eE][-+]?[0-9]+)?((?:\\s*\\))*\\s*)$" }}
 {{- $seen := dict }}
 {{- $groups := list }}
 {{- range $group := $source.groups }}
@@ -435,5 +435,29 @@ than one replica; empty for one replica.
 {{- $ha.group -}}
 {{- else if gt (int .Values.replicaCount) 1 -}}
 {{- printf "kafka-lso-exporter-%s-%s" .Release.Namespace (include "kafka-lso-exporter.fullname" .) | trunc 249 -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+Refuses at render time the `ha` values the exporter would refuse at start (a pod that
+crash-loops): the brokers' session timeout range, a heartbeat within a third of it, a
+coordinating cluster that is configured.
+*/}}
+{{- define "kafka-lso-exporter.checkHa" -}}
+{{- $ha := .Values.ha | default dict -}}
+{{- $session := include "kafka-lso-exporter.durationSeconds" (dig "sessionTimeout" "10s" $ha) | float64 -}}
+{{- $heartbeat := include "kafka-lso-exporter.durationSeconds" (dig "heartbeatInterval" "2s" $ha) | float64 -}}
+{{- if or (lt $session 6.0) (gt $session 1800.0) -}}
+{{- fail (printf "ha.sessionTimeout: %v is outside 6s..30m (the brokers' group.min.session.timeout.ms and group.max.session.timeout.ms)" (dig "sessionTimeout" "10s" $ha)) -}}
+{{- end -}}
+{{- if or (le $heartbeat 0.0) (gt (mulf $heartbeat 3.0) $session) -}}
+{{- fail (printf "ha.heartbeatInterval: %v must be above 0 and at most a third of ha.sessionTimeout (%v)" (dig "heartbeatInterval" "2s" $ha) (dig "sessionTimeout" "10s" $ha)) -}}
+{{- end -}}
+{{- with dig "cluster" "" $ha -}}
+{{- $names := list -}}
+{{- range $.Values.clusters }}{{ $names = append $names (toString .name) }}{{ end -}}
+{{- if not (has (toString .) $names) -}}
+{{- fail (printf "ha.cluster: %q is not one of clusters[].name (%s)" (toString .) (join ", " $names)) -}}
+{{- end -}}
 {{- end -}}
 {{- end }}
