@@ -15,6 +15,10 @@
     // none, every series of these names is the exporter's.
     kafkaLsoExporterSelector: '',
 
+    // The window of the recording rules' rates and catch-up estimate (prometheusRules);
+    // the exporter's own is groups.rate_window (5m by default).
+    rateWindow: '5m',
+
     // Labels that name the exporter replica a series came from (Prometheus' `instance`,
     // the Prometheus Operator's `pod`). Alerts with a `for` aggregate them away, so that a
     // cluster handed from one replica to another ([ha]) keeps its alerts and their `for`.

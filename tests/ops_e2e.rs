@@ -15,6 +15,10 @@
 //! for the read_committed group and never for a read_uncommitted one (Prometheus's ALERTS
 //! history and the webhook); the webhook receives KafkaLsoStuck with topic and partition;
 //! after the commit the alerts resolve.
+//!
+//! A second scenario checks the recording rules of how fast a group closes its lag
+//! (mixin/rules.libsonnet) against the exporter's own rates and estimate on a steady
+//! workload: the two agree.
 
 mod common;
 
@@ -91,7 +95,7 @@ fn test_sized_rules() -> String {
     );
     let rules = String::from_utf8(output.stdout).unwrap();
     assert!(
-        rules.contains("kafka_partition_lso_stuck_seconds > 3"),
+        rules.contains("(kafka_partition_lso_stuck_seconds) > 3"),
         "short thresholds not applied:\n{rules}"
     );
     rules
@@ -780,4 +784,148 @@ async fn dashboards_alerts_and_notifications_with_real_prometheus_and_alertmanag
     hanging.stop().await;
     drop(proxy);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The consumption and production rates and the catch-up estimate from Prometheus's side
+/// (the mixin's recording rules) agree with the exporter's own on a steady workload: a
+/// producer writing 20 records a second to each of two partitions, and a group committing
+/// 40 a second on each, 2,000 behind at the start; both over a 20 s window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_recording_rules_agree_with_the_exporters_rates_on_a_steady_workload() {
+    require_kafka();
+    let dir = std::env::temp_dir().join(unique("kle-rates"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let topic = unique("rates");
+    let group = unique("rates-g");
+    create_topic(&topic, 2).await;
+    let producer = plain_producer();
+    for partition in 0..2 {
+        send(&producer, &topic, partition, 2_500);
+    }
+    wait_high_watermark(&topic, 1, 2_500);
+    let committer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("group.id", &group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    // Produced and committed every 250 ms: 5 records and 10 offsets per partition.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let (stop, topic) = (stop.clone(), topic.clone());
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let mut tick = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                tick += 1;
+                for partition in 0..2 {
+                    send(&producer, &topic, partition, 5);
+                }
+                let mut commit = TopicPartitionList::new();
+                for partition in 0..2 {
+                    commit
+                        .add_partition_offset(
+                            &topic,
+                            partition,
+                            Offset::Offset(500 + 10 * tick as i64),
+                        )
+                        .unwrap();
+                }
+                committer.commit(&commit, CommitMode::Sync).expect("commit");
+                let next = started + Duration::from_millis(250 * tick);
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+        })
+    };
+
+    let exporter = Exporter::start(
+        &format!("^{topic}$"),
+        &format!("^{group}$"),
+        &[
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__GRANULARITY", "topic"),
+            ("KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__RATE_WINDOW", "20s"),
+        ],
+    )
+    .await;
+    let rules = test_sized_rules();
+    assert!(
+        rules.contains("deriv20s"),
+        "the rules' window is not the test's:\n{rules}"
+    );
+    std::fs::write(dir.join("rules.yml"), rules).unwrap();
+    let prom_port = free_port();
+    std::fs::write(
+        dir.join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [{rules}]\nscrape_configs:\n  - job_name: kafka-lso-exporter\n    static_configs:\n      - targets: ['{exporter}']\n",
+            rules = dir.join("rules.yml").display(),
+            exporter = exporter.addr,
+        ),
+    )
+    .unwrap();
+    let prometheus_service = Service::start(
+        "prometheus",
+        &dir,
+        "prometheus",
+        &[
+            format!("--config.file={}", dir.join("prometheus.yml").display()),
+            format!("--storage.tsdb.path={}", dir.join("prom-data").display()),
+            format!("--web.listen-address=127.0.0.1:{prom_port}"),
+        ],
+    );
+    let prometheus = Prometheus {
+        base: format!("http://127.0.0.1:{prom_port}"),
+        http: reqwest::Client::new(),
+    };
+    let value = |expr: String| {
+        let prometheus = &prometheus;
+        async move {
+            let result = prometheus.query(&expr).await?;
+            match result.as_slice() {
+                [one] => one["value"][1]
+                    .as_str()
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .ok_or_else(|| format!("{expr}: {one}")),
+                other => Err(format!("{expr}: {} series", other.len())),
+            }
+        }
+    };
+    let of = format!("{{group=\"{group}\", topic=\"{topic}\"}}");
+    let topic_of = format!("{{topic=\"{topic}\"}}");
+    // Both windows full: the exporter's rates and Prometheus's deriv() over 20 s.
+    let warmed = Instant::now() + Duration::from_secs(25);
+    let figures = eventually("the two sides to agree", Duration::from_secs(90), || async {
+        let exporter_consume = value(format!("kafka_consumergroup_topic_consume_rate{of}")).await?;
+        let exporter_produce = value(format!("kafka_consumergroup_topic_produce_rate{of}")).await?;
+        let exporter_catchup = value(format!("kafka_consumergroup_topic_catchup_seconds{of}")).await?;
+        let consume = value(format!("kafka_consumergroup_topic:committed_offset:deriv20s{of}")).await?;
+        let produce = value(format!("kafka_topic:last_stable_offset:deriv20s{topic_of}")).await?;
+        let catchup = value(format!("kafka_consumergroup_topic:lso_lag_catchup_seconds:deriv20s{of}")).await?;
+        let figures = format!(
+            "consume {exporter_consume:.1} / {consume:.1}, produce {exporter_produce:.1} / {produce:.1}, \
+             catch-up {exporter_catchup:.1} s / {catchup:.1} s (exporter / recording rules)\n{}",
+            prometheus_service.log_tail()
+        );
+        if Instant::now() < warmed {
+            return Err(format!("warming up: {figures}"));
+        }
+        let near = |a: f64, b: f64, within: f64| (a - b).abs() <= within * b.abs().max(1e-9);
+        // The workload's own rates: 80 offsets a second committed, 40 produced.
+        if !(near(exporter_consume, 80.0, 0.15) && near(exporter_produce, 40.0, 0.15)) {
+            return Err(format!("not steady yet: {figures}"));
+        }
+        if near(consume, exporter_consume, 0.1)
+            && near(produce, exporter_produce, 0.1)
+            && near(catchup, exporter_catchup, 0.15)
+        {
+            Ok(figures)
+        } else {
+            Err(format!("they disagree: {figures}"))
+        }
+    })
+    .await;
+    eprintln!("agreed: {figures}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    load.join().unwrap();
+    exporter.stop().await;
 }

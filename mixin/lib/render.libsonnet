@@ -4,17 +4,17 @@ local manifest = import 'manifest.libsonnet';
 
 {
   rulesYamlHeader:: |||
-    # Prometheus alerting rules for kafka-lso-exporter.
+    # Prometheus recording and alerting rules for kafka-lso-exporter.
     #
-    # Generated from mixin/ (rules in mixin/alerts.libsonnet, thresholds in
-    # mixin/config.libsonnet): do not edit here. Change the mixin and run mixin/build, which
+    # Generated from mixin/ (recording rules in mixin/rules.libsonnet, alerts in
+    # mixin/alerts.libsonnet, thresholds in mixin/config.libsonnet): do not edit here. Change the mixin and run mixin/build, which
     # rewrites this file and the Helm chart's copy; scripts/test fails while they differ.
     # alerts/tests.yml covers every rule, firing and not firing.
   |||,
 
   rulesYaml(mixin)::
     self.rulesYamlHeader + manifest.yaml(
-      mixin.prometheusAlerts,
+      { groups: mixin.prometheusRules.groups + mixin.prometheusAlerts.groups },
       ['name', 'interval', 'rules', 'alert', 'record', 'expr', 'for', 'keep_firing_for', 'labels', 'annotations',
        'severity', 'summary', 'description', 'runbook_url'],
     ),

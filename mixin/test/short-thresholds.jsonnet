@@ -13,6 +13,8 @@ local mixin = (import '../mixin.libsonnet') + {
     blockedStuckSeconds: 2,
     readsUncommittedFor: '2s',
     hangingFor: '2s',
+    // The recording rules' window, as the exporter's groups.rate_window in the test.
+    rateWindow: '20s',
   },
 };
 

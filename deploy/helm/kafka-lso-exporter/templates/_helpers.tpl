@@ -289,6 +289,10 @@ kafka-lso-exporter.exporterSelector.
 {{- $rules := list }}
 {{- range $sourceRule := $group.rules }}
 {{- $rule := deepCopy $sourceRule }}
+{{- if $rule.record }}
+{{- /* a recording rule: as the mixin writes it */}}
+{{- $rules = append $rules $rule }}
+{{- else }}
 {{- $name := $rule.alert }}
 {{- $severity := dig "labels" "severity" "" $rule }}
 {{- $entry := get $overrides $name | default dict }}
@@ -380,6 +384,7 @@ kafka-lso-exporter.exporterSelector.
 {{- $_ := set $rule "annotations" $annotations }}
 {{- end }}
 {{- $rules = append $rules $rule }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- if $rules }}
