@@ -2,8 +2,8 @@
 //! application with `group.protocol=streams` (tests/java/StreamsApp.java) copy a topic of
 //! two partitions. The exporter describes the group with StreamsGroupDescribe: its type,
 //! its state in the streams protocol's own names, its live members and its committed
-//! offsets and lag are right, and it falls back to Empty with 0 members when both
-//! instances leave.
+//! offsets and lag are right, each member owns the input partitions of its active tasks,
+//! and it falls back to Empty with 0 members when both instances leave.
 
 mod common;
 
@@ -88,6 +88,26 @@ async fn a_streams_group_described_by_its_own_protocol() {
         )
         .unwrap_or(0.0),
         0.0
+    );
+    // Who owns each partition: the members' active tasks, read through the topology
+    // (subtopology 0 reads the input topic): the two partitions between the two members.
+    let owned = exporter
+        .wait_for(
+            "the streams members owning the input's partitions",
+            Duration::from_secs(30),
+            |s| {
+                let per_member: Vec<f64> = s
+                    .series("kafka_consumergroup_member_assigned_partitions", &group)
+                    .map(|(_, v)| v)
+                    .collect();
+                (per_member.len() == 2 && per_member.iter().sum::<f64>() == 2.0)
+                    .then_some(per_member)
+            },
+        )
+        .await;
+    assert!(
+        owned.iter().all(|n| *n == 1.0),
+        "one partition each: {owned:?}"
     );
     // The application reads its input only: nothing committed on its output.
     assert_eq!(

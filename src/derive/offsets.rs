@@ -362,7 +362,8 @@ pub fn derive(
 
 /// Who owns which partition of a group, from its description.
 struct Owners<'a> {
-    by_partition: HashMap<(&'a str, i32), usize>,
+    /// The first member that names it, and how many do.
+    by_partition: HashMap<(&'a str, i32), (usize, usize)>,
     /// Every member's assignment could be read: a partition none of them names has no
     /// owner.
     complete: bool,
@@ -371,7 +372,8 @@ struct Owners<'a> {
 impl Owners<'_> {
     fn of(&self, topic: &str, partition: i32) -> Owner {
         match self.by_partition.get(&(topic, partition)) {
-            Some(&member) => Owner::Member(member),
+            Some(&(member, 1)) => Owner::Member(member),
+            Some(&(_, members)) => Owner::Shared(members),
             None if self.complete => Owner::Nobody,
             None => Owner::Unknown,
         }
@@ -392,7 +394,10 @@ fn owners(detail: Option<&crate::kafka::GroupDetail>) -> Owners<'_> {
             Some(topics) => {
                 for (topic, partitions) in topics {
                     for &p in partitions {
-                        by_partition.insert((topic.as_str(), p), index);
+                        by_partition
+                            .entry((topic.as_str(), p))
+                            .and_modify(|(_, members)| *members += 1)
+                            .or_insert((index, 1));
                     }
                 }
             }
@@ -402,5 +407,50 @@ fn owners(detail: Option<&crate::kafka::GroupDetail>) -> Owners<'_> {
     Owners {
         by_partition,
         complete,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::{GroupDetail, RawMember};
+
+    fn member(id: &str, assigned: Option<&[(&str, &[i32])]>) -> RawMember {
+        RawMember {
+            member_id: id.into(),
+            assigned: assigned.map(|a| {
+                a.iter()
+                    .map(|(t, ps)| (t.to_string(), ps.to_vec()))
+                    .collect()
+            }),
+            ..RawMember::default()
+        }
+    }
+
+    /// One member per partition (consumer, classic, streams groups): that member; several
+    /// (a share group's partitions): shared, with how many; none of members whose
+    /// assignments are all known: nobody; an assignment not known: unknown.
+    #[test]
+    fn who_owns_a_partition() {
+        let detail = GroupDetail {
+            epoch: None,
+            assignment_epoch: None,
+            members: vec![
+                member("a", Some(&[("orders", &[0, 1])])),
+                member("b", Some(&[("orders", &[1, 2])])),
+                member("c", Some(&[("orders", &[1])])),
+            ],
+        };
+        let known = owners(Some(&detail));
+        assert_eq!(known.of("orders", 0), Owner::Member(0));
+        assert_eq!(known.of("orders", 1), Owner::Shared(3));
+        assert_eq!(known.of("orders", 2), Owner::Member(1));
+        assert_eq!(known.of("orders", 3), Owner::Nobody);
+        let unknown = GroupDetail {
+            members: vec![member("a", Some(&[("orders", &[0])])), member("b", None)],
+            ..detail
+        };
+        assert_eq!(owners(Some(&unknown)).of("orders", 3), Owner::Unknown);
+        assert_eq!(owners(None).of("orders", 0), Owner::Unknown);
     }
 }

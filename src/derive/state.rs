@@ -371,13 +371,16 @@ pub struct Rebalances {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Owner {
     /// Not known: the group could not be described, or its assignment cannot be read
-    /// (a classic group of another protocol than `consumer`, a streams group).
+    /// (a classic group of another protocol than `consumer` or one that is rebalancing,
+    /// a streams group without its topology).
     #[default]
     Unknown,
     /// No member owns it.
     Nobody,
     /// The member at this index of the group's [`crate::kafka::GroupDetail::members`].
     Member(usize),
+    /// Several members read it at once (a share group's partitions): how many.
+    Shared(usize),
 }
 
 /// A group's position on one partition.

@@ -317,9 +317,13 @@ pub struct OwnedPartition<'a> {
     pub commit_stall_seconds: Option<f64>,
     /// No member owns it, and its offset has not moved for `groups.abandon_after`.
     pub abandoned: bool,
-    /// `owned`, `unowned` (no member owns it) or `unknown` (the assignment cannot be
-    /// read, or the group could not be described).
+    /// `owned`, `shared` (several members read it: a share group), `unowned` (no member
+    /// owns it) or `unknown` (the assignment cannot be read, or the group could not be
+    /// described).
     pub ownership: &'static str,
+    /// How many members read it, where `shared`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub members: Option<usize>,
     /// The member that owns it; `null` unless `ownership` is `owned`.
     pub owner: Option<MemberReport<'a>>,
 }
@@ -356,6 +360,10 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
             if !o.abandoned && lag.is_none_or(|l| l == 0) {
                 return None;
             }
+            let members_reading = match o.owner {
+                Owner::Shared(n) => Some(n),
+                _ => None,
+            };
             let (ownership, owner) = match o.owner {
                 Owner::Member(i) => (
                     "owned",
@@ -366,6 +374,7 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
                         group_instance_id: m.instance_id.as_deref(),
                     }),
                 ),
+                Owner::Shared(_) => ("shared", None),
                 Owner::Nobody => ("unowned", None),
                 Owner::Unknown => ("unknown", None),
             };
@@ -376,6 +385,7 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
                 commit_stall_seconds: o.commit_stall_seconds,
                 abandoned: o.abandoned,
                 ownership,
+                members: members_reading,
                 owner,
             })
         })
@@ -1052,6 +1062,9 @@ fn render_owners(partitions: &[OwnedPartition]) -> String {
         let who = match &p.owner {
             Some(m) => format!("{} on {}", escape(m.client_id), escape(m.client_host)),
             None if p.ownership == "unowned" => "no member".to_string(),
+            None if p.ownership == "shared" => {
+                format!("shared by {} members", p.members.unwrap_or(0))
+            }
             None => "owner unknown".to_string(),
         };
         let lag = p.lag.map_or(String::new(), |l| format!(" ({l} behind)"));

@@ -737,21 +737,22 @@ async fn describe(
                 return Ok((Vec::new(), None));
             }
             let request = StreamsGroupDescribe { group_ids: ids };
-            describe_with!(request, "StreamsGroupDescribe", |g| epoch_detail(
-                g.group_epoch,
-                g.assignment_epoch,
-                std::mem::take(&mut g.members)
+            // A member's partitions are those its active tasks read, by the topology.
+            describe_with!(request, "StreamsGroupDescribe", |g| {
+                let members: Vec<RawMember> = std::mem::take(&mut g.members)
                     .into_iter()
                     .map(|m| RawMember {
+                        assigned: g.partitions_of(&m.active),
+                        target: g.partitions_of(&m.target_active),
                         member_id: m.member_id,
                         instance_id: m.instance_id,
                         client_id: m.client_id,
                         client_host: m.client_host,
-                        assigned: None,
-                        target: None,
                         member_epoch: Some(m.member_epoch),
-                    }),
-            ))
+                    })
+                    .collect();
+                epoch_detail(g.group_epoch, g.assignment_epoch, members.into_iter())
+            })
         }
     };
     let mut out = Vec::new();

@@ -1,7 +1,10 @@
 //! StreamsGroupDescribe (API key 89, KIP-1071) in version 0, encoded here: the
 //! `kafka-protocol` crate does not know it. Version 0 is flexible. Of an answer only each
-//! group's id, error, state and epochs and its members' ids, epochs and clients are kept;
-//! the topology and each member's tasks are read past. Version 1 (KIP-1331) adds only the topology description from a
+//! group's id, error, state and epochs, the source topics of each subtopology, and its
+//! members' ids, epochs, clients and active tasks (assigned and target) are kept; standby
+//! and warm-up tasks and the rest of the topology are read past. An active task
+//! (subtopology, partition) reads that partition of each of the subtopology's source
+//! topics: which member owns which partition. Version 1 (KIP-1331) adds only the topology description from a
 //! broker-side plugin, which the exporter has no use for; every broker with the API
 //! speaks version 0.
 
@@ -32,8 +35,14 @@ pub struct DescribedStreamsGroup {
     pub group_state: StrBytes,
     pub group_epoch: i32,
     pub assignment_epoch: i32,
+    /// Per subtopology id, the topics it reads (source and repartition source topics);
+    /// `None` when the answer has no topology (not yet known to the broker).
+    pub topology: Option<Vec<(String, Vec<String>)>>,
     pub members: Vec<StreamsMember>,
 }
+
+/// Active tasks: per subtopology id, the partitions.
+pub type Tasks = Vec<(String, Vec<i32>)>;
 
 /// One member of a streams group, without its tasks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,6 +52,35 @@ pub struct StreamsMember {
     pub instance_id: Option<String>,
     pub client_id: String,
     pub client_host: String,
+    /// Its active tasks, and those the group's assignor gave it (it owns them once it has
+    /// reconciled).
+    pub active: Tasks,
+    pub target_active: Tasks,
+}
+
+impl DescribedStreamsGroup {
+    /// The partitions `tasks` read, by topic; `None` without a topology.
+    pub fn partitions_of(&self, tasks: &Tasks) -> Option<Vec<(String, Vec<i32>)>> {
+        let topology = self.topology.as_ref()?;
+        let mut out: Vec<(String, Vec<i32>)> = Vec::new();
+        for (subtopology, partitions) in tasks {
+            let Some((_, topics)) = topology.iter().find(|(id, _)| id == subtopology) else {
+                continue;
+            };
+            for topic in topics {
+                match out.iter_mut().find(|(t, _)| t == topic) {
+                    Some((_, owned)) => owned.extend(partitions),
+                    None => out.push((topic.clone(), partitions.clone())),
+                }
+            }
+        }
+        for (_, owned) in &mut out {
+            owned.sort_unstable();
+            owned.dedup();
+        }
+        out.sort();
+        Some(out)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -128,9 +166,11 @@ impl Decodable for StreamsGroupDescribeAnswer {
             let group_state = compact_string(buf)?.unwrap_or_default();
             let group_epoch = i32_of(buf)?;
             let assignment_epoch = i32_of(buf)?;
-            if struct_present(buf)? {
-                skip_topology(buf)?;
-            }
+            let topology = if struct_present(buf)? {
+                Some(read_topology(buf)?)
+            } else {
+                None
+            };
             let mut members = Vec::new();
             for _ in 0..compact_array_len(buf)? {
                 members.push(member(buf)?);
@@ -143,6 +183,7 @@ impl Decodable for StreamsGroupDescribeAnswer {
                 group_state: StrBytes::from_string(group_state),
                 group_epoch,
                 assignment_epoch,
+                topology,
                 members,
             });
         }
@@ -156,26 +197,36 @@ fn i32_of<B: ByteBuf>(buf: &mut B) -> Result<i32> {
     Ok(buf.get_i32())
 }
 
-/// Topology: epoch, then its (nullable) subtopologies.
-fn skip_topology<B: ByteBuf>(buf: &mut B) -> Result<()> {
+/// Topology: epoch, then its (nullable) subtopologies: per subtopology id, the topics it
+/// reads (source topics and repartition source topics).
+fn read_topology<B: ByteBuf>(buf: &mut B) -> Result<Vec<(String, Vec<String>)>> {
     skip(buf, 4)?;
-    skip_compact_array(buf, |buf| {
-        skip_compact_string(buf)?; // subtopology id
-        skip_compact_array(buf, skip_compact_string)?; // source topics
+    let mut subtopologies = Vec::new();
+    for _ in 0..compact_array_len(buf)? {
+        let id = compact_string(buf)?.unwrap_or_default();
+        let mut topics = Vec::new();
+        for _ in 0..compact_array_len(buf)? {
+            topics.extend(compact_string(buf)?); // source topics
+        }
         skip_compact_array(buf, skip_compact_string)?; // repartition sink topics
-        skip_compact_array(buf, skip_topic_info)?; // state changelog topics
-        skip_compact_array(buf, skip_topic_info)?; // repartition source topics
-        skip_tagged_fields(buf)
-    })?;
-    skip_tagged_fields(buf)
+        skip_compact_array(buf, |buf| topic_info(buf).map(drop))?; // state changelog topics
+        for _ in 0..compact_array_len(buf)? {
+            topics.extend(topic_info(buf)?); // repartition source topics
+        }
+        skip_tagged_fields(buf)?;
+        subtopologies.push((id, topics));
+    }
+    skip_tagged_fields(buf)?;
+    Ok(subtopologies)
 }
 
-/// TopicInfo: name, partitions, replication factor, configs.
-fn skip_topic_info<B: ByteBuf>(buf: &mut B) -> Result<()> {
-    skip_compact_string(buf)?;
+/// TopicInfo: name, partitions, replication factor, configs; the name.
+fn topic_info<B: ByteBuf>(buf: &mut B) -> Result<Option<String>> {
+    let name = compact_string(buf)?;
     skip(buf, 6)?;
     skip_compact_array(buf, skip_key_value)?;
-    skip_tagged_fields(buf)
+    skip_tagged_fields(buf)?;
+    Ok(name)
 }
 
 fn skip_key_value<B: ByteBuf>(buf: &mut B) -> Result<()> {
@@ -192,17 +243,23 @@ fn skip_task_offset<B: ByteBuf>(buf: &mut B) -> Result<()> {
 }
 
 /// Assignment: active, standby and warm-up tasks, each a list of TaskIds (subtopology
-/// id, partitions).
-fn skip_assignment<B: ByteBuf>(buf: &mut B) -> Result<()> {
-    for _ in 0..3 {
-        skip_compact_array(buf, |buf| {
-            skip_compact_string(buf)?;
-            let partitions = compact_array_len(buf)?;
-            skip(buf, partitions * 4)?;
-            skip_tagged_fields(buf)
-        })?;
+/// id, partitions); the active ones.
+fn active_tasks<B: ByteBuf>(buf: &mut B) -> Result<Tasks> {
+    let mut active = Vec::new();
+    for kind in 0..3 {
+        for _ in 0..compact_array_len(buf)? {
+            let subtopology = compact_string(buf)?.unwrap_or_default();
+            let count = compact_array_len(buf)?;
+            need(buf, count * 4)?;
+            let partitions: Vec<i32> = (0..count).map(|_| buf.get_i32()).collect();
+            skip_tagged_fields(buf)?;
+            if kind == 0 {
+                active.push((subtopology, partitions));
+            }
+        }
     }
-    skip_tagged_fields(buf)
+    skip_tagged_fields(buf)?;
+    Ok(active)
 }
 
 /// One member, without its tasks.
@@ -224,8 +281,8 @@ fn member<B: ByteBuf>(buf: &mut B) -> Result<StreamsMember> {
     skip_compact_array(buf, skip_key_value)?; // client tags
     skip_compact_array(buf, skip_task_offset)?; // task offsets
     skip_compact_array(buf, skip_task_offset)?; // task end offsets
-    skip_assignment(buf)?; // assignment
-    skip_assignment(buf)?; // target assignment
+    let active = active_tasks(buf)?;
+    let target_active = active_tasks(buf)?;
     skip(buf, 1)?; // is classic
     skip_tagged_fields(buf)?;
     Ok(StreamsMember {
@@ -234,6 +291,8 @@ fn member<B: ByteBuf>(buf: &mut B) -> Result<StreamsMember> {
         instance_id,
         client_id,
         client_host,
+        active,
+        target_active,
     })
 }
 
@@ -289,6 +348,16 @@ mod tests {
             })
             .collect();
         assert_eq!(members, [("m1", 5, "c", "/127.0.0.1"), ("m2", 0, "c", "h")]);
+        // Subtopology 0 reads "in"; m1's active tasks 0 and 1 of it read in/0 and in/1.
+        assert_eq!(
+            app.topology,
+            Some(vec![("0".to_string(), vec!["in".to_string()])])
+        );
+        assert_eq!(
+            app.partitions_of(&app.members[0].active),
+            Some(vec![("in".to_string(), vec![0, 1])])
+        );
+        assert_eq!(app.partitions_of(&app.members[1].active), Some(vec![]));
         let gone = &answer.groups[1];
         assert_eq!((&*gone.group_id.0, gone.error_code), ("gone", 69));
         assert!(gone.members.is_empty());
