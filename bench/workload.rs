@@ -3,7 +3,8 @@
 //! consumer groups each with committed offsets on 40 partitions (21,600 group-partition
 //! series; about 100,000 series on /metrics in all). Created once, kept in .cache/kafka.
 //!
-//! `BENCH_WORKLOAD=fleet` asks for the largest fleet instead: 200 topics x 100 partitions
+//! `BENCH_WORKLOAD=10k` asks for 100 topics x 100 partitions (10,000) and 2,500 groups,
+//! `BENCH_WORKLOAD=fleet` for the largest fleet instead: 200 topics x 100 partitions
 //! (20,000 partitions) and 5,000 groups x 40 committed partitions (200,000 group-partition
 //! series), too many open files for one broker here: run it on three
 //! (`KAFKA_BROKERS=3 bench/run cycle`). It extends the default workload.
@@ -25,10 +26,17 @@ pub fn fleet() -> bool {
     std::env::var("BENCH_WORKLOAD").is_ok_and(|w| w == "fleet")
 }
 
+/// The middle size was asked for (`BENCH_WORKLOAD=10k`).
+fn ten_thousand() -> bool {
+    std::env::var("BENCH_WORKLOAD").is_ok_and(|w| w == "10k")
+}
+
 /// Topics of [`PARTITIONS`] partitions.
 pub fn topics() -> usize {
     if fleet() {
         200
+    } else if ten_thousand() {
+        100
     } else {
         20
     }
@@ -38,6 +46,8 @@ pub fn topics() -> usize {
 pub fn groups() -> usize {
     if fleet() {
         5_000
+    } else if ten_thousand() {
+        2_500
     } else {
         540
     }

@@ -3,6 +3,26 @@
 
 mod drill;
 
+/// A heap profile of the Rust side (bench/memory.rs): built with `--features dhat-heap`,
+/// every allocation is tracked, and `dhat-heap.json` is written in the working directory
+/// after DHAT_HEAP_SECONDS (default 150) while the exporter runs on.
+#[cfg(feature = "dhat-heap")]
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+#[cfg(feature = "dhat-heap")]
+fn start_heap_profile() {
+    let seconds: u64 = std::env::var("DHAT_HEAP_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(150);
+    let profiler = dhat::Profiler::new_heap();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(seconds));
+        drop(profiler);
+    });
+}
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -244,6 +264,8 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_logging(&config);
+    #[cfg(feature = "dhat-heap")]
+    start_heap_profile();
     for variable in &config.ignored_env {
         tracing::debug!(%variable, "ignored: a Kubernetes service-link variable, not a setting");
     }
