@@ -1,14 +1,17 @@
 //! The consumer's side, against a real broker and real consumers: who owns each partition
 //! (a classic and a KIP-848 group of three librdkafka consumers with client ids of their
-//! own), a member leaving counted as one rebalance, offsets a live group no longer reads
-//! turning `abandoned` instead of paging as `stalled`, and the catch-up estimate against a
+//! own), a member leaving counted as one rebalance, a member killed (three Java consumers
+//! per group, one SIGKILLed: its partitions change owner within the session timeout and
+//! two cycles, one rebalance counted), offsets a live group no longer reads turning
+//! `abandoned` instead of paging as `stalled`, and the catch-up estimate against a
 //! throttled consumer.
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
+use common::java::{configure_group, JavaMember};
 use common::members::RdkafkaMember;
 use common::*;
 
@@ -186,6 +189,278 @@ async fn who_owns_each_partition_and_a_member_leaving_is_one_rebalance() {
     }
     drop(members);
     exporter.stop().await;
+}
+
+/// Per partition of the group: the client ids its `partition_owner_info` series name (one,
+/// unless a partition has two owner series).
+fn partition_owners(s: &Scrape, group: &str) -> BTreeMap<String, Vec<String>> {
+    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (labels, _) in s.series(
+        "kafka_consumergroup_partition_owner_info",
+        &[("kafka_cluster", "test"), ("group", group)],
+    ) {
+        owners
+            .entry(labels["partition"].clone())
+            .or_default()
+            .push(labels["client_id"].clone());
+    }
+    owners
+}
+
+/// The client ids of the group's `member_info` series.
+fn member_clients(s: &Scrape, group: &str) -> BTreeSet<String> {
+    s.series(
+        "kafka_consumergroup_member_info",
+        &[("kafka_cluster", "test"), ("group", group)],
+    )
+    .map(|(l, _)| l["client_id"].clone())
+    .collect()
+}
+
+/// Exactly `clients` are the group's members and own its six partitions: on
+/// `member_info`, `member_assigned_partitions` (each of them some) and, one owner per
+/// partition, `partition_owner_info`.
+fn owned_by(s: &Scrape, group: &str, clients: &[String]) -> bool {
+    let expected: BTreeSet<String> = clients.iter().cloned().collect();
+    let owned = owners(s, group);
+    let per_partition = partition_owners(s, group);
+    let partitions: Vec<String> = (0..6).map(|p| p.to_string()).collect();
+    member_clients(s, group) == expected
+        && owned.keys().cloned().collect::<BTreeSet<_>>() == expected
+        && owned.values().sum::<f64>() == 6.0
+        && owned.values().all(|n| *n >= 1.0)
+        && per_partition.keys().cloned().collect::<Vec<_>>() == partitions
+        && per_partition
+            .values()
+            .all(|c| c.len() == 1 && expected.contains(&c[0]))
+}
+
+/// The classic members' session.timeout.ms (tests/java/GroupMember.java) and the KIP-848
+/// group's consumer.session.timeout.ms: the broker's minimums.
+const SESSION: Duration = Duration::from_secs(6);
+/// The exporter's interval (Exporter::start).
+const CYCLE: Duration = Duration::from_secs(1);
+/// The survivors' next heartbeat (classic: the client's default 3 s; KIP-848: the
+/// group's 1 s), their rejoin or reconciliation, and a loaded machine.
+const SLACK: Duration = Duration::from_secs(6);
+
+/// Three Java consumers per group (classic, and from Kafka 4.0 KIP-848), each with a client
+/// id of its own; one of each is SIGKILLed: no LeaveGroup, only the coordinator's session
+/// timeout removes it. Within the session timeout and two cycles (and some slack) the two
+/// left own all six partitions on /metrics, and a few cycles later the group has counted
+/// exactly one rebalance and one member gone, however many cycles saw the rebalance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_killed_member_is_one_rebalance_and_its_partitions_change_owner_within_two_cycles() {
+    require_kafka();
+    let started = Instant::now();
+    let topic = unique("killed");
+    create_topic(&topic, 6).await;
+    let producer = plain_producer();
+    for p in 0..6 {
+        send(&producer, &topic, p, 5);
+    }
+    let mut groups = vec![(unique("killed-classic"), "classic")];
+    // KIP-848 group configs (and consumers of the Java client's "consumer" protocol that
+    // need no preview switch) come with Kafka 4.0.
+    if kafka_version() >= (4, 0) {
+        let group = unique("killed-kip848");
+        configure_group(
+            &group,
+            "consumer.session.timeout.ms=6000,consumer.heartbeat.interval.ms=1000",
+        );
+        groups.push((group, "consumer"));
+    }
+    let clients =
+        |group: &str| -> Vec<String> { (1..=3).map(|i| format!("{group}-c{i}")).collect() };
+    // All six JVMs at once: each compiles GroupMember.java before it joins.
+    let mut members: BTreeMap<String, Vec<JavaMember>> = std::thread::scope(|scope| {
+        let joining: Vec<_> = groups
+            .iter()
+            .flat_map(|(group, protocol)| {
+                clients(group)
+                    .into_iter()
+                    .map(move |c| (group, *protocol, c))
+            })
+            .map(|(group, protocol, client)| {
+                let topic = &topic;
+                let member =
+                    scope.spawn(move || JavaMember::join_as(topic, group, protocol, &client));
+                (group.clone(), member)
+            })
+            .collect();
+        let mut members: BTreeMap<String, Vec<JavaMember>> = BTreeMap::new();
+        for (group, member) in joining {
+            members
+                .entry(group)
+                .or_default()
+                .push(member.join().expect("a Java consumer joined"));
+        }
+        members
+    });
+    let filter = groups
+        .iter()
+        .map(|(g, _)| anchored(g))
+        .collect::<Vec<_>>()
+        .join("|");
+    let exporter = Exporter::start(
+        &anchored(&topic),
+        &filter,
+        &[(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__OWNER_LABELS",
+            "true",
+        )],
+    )
+    .await;
+    for (group, _) in &groups {
+        exporter
+            .wait_for(
+                &format!("{group}: three members owning the six partitions"),
+                Duration::from_secs(60),
+                |s| owned_by(s, group, &clients(group)).then_some(()),
+            )
+            .await;
+    }
+
+    // Settled: the counts hold still for a few cycles before the kill.
+    let counts = |s: &Scrape, group: &str| -> Option<(f64, f64, f64)> {
+        let labels = [("kafka_cluster", "test"), ("group", group)];
+        Some((
+            s.value("kafka_consumergroup_rebalances_total", &labels)?,
+            s.value("kafka_consumergroup_members_left_total", &labels)?,
+            s.value("kafka_consumergroup_members_joined_total", &labels)?,
+        ))
+    };
+    let first = exporter.scrape().await;
+    tokio::time::sleep(CYCLE * 3).await;
+    let again = exporter.scrape().await;
+    let mut before = BTreeMap::new();
+    for (group, _) in &groups {
+        let settled = counts(&again, group).expect("rebalance counters");
+        assert_eq!(
+            counts(&first, group),
+            Some(settled),
+            "{group}: no rebalance while nothing changes"
+        );
+        before.insert(group.clone(), settled);
+    }
+
+    // The second member of each group dies. A classic group then stays PreparingRebalance
+    // until both survivors' next heartbeats (every 3 s): usually one cycle or more sees the
+    // rebalance in progress (the timeline printed below says how many), and it must still
+    // count once. A KIP-848 group's epoch steps once when the coordinator fences the member.
+    let killed_at_wall = now_ms() as f64 / 1000.0;
+    let mut killed_at = BTreeMap::new();
+    for (group, _) in &groups {
+        members.get_mut(group).unwrap().remove(1).kill();
+        killed_at.insert(group.clone(), Instant::now());
+    }
+    let survivors = |group: &str| -> Vec<String> {
+        let all = clients(group);
+        vec![all[0].clone(), all[2].clone()]
+    };
+    let budget = SESSION + CYCLE * 2 + SLACK;
+    let mut took_over: BTreeMap<String, Duration> = BTreeMap::new();
+    // What the scrapes showed of each group from the kill on: its state, whether the
+    // exporter called it rebalancing, its count; one entry per change.
+    let mut seen: BTreeMap<String, Vec<(f64, String)>> = BTreeMap::new();
+    let mut record = |s: &Scrape| {
+        for (group, _) in &groups {
+            let labels = [("kafka_cluster", "test"), ("group", group.as_str())];
+            let state = s
+                .series("kafka_consumergroup_state", &labels)
+                .find(|(_, v)| *v == 1.0)
+                .map_or("?".to_string(), |(l, _)| l["state"].clone());
+            let mut status = labels.to_vec();
+            status.push(("status", "rebalancing"));
+            let now = format!(
+                "{state} rebalancing={} total={}",
+                s.value("kafka_consumergroup_status", &status)
+                    .unwrap_or(-1.0),
+                s.value("kafka_consumergroup_rebalances_total", &labels)
+                    .unwrap_or(-1.0)
+            );
+            let log = seen.entry(group.clone()).or_default();
+            if log.last().map(|(_, l)| l) != Some(&now) {
+                log.push((killed_at[group].elapsed().as_secs_f64(), now));
+            }
+        }
+    };
+    loop {
+        let s = exporter.scrape().await;
+        record(&s);
+        for (group, _) in &groups {
+            if !took_over.contains_key(group) && owned_by(&s, group, &survivors(group)) {
+                took_over.insert(group.clone(), killed_at[group].elapsed());
+            }
+        }
+        if took_over.len() == groups.len() {
+            break;
+        }
+        let late: Vec<&String> = groups
+            .iter()
+            .map(|(g, _)| g)
+            .filter(|g| !took_over.contains_key(*g) && killed_at[*g].elapsed() > budget)
+            .collect();
+        assert!(
+            late.is_empty(),
+            "{late:?}: the two members left do not own the six partitions {budget:?} after the kill; last scrape:\n{}",
+            s.text
+                .lines()
+                .filter(|l| late.iter().any(|g| l.contains(g.as_str())))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for (group, protocol) in &groups {
+        eprintln!(
+            "{protocol}: the survivors own all six partitions {:.1} s after the kill (budget {budget:?})",
+            took_over[group].as_secs_f64()
+        );
+    }
+
+    // A few cycles more, so that a rebalance counted in several cycles would show.
+    let more = Instant::now();
+    while more.elapsed() < CYCLE * 4 {
+        record(&exporter.scrape().await);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let s = exporter.scrape().await;
+    record(&s);
+    for (group, protocol) in &groups {
+        for (at, what) in &seen[group] {
+            eprintln!("{protocol} +{at:.1} s: {what}");
+        }
+    }
+    for (group, protocol) in &groups {
+        let (rebalances, left, joined) = counts(&s, group).expect("rebalance counters");
+        let (rebalances_before, left_before, joined_before) = before[group];
+        assert_eq!(
+            (
+                rebalances - rebalances_before,
+                left - left_before,
+                joined - joined_before
+            ),
+            (1.0, 1.0, 0.0),
+            "{group} ({protocol}): one rebalance, one member gone, none new"
+        );
+        let at = s
+            .value(
+                "kafka_consumergroup_last_rebalance_timestamp_seconds",
+                &[("kafka_cluster", "test"), ("group", group)],
+            )
+            .expect("when the rebalance was counted");
+        assert!(
+            at >= killed_at_wall,
+            "{group}: the rebalance counted at {at}, before the kill at {killed_at_wall}"
+        );
+    }
+    drop(members);
+    exporter.stop().await;
+    eprintln!(
+        "killed-member test: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

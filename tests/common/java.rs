@@ -19,9 +19,20 @@ pub struct JavaMember {
 
 impl JavaMember {
     pub fn join(topic: &str, group: &str, protocol: &str) -> JavaMember {
+        Self::start(topic, group, protocol, None)
+    }
+
+    /// The same with `client_id` as its client.id.
+    pub fn join_as(topic: &str, group: &str, protocol: &str, client_id: &str) -> JavaMember {
+        Self::start(topic, group, protocol, Some(client_id))
+    }
+
+    fn start(topic: &str, group: &str, protocol: &str, client_id: Option<&str>) -> JavaMember {
+        // `scripts/kafka-local tool` execs the JVM: the child is the consumer itself.
         let mut child = Command::new(repo_root().join("scripts/kafka-local"))
             .args(["tool", "tests/java/GroupMember.java"])
             .args([&bootstrap(), topic, group, protocol])
+            .args(client_id)
             .current_dir(repo_root())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -65,6 +76,23 @@ impl JavaMember {
         }
         let _ = self.child.kill();
         panic!("the Java consumer did not leave within 30 s");
+    }
+
+    /// SIGKILL: it dies without leaving the group (no LeaveGroup, no last heartbeat);
+    /// only the coordinator's session timeout removes it. Returns once it is dead.
+    pub fn kill(mut self) {
+        // The child must be the JVM itself: killing a shell that runs it would leave the
+        // JVM running until its standard input closes, and it would then leave the group
+        // as gracefully as `leave` does.
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", self.child.id()))
+            .expect("the Java consumer's process");
+        assert_eq!(comm.trim(), "java", "the child to kill is not the JVM");
+        self.child.kill().expect("SIGKILL the Java consumer");
+        let status = self.child.wait().expect("wait for the Java consumer");
+        assert!(
+            status.code().is_none(),
+            "the Java consumer exited by itself ({status}) instead of being killed"
+        );
     }
 }
 

@@ -1,9 +1,14 @@
 // A Java consumer group member for the integration tests, run by the JDK's source
 // launcher on the broker's classpath:
-//   scripts/kafka-local tool tests/java/GroupMember.java BOOTSTRAP TOPIC GROUP PROTOCOL
-// PROTOCOL is "classic" or "consumer" (KIP-848). It subscribes, prints "assigned N" once
-// it owns partitions, consumes and commits until its standard input closes, then leaves
-// the group and prints "left".
+//   scripts/kafka-local tool tests/java/GroupMember.java BOOTSTRAP TOPIC GROUP PROTOCOL [CLIENT_ID]
+// PROTOCOL is "classic" or "consumer" (KIP-848); CLIENT_ID, when given, is its client.id.
+// It subscribes, prints "assigned N" once it owns partitions, consumes and commits until
+// its standard input closes, then leaves the group and prints "left".
+// A classic member asks for the broker's minimum session timeout (6 s), so that the
+// coordinator notices a killed member within seconds; it heartbeats at the client's
+// default (every 3 s): the others learn of the rebalance from their next heartbeat. A
+// KIP-848 member's timeouts are the group's (consumer.session.timeout.ms,
+// consumer.heartbeat.interval.ms): the client sets none.
 import java.time.Duration;
 import java.util.List;
 import java.util.Properties;
@@ -22,6 +27,12 @@ public class GroupMember {
         props.put("enable.auto.commit", "false");
         props.put("key.deserializer", ByteArrayDeserializer.class.getName());
         props.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        if (args.length > 4) {
+            props.put("client.id", args[4]);
+        }
+        if (args[3].equals("classic")) {
+            props.put("session.timeout.ms", "6000");
+        }
         Thread stdin = new Thread(() -> {
             try {
                 while (System.in.read() >= 0) {
