@@ -15,10 +15,13 @@
 //! its own, so that its resident memory is its own; the partitions and groups axes are
 //! measured at three sizes each and the slope between the two largest is printed.
 //!
-//! `cargo bench --bench scale` (no broker needed); SCALE_CYCLES sets cycles per size;
-//! SCALE_CHILD=PARTITIONS,GROUPS runs one size alone; SCALE_MEMBERS=0 leaves the groups'
-//! members out, and rebalance tracking and rates with them (what the consumer's side
-//! costs).
+//! `cargo bench --bench scale` (no broker needed); SCALE_CYCLES sets cycles per size (8:
+//! the cycles are a minute apart on the exporter's clock, so that the rates and catch-up
+//! estimates exist from the fourth on; the members rejoin every fourth cycle, new member
+//! ids each time, a rebalance counted); SCALE_CHILD=PARTITIONS,GROUPS runs one size alone;
+//! SCALE_MEMBERS=0 leaves the groups' members out, and rebalance tracking and rates with
+//! them (what the consumer's side costs); SCALE_OWNER_LABELS=1 adds the owner series
+//! (`groups.owner_labels`).
 
 mod process;
 
@@ -56,6 +59,12 @@ const SIZES: [(usize, usize); 5] = [
 /// all three out, to measure what the consumer's side costs.
 fn members() -> bool {
     std::env::var("SCALE_MEMBERS").map_or(true, |v| v != "0")
+}
+
+/// SCALE_OWNER_LABELS=1: the owner of every group-partition as a series of its own
+/// (`groups.owner_labels`).
+fn owner_labels() -> bool {
+    members() && std::env::var("SCALE_OWNER_LABELS").is_ok_and(|v| v == "1")
 }
 
 fn topic(i: usize) -> String {
@@ -134,11 +143,11 @@ fn sample(partitions: usize, groups: usize, cycle: i64) -> RawSample {
                 .collect::<Vec<CommittedOffset>>();
             // Three members, each owning a third of the group's partitions.
             let detail = kafka_lso_exporter::kafka::GroupDetail {
-                epoch: Some(cycle / 10),
-                assignment_epoch: Some(cycle / 10),
+                epoch: Some(cycle / 4),
+                assignment_epoch: Some(cycle / 4),
                 members: (0..3)
                     .map(|m| kafka_lso_exporter::kafka::RawMember {
-                        member_id: format!("scale-g{g:05}-m{m}-{}", cycle / 10),
+                        member_id: format!("scale-g{g:05}-m{m}-{}", cycle / 4),
                         client_id: format!("scale-g{g:05}-{m}"),
                         client_host: format!("/10.0.{}.{}", g % 250, m),
                         assigned: Some(vec![(
@@ -221,6 +230,10 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
     let (mut gen_s, mut derive_s, mut render_s, mut text_s) = (vec![], vec![], vec![], vec![]);
     let (mut series, mut body_bytes, mut gzip_bytes) = (0, 0, 0);
     let started_all = Instant::now();
+    // The cycles a minute apart on the exporter's clock: the rates' window (5 min) spans
+    // half of it from the fourth cycle on, so that rates and catch-up estimates are derived
+    // and rendered as on a live cluster.
+    let epoch = Instant::now();
     for cycle in 0..cycles as i64 {
         let t = Instant::now();
         let raw = sample(partitions, groups, cycle);
@@ -228,7 +241,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
 
         // What the scheduler does with a sample: derive, publish, prerender.
         let t = Instant::now();
-        let now = Instant::now();
+        let now = epoch + Duration::from_secs(60 * cycle as u64);
         let mut derived = derive(
             raw,
             &mut clock,
@@ -270,7 +283,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             granularity: Granularity::Partition,
             kafka_exporter: false,
             assigned_only: false,
-            owner_labels: false,
+            owner_labels: owner_labels(),
         };
         let mut snapshot = ClusterSnapshot {
             clock_skew: None,
@@ -381,7 +394,7 @@ fn main() {
     let cycles: usize = std::env::var("SCALE_CYCLES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(8);
     if let Ok(size) = std::env::var("SCALE_CHILD") {
         let (p, g) = size.split_once(',').unwrap();
         tokio::runtime::Builder::new_multi_thread()

@@ -149,6 +149,7 @@ const VERSION: &str = concat!(
 );
 
 fn main() -> ExitCode {
+    kafka_lso_exporter::memory::tune();
     let args: Vec<OsString> = std::env::args_os().collect();
     if let Some((old, new)) = renamed_flag(&args) {
         eprintln!("kafka-lso-exporter: {old} was renamed to {new}; see --help");

@@ -343,6 +343,9 @@ impl ClusterLoop {
                 // Freeing a large snapshot takes time too: not on an async worker.
                 drop(previous);
                 metrics.cycle_finished_and_rendered();
+                // What the cycle freed goes back to the system, not kept by the allocator
+                // for the next cycle's peak (crate::memory).
+                crate::memory::release_freed();
             })
             .await
             {

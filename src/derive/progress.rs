@@ -40,11 +40,11 @@ struct Entry {
     nothing_up_to_hw: bool,
     /// The committed offset was below the log start.
     below_log_start: bool,
-    /// The broker that last listed the group: whether its absence means it is gone.
-    coordinator: Option<String>,
     /// Since when the group is missing from the lists of the brokers that answered
     /// while another failed.
     missing_since: Option<Instant>,
+    /// The cycle that last saw it.
+    seen: u64,
     /// When a member last owned the partition or the committed offset last moved (first
     /// seen, at the latest): the abandonment clock.
     attended_at: Instant,
@@ -58,16 +58,30 @@ struct Entry {
 /// commit stall by the first record the group has to read (see [`first_unread_age`]).
 #[derive(Debug, Default)]
 pub struct CommitWatch {
-    entries: HashMap<(String, Arc<str>, i32), Entry>,
+    /// Per group: its partitions, keyed by topic and partition, so that a cycle copies
+    /// no group name per partition.
+    groups: HashMap<String, GroupEntries>,
+    /// Cycles applied so far.
+    cycle: u64,
+}
+
+#[derive(Debug, Default)]
+struct GroupEntries {
+    /// The broker that last listed the group: whether its absence means it is gone.
+    coordinator: Option<String>,
+    /// The last cycle in which its offsets were not known (what was learned stays).
+    kept: u64,
+    partitions: HashMap<(Arc<str>, i32), Entry>,
 }
 
 impl CommitWatch {
+    /// Group-partitions remembered.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.groups.values().map(|g| g.partitions.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.groups.values().all(|g| g.partitions.is_empty())
     }
 }
 
@@ -150,26 +164,32 @@ pub fn apply(
         .map(|p| ((&*p.topic, p.partition), p))
         .collect();
     let retention_ms = &derived.retention_ms;
-    let mut seen: std::collections::HashSet<(String, Arc<str>, i32)> = Default::default();
-    let mut kept_groups: std::collections::HashSet<&str> = Default::default();
+    watch.cycle += 1;
+    let cycle = watch.cycle;
     for group in &mut derived.groups {
         if group.group_type == "share" {
             continue;
         }
+        let entries = match watch.groups.get_mut(group.name.as_str()) {
+            Some(entries) => entries,
+            None => watch.groups.entry(group.name.clone()).or_default(),
+        };
         let Some(offsets) = group.offsets.as_mut() else {
             // Offsets unknown in this cycle: what was learned of them stays.
-            kept_groups.insert(&group.name);
+            entries.kept = cycle;
             continue;
         };
+        if entries.coordinator != group.coordinator {
+            entries.coordinator.clone_from(&group.coordinator);
+        }
         let mut status: Option<GroupStatus> = None;
         let mut abandoned = 0usize;
         let live = group.members.is_some_and(|m| m > 0);
         for g in offsets.iter_mut() {
             let partition = partitions.get(&(&*g.topic, g.partition)).copied();
             let log_start = partition.and_then(|p| p.log_start_offset);
-            let key = (group.name.clone(), g.topic.clone(), g.partition);
-            seen.insert(key.clone());
-            let previous = watch.entries.get(&key);
+            let key = (g.topic.clone(), g.partition);
+            let previous = entries.partitions.get(&key);
             let retention_seconds = retention_ms
                 .get(&g.topic)
                 .filter(|ms| **ms >= 0)
@@ -188,12 +208,13 @@ pub fn apply(
                 rewound_at: None,
                 nothing_up_to_hw: false,
                 below_log_start: false,
-                coordinator: None,
                 missing_since: None,
+                seen: cycle,
                 attended_at: now,
                 abandoned: false,
             });
-            entry.coordinator.clone_from(&group.coordinator);
+            entry.seen = cycle;
+            entry.missing_since = None;
             // Left behind by a group that lives: it has members, none of which owns
             // the partition. A group without members (its consumers all down, or a job
             // that assigns partitions itself) is an outage, never abandoned.
@@ -274,7 +295,7 @@ pub fn apply(
             } else {
                 status = status.max(Some(here));
             }
-            watch.entries.insert(key, entry);
+            entries.partitions.insert(key, entry);
         }
         if status.is_none() && abandoned > 0 {
             status = Some(GroupStatus::Abandoned);
@@ -297,16 +318,21 @@ pub fn apply(
         // once.
         let listing = &derived.group_listing;
         let complete = *listing == crate::kafka::GroupListing::Complete;
-        watch.entries.retain(|key, entry| {
-            if kept_groups.contains(key.0.as_str()) || seen.contains(key) {
-                entry.missing_since = None;
-                return true;
-            }
-            if !listing.gone(entry.coordinator.as_deref()) {
-                return true;
-            }
-            let since = *entry.missing_since.get_or_insert(now);
-            !complete && now.saturating_duration_since(since) < stall_after
+        watch.groups.retain(|_, entries| {
+            let kept = entries.kept == cycle;
+            let gone = listing.gone(entries.coordinator.as_deref());
+            entries.partitions.retain(|_, entry| {
+                if kept || entry.seen == cycle {
+                    entry.missing_since = None;
+                    return true;
+                }
+                if !gone {
+                    return true;
+                }
+                let since = *entry.missing_since.get_or_insert(now);
+                !complete && now.saturating_duration_since(since) < stall_after
+            });
+            !entries.partitions.is_empty()
         });
     }
 }
@@ -899,7 +925,7 @@ mod tests {
         }
         // Bounded: the group of this cycle, those missing for less than stall_after
         // (60 s: the last six), and the one of the failing broker.
-        let mut names: Vec<&str> = watch.entries.keys().map(|k| k.0.as_str()).collect();
+        let mut names: Vec<&str> = watch.groups.keys().map(String::as_str).collect();
         names.sort();
         assert_eq!(
             names,
