@@ -63,17 +63,30 @@ fn proc_kib(pid: u32, file: &str, field: &str) -> u64 {
 }
 
 async fn run(binary: &Path, label: &str, granularity: &str, port: u16) -> Figures {
-    let seconds: u64 = env_or("MEMORY_SECONDS", "150").parse().expect("MEMORY_SECONDS");
+    let seconds: u64 = env_or("MEMORY_SECONDS", "150")
+        .parse()
+        .expect("MEMORY_SECONDS");
     let interval = env_or("MEMORY_INTERVAL", "15s");
     let every = humantime_seconds(&interval);
     let dir = std::env::temp_dir().join(unique("memory"));
     std::fs::create_dir_all(&dir).unwrap();
     let mut child = Command::new(binary)
-        .args(["--bootstrap-servers", &bootstrap(), "--cluster-name", "bench"])
+        .args([
+            "--bootstrap-servers",
+            &bootstrap(),
+            "--cluster-name",
+            "bench",
+        ])
         .args(["--interval", &interval])
         .args(["--web.listen-address", &format!("127.0.0.1:{port}")])
-        .env("KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE", "[\"^bench-t\"]")
-        .env("KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE", "[\"^bench-g\"]")
+        .env(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
+            "[\"^bench-t\"]",
+        )
+        .env(
+            "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
+            "[\"^bench-g\"]",
+        )
         .env("KAFKA_LSO_EXPORTER_CLUSTERS__0__GRANULARITY", granularity)
         .env("DHAT_HEAP_SECONDS", seconds.to_string())
         .current_dir(&dir)
@@ -185,24 +198,60 @@ fn print(figures: &[Figures]) {
 /// library it names) on its stack, by module.
 const OWNERS: &[(&str, &str)] = &[
     ("kafka_lso_exporter::kafka::wire::tls", "connections: TLS"),
-    ("kafka_lso_exporter::kafka::wire::scram", "connections: SASL"),
-    ("kafka_lso_exporter::kafka::wire::oauth", "connections: SASL"),
-    ("kafka_lso_exporter::kafka::wire::msk_iam", "connections: SASL"),
-    ("kafka_lso_exporter::kafka::wire::gssapi", "connections: SASL"),
-    ("kafka_lso_exporter::kafka::wire", "connections: pools and lanes"),
+    (
+        "kafka_lso_exporter::kafka::wire::scram",
+        "connections: SASL",
+    ),
+    (
+        "kafka_lso_exporter::kafka::wire::oauth",
+        "connections: SASL",
+    ),
+    (
+        "kafka_lso_exporter::kafka::wire::msk_iam",
+        "connections: SASL",
+    ),
+    (
+        "kafka_lso_exporter::kafka::wire::gssapi",
+        "connections: SASL",
+    ),
+    (
+        "kafka_lso_exporter::kafka::wire",
+        "connections: pools and lanes",
+    ),
     ("kafka_lso_exporter::kafka::records", "record reads"),
     ("kafka_lso_exporter::kafka::ask::reads", "record reads"),
-    ("kafka_lso_exporter::kafka::ask::inventory", "transaction inventory (asked)"),
-    ("kafka_lso_exporter::kafka::ask::forensics", "transaction forensics (asked)"),
-    ("kafka_lso_exporter::kafka::ask::topic_configs", "topic configs"),
+    (
+        "kafka_lso_exporter::kafka::ask::inventory",
+        "transaction inventory (asked)",
+    ),
+    (
+        "kafka_lso_exporter::kafka::ask::forensics",
+        "transaction forensics (asked)",
+    ),
+    (
+        "kafka_lso_exporter::kafka::ask::topic_configs",
+        "topic configs",
+    ),
     ("kafka_lso_exporter::kafka::ask", "the cycle's answers"),
     ("kafka_lso_exporter::kafka::cycle", "the cycle's answers"),
     ("kafka_lso_exporter::kafka::native", "the cycle's answers"),
-    ("kafka_lso_exporter::kafka::coordination", "[ha] coordination"),
-    ("kafka_lso_exporter::derive::progress", "history: commit watch"),
+    (
+        "kafka_lso_exporter::kafka::coordination",
+        "[ha] coordination",
+    ),
+    (
+        "kafka_lso_exporter::derive::progress",
+        "history: commit watch",
+    ),
     ("kafka_lso_exporter::derive::stuck", "history: stuck clocks"),
-    ("kafka_lso_exporter::derive::inventory", "history: transaction inventory, fencing watch"),
-    ("kafka_lso_exporter::derive::rebalance", "history: rebalance watch"),
+    (
+        "kafka_lso_exporter::derive::inventory",
+        "history: transaction inventory, fencing watch",
+    ),
+    (
+        "kafka_lso_exporter::derive::rebalance",
+        "history: rebalance watch",
+    ),
     ("kafka_lso_exporter::derive::rates", "history: rate windows"),
     ("kafka_lso_exporter::derive", "the snapshot"),
     ("kafka_lso_exporter::expose::body", "rendered bodies"),
@@ -298,7 +347,13 @@ async fn main() {
     for (i, granularity) in ["topic", "partition"].into_iter().enumerate() {
         let ours = run(&this, "this build", granularity, 19760 + i as u16).await;
         if let Some(other) = &against {
-            let theirs = run(other, &other.display().to_string(), granularity, 19770 + i as u16).await;
+            let theirs = run(
+                other,
+                &other.display().to_string(),
+                granularity,
+                19770 + i as u16,
+            )
+            .await;
             ratios.push((
                 granularity,
                 ours.peak_kib as f64 / theirs.peak_kib.max(1) as f64,

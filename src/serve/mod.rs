@@ -1016,7 +1016,7 @@ pub fn render_index(
             );
         }
         out.push_str("</table>\n");
-        out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; rebalancing: its members are being reassigned; lagging: it commits, but its lag has only grown for <code>stall_after</code>; abandoned: it has members, none of which owns its partitions, and its offsets have not moved for <code>groups.abandon_after</code>. Each partition behind names the member that owns it (client id, host), or says no member does. The commit clock starts with the exporter. The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
+        out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; rebalancing: its members are being reassigned; lagging: it commits, but its lag has only grown for <code>stall_after</code>; abandoned: it has members, none of which owns its partitions, and its offsets have not moved for <code>groups.abandon_after</code>. Each partition behind names the member that owns it (client id, host), or says no member does. No commit for: since the committed offset last moved while there was something to read (first seen, since the first record left to read was written). The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
     }
     render_cluster_transactions(&mut out, &report.transactions);
     out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own, never from a timestamp the producer wrote. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic. A transaction's age comes from its coordinator's start time, else the LogAppendTime of its first record, else the first cycle that saw it; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
@@ -1099,10 +1099,11 @@ fn render_cluster_transactions(out: &mut String, clusters: &[ClusterTransactions
             .collect();
         let _ = writeln!(
             out,
-            "<p>{}: {}{}; at least {} pin no exported partition{}{}</p>",
+            "<p>{}: {}{}{}{}{}</p>",
             escape(c.cluster),
             if counts.is_empty() {
-                "no open transaction".to_string()
+                "no transaction open for longer than <code>transaction_list_min_age</code>"
+                    .to_string()
             } else {
                 counts.join(", ")
             },
@@ -1111,7 +1112,11 @@ fn render_cluster_transactions(out: &mut String, clusters: &[ClusterTransactions
             } else {
                 " (incomplete: a broker did not answer)"
             },
-            c.unpinning,
+            if counts.is_empty() {
+                String::new()
+            } else {
+                format!("; at least {} pin no exported partition", c.unpinning)
+            },
             c.prepared
                 .map_or(String::new(), |n| format!("; {n} two-phase (KIP-939)")),
             if c.fencings.is_empty() {
