@@ -62,6 +62,30 @@ fn proc_kib(pid: u32, file: &str, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// What an older build understands: its listen flag (`--listen` before the
+/// exporter-toolkit's names), and whether it has `granularity` (before it, every series
+/// was per partition).
+fn dialect(binary: &Path) -> (&'static str, bool) {
+    let help = Command::new(binary)
+        .arg("--help")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let listen = if help.contains("--web.listen-address") {
+        "--web.listen-address"
+    } else {
+        "--listen"
+    };
+    let granularity = Command::new(binary)
+        .args(["--bootstrap-servers", "127.0.0.1:9", "--check-config"])
+        .env("KAFKA_LSO_EXPORTER_CLUSTERS__0__GRANULARITY", "topic")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    (listen, granularity)
+}
+
 async fn run(binary: &Path, label: &str, granularity: &str, port: u16) -> Figures {
     let seconds: u64 = env_or("MEMORY_SECONDS", "150")
         .parse()
@@ -70,7 +94,9 @@ async fn run(binary: &Path, label: &str, granularity: &str, port: u16) -> Figure
     let every = humantime_seconds(&interval);
     let dir = std::env::temp_dir().join(unique("memory"));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut child = Command::new(binary)
+    let (listen, has_granularity) = dialect(binary);
+    let mut command = Command::new(binary);
+    command
         .args([
             "--bootstrap-servers",
             &bootstrap(),
@@ -78,7 +104,7 @@ async fn run(binary: &Path, label: &str, granularity: &str, port: u16) -> Figure
             "bench",
         ])
         .args(["--interval", &interval])
-        .args(["--web.listen-address", &format!("127.0.0.1:{port}")])
+        .args([listen, &format!("127.0.0.1:{port}")])
         .env(
             "KAFKA_LSO_EXPORTER_CLUSTERS__0__TOPICS__INCLUDE",
             "[\"^bench-t\"]",
@@ -87,13 +113,19 @@ async fn run(binary: &Path, label: &str, granularity: &str, port: u16) -> Figure
             "KAFKA_LSO_EXPORTER_CLUSTERS__0__GROUPS__INCLUDE",
             "[\"^bench-g\"]",
         )
-        .env("KAFKA_LSO_EXPORTER_CLUSTERS__0__GRANULARITY", granularity)
         .env("DHAT_HEAP_SECONDS", seconds.to_string())
         .current_dir(&dir)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the exporter");
+        .stderr(Stdio::from(
+            std::fs::File::create(dir.join("exporter.log")).unwrap(),
+        ));
+    let label = if has_granularity {
+        command.env("KAFKA_LSO_EXPORTER_CLUSTERS__0__GRANULARITY", granularity);
+        label.to_string()
+    } else {
+        format!("{label} (per partition: its only granularity)")
+    };
+    let mut child = command.spawn().expect("the exporter");
     let pid = child.id();
     let http = reqwest::Client::new();
     let url = format!("http://127.0.0.1:{port}/metrics");
@@ -102,6 +134,14 @@ async fn run(binary: &Path, label: &str, granularity: &str, port: u16) -> Figure
     let mut rss_by_scrape = Vec::new();
     let mut next_scrape = started + Duration::from_secs(1);
     while started.elapsed() < Duration::from_secs(seconds) {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "{} exited ({status}) after {:?}:\n{}",
+                binary.display(),
+                started.elapsed(),
+                std::fs::read_to_string(dir.join("exporter.log")).unwrap_or_default()
+            );
+        }
         if Instant::now() >= next_scrape {
             next_scrape += Duration::from_secs_f64(every);
             // As Prometheus asks: OpenMetrics, gzip (reqwest decompresses).
