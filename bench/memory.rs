@@ -272,6 +272,22 @@ const OWNERS: &[(&str, &str)] = &[
         "kafka_lso_exporter::kafka::ask::topic_configs",
         "topic configs",
     ),
+    (
+        "kafka_lso_exporter::kafka::ask::offsets",
+        "the cycle's answers: committed offsets",
+    ),
+    (
+        "kafka_lso_exporter::kafka::ask::groups",
+        "the cycle's answers: groups",
+    ),
+    (
+        "kafka_lso_exporter::kafka::ask::log_offsets",
+        "the cycle's answers: partition offsets",
+    ),
+    (
+        "kafka_lso_exporter::kafka::ask::metadata",
+        "the cycle's answers: metadata",
+    ),
     ("kafka_lso_exporter::kafka::ask", "the cycle's answers"),
     ("kafka_lso_exporter::kafka::cycle", "the cycle's answers"),
     ("kafka_lso_exporter::kafka::native", "the cycle's answers"),
@@ -293,6 +309,10 @@ const OWNERS: &[(&str, &str)] = &[
         "history: rebalance watch",
     ),
     ("kafka_lso_exporter::derive::rates", "history: rate windows"),
+    (
+        "kafka_lso_exporter::derive::offsets",
+        "the snapshot: offsets and lags",
+    ),
     ("kafka_lso_exporter::derive", "the snapshot"),
     ("kafka_lso_exporter::expose::body", "rendered bodies"),
     ("kafka_lso_exporter::expose", "rendered bodies"),

@@ -278,7 +278,7 @@ pub fn derive(
                 let mut offsets: Vec<GroupPartitionState> = committed
                     .into_iter()
                     .filter_map(|c| {
-                        let &(partition, log) = index.get(&(c.topic.as_str(), c.partition))?;
+                        let &(partition, log) = index.get(&(&*c.topic, c.partition))?;
                         let mut state = GroupPartitionState {
                             topic: partition.topic.clone(),
                             partition: c.partition,
@@ -304,7 +304,7 @@ pub fn derive(
                             // A share group's start offset (its `committed`) stands
                             // below records it acknowledged: where the broker reports
                             // its own lag, the lags are derived from that.
-                            let broker_lag = broker_lags.get(&(c.topic.as_str(), c.partition));
+                            let broker_lag = broker_lags.get(&(&*c.topic, c.partition));
                             if let Some(&broker_lag) =
                                 broker_lag.filter(|_| g.group_type == "share")
                             {

@@ -17,7 +17,9 @@ use rdkafka_sys::types::RDKafkaRespErr;
 /// One committed offset of a consumer group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommittedOffset {
-    pub topic: String,
+    /// Shared by the partitions of one topic in one answer: a cycle makes one name per
+    /// topic and group, not one per partition.
+    pub topic: std::sync::Arc<str>,
     pub partition: i32,
     pub offset: i64,
 }
@@ -212,7 +214,7 @@ unsafe fn read_result(
         // partition out, so its series are absent rather than wrong.
         .filter(|e| e.err == RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR && e.offset >= 0)
         .map(|e| CommittedOffset {
-            topic: c_string(e.topic),
+            topic: c_string(e.topic).into(),
             partition: e.partition,
             offset: e.offset,
         })

@@ -582,7 +582,7 @@ async fn share_progress(
                     });
                 }
                 offsets.push(CommittedOffset {
-                    topic: p.topic,
+                    topic: p.topic.into(),
                     partition: p.partition,
                     offset: p.start_offset,
                 });

@@ -364,12 +364,13 @@ async fn offset_fetch(
                 .topics
                 .iter()
                 .flat_map(|t| {
+                    let name: std::sync::Arc<str> = std::sync::Arc::from(t.name.0.as_str());
                     t.partitions
                         .iter()
                         // -1: nothing committed; a partition-level error: not readable now.
                         .filter(|p| p.error_code == 0 && p.committed_offset >= 0)
-                        .map(|p| CommittedOffset {
-                            topic: t.name.0.to_string(),
+                        .map(move |p| CommittedOffset {
+                            topic: name.clone(),
                             partition: p.partition_index,
                             offset: p.committed_offset,
                         })

@@ -762,7 +762,7 @@ fn committed_offsets(sample: &RawSample) -> Vec<Vec<i64>> {
     let mut committed: Vec<Vec<i64>> = vec![Vec::new(); sample.partitions.len()];
     for group in &sample.groups {
         for c in group.committed.iter().flatten() {
-            if let Some(&i) = index.get(&(c.topic.as_str(), c.partition)) {
+            if let Some(&i) = index.get(&(&*c.topic, c.partition)) {
                 committed[i].push(c.offset);
             }
         }
