@@ -25,10 +25,11 @@
 //! longer than that, each started while the window lasts. Reported: series on /metrics
 //! (lines without `#` in the last scrape), CPU seconds used in the window (/proc/PID/stat),
 //! peak RSS (VmHWM), Kafka requests per cycle by API (requests in the window, until its
-//! last scrape ends, divided by the scrapes: for those that poll on their own, window / 15
-//! s cycles), and the median /metrics latency of the window's scrapes (until the last byte,
-//! compressed).
-//! PEERS_ONLY=kminion runs only the exporters whose name holds that text.
+//! last scrape ends, divided by the scrapes, or for those that poll on their own by the
+//! window over their interval), and the median /metrics latency of the window's scrapes
+//! (until the last byte, compressed).
+//! PEERS_ONLY=kminion runs only the exporters whose name holds that text;
+//! KLAG_EXPORTER_POLL_SECONDS=30 runs klag-exporter at its default interval instead.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -180,6 +181,8 @@ struct Spec {
     command: Command,
     /// Where its output goes (and its configuration lives).
     dir: PathBuf,
+    /// Its own poll interval; `None` for those that ask Kafka when scraped.
+    polls: Option<Duration>,
 }
 
 fn free_port() -> u16 {
@@ -223,6 +226,7 @@ fn specs(proxied: &str) -> Vec<Result<(Spec, u16), String>> {
                 name: name.to_string(),
                 command,
                 dir,
+                polls: Some(INTERVAL),
             },
             port,
         )));
@@ -250,6 +254,7 @@ fn specs(proxied: &str) -> Vec<Result<(Spec, u16), String>> {
                     name: "kafka_exporter".into(),
                     command,
                     dir,
+                    polls: None,
                 },
                 port,
             )));
@@ -279,17 +284,24 @@ fn specs(proxied: &str) -> Vec<Result<(Spec, u16), String>> {
                     name: "kminion".into(),
                     command,
                     dir,
+                    polls: None,
                 },
                 port,
             )));
         }
     }
 
-    // klag-exporter: polls every poll_interval (15 s here, 30 s by default); defaults
+    // klag-exporter: polls every poll_interval (15 s here, 30 s by default; another with
+    // KLAG_EXPORTER_POLL_SECONDS) and gives a collection poll_interval - 5 s; defaults
     // otherwise (topic granularity, time lag from sampled record timestamps).
     match bin("KLAG_EXPORTER_BIN") {
         None => specs.push(Err("klag-exporter: skipped, KLAG_EXPORTER_BIN is not set".into())),
         Some(path) => {
+            let poll = Duration::from_secs(seconds_from_env(
+                "KLAG_EXPORTER_POLL_SECONDS",
+                INTERVAL.as_secs(),
+            ));
+            let interval = format!("{}s", poll.as_secs());
             let port = free_port();
             let dir = run_dir("klag-exporter");
             let config = write(
@@ -303,9 +315,14 @@ fn specs(proxied: &str) -> Vec<Result<(Spec, u16), String>> {
             command.arg("--config").arg(config);
             specs.push(Ok((
                 Spec {
-                    name: "klag-exporter".into(),
+                    name: if poll == INTERVAL {
+                        "klag-exporter".into()
+                    } else {
+                        format!("klag-exporter (poll_interval {interval})")
+                    },
                     command,
                     dir,
+                    polls: Some(poll),
                 },
                 port,
             )));
@@ -339,6 +356,7 @@ fn specs(proxied: &str) -> Vec<Result<(Spec, u16), String>> {
                     name: "Burrow".into(),
                     command,
                     dir,
+                    polls: Some(INTERVAL),
                 },
                 port,
             )));
@@ -357,6 +375,9 @@ struct Figures {
     window: f64,
     hwm_kib: u64,
     scrapes: usize,
+    /// What requests are divided by: the scrapes, or for those that poll on their own,
+    /// the window over their interval.
+    cycles: f64,
     requests: BTreeMap<i16, u64>,
     connections: u64,
     latency_ms: f64,
@@ -424,6 +445,7 @@ async fn measure(spec: Spec, port: u16, proxies: &Proxies, window: Duration) -> 
         name,
         mut command,
         dir,
+        polls,
     } = spec;
     let log = std::fs::File::create(dir.join("output.log")).unwrap();
     command
@@ -510,6 +532,8 @@ async fn measure(spec: Spec, port: u16, proxies: &Proxies, window: Duration) -> 
         note.push_str(&format!("a scrape ran past the window's end: {elapsed:.0}s; "));
     }
     let (wire_bytes, body) = last.unwrap_or_default();
+    // Kept beside the exporter's log, to see what it exports.
+    let _ = std::fs::write(dir.join("metrics.txt"), &body);
     latencies.sort_by(f64::total_cmp);
     Figures {
         name,
@@ -520,6 +544,7 @@ async fn measure(spec: Spec, port: u16, proxies: &Proxies, window: Duration) -> 
         window: elapsed,
         hwm_kib,
         scrapes,
+        cycles: polls.map_or(scrapes as f64, |p| elapsed / p.as_secs_f64()),
         requests: counts.requests,
         connections: counts.connections,
         latency_ms: latencies.get(latencies.len() / 2).copied().unwrap_or(f64::NAN),
@@ -539,6 +564,7 @@ fn failed(name: &str, note: String) -> Figures {
         window: 0.0,
         hwm_kib: 0,
         scrapes: 0,
+        cycles: 0.0,
         requests: BTreeMap::new(),
         connections: 0,
         latency_ms: f64::NAN,
@@ -601,7 +627,12 @@ async fn main() {
             send(&held, &topic(0), p, 1);
         }
         held.flush(Duration::from_secs(30)).unwrap();
-        println!("{}: running for {}s after warm-up", spec.name, window.as_secs());
+        println!(
+            "{}: running for {}s after warm-up (log and last /metrics in {})",
+            spec.name,
+            window.as_secs(),
+            spec.dir.display()
+        );
         let figures = measure(spec, port, &proxies, window).await;
         held.abort_transaction(Duration::from_secs(30)).unwrap();
         results.push(figures);
@@ -613,7 +644,7 @@ async fn main() {
     );
     println!("|---|---|---|---|---|---|");
     for f in &results {
-        let per_cycle = |n: u64| n as f64 / f.scrapes.max(1) as f64;
+        let per_cycle = |n: u64| n as f64 / f.cycles.max(1.0);
         let total: u64 = f.requests.values().sum();
         println!(
             "| {} | {} | {:.2} | {:.1} | {:.1} | {:.1} ({:.1}) |",
@@ -628,11 +659,11 @@ async fn main() {
     }
     println!();
     for f in &results {
-        let per_cycle = |n: u64| n as f64 / f.scrapes.max(1) as f64;
+        let per_cycle = |n: u64| n as f64 / f.cycles.max(1.0);
         let mut by_api: Vec<(i16, u64)> = f.requests.iter().map(|(k, v)| (*k, *v)).collect();
         by_api.sort_by(|a, b| b.1.cmp(&a.1));
         println!(
-            "{}: {} series ({} KiB of text, {} KiB sent); window {:.0}s, {} scrapes{}; connections opened {:.1} per cycle; requests per cycle: {}{}",
+            "{}: {} series ({} KiB of text, {} KiB sent); window {:.0}s, {} scrapes{}, {:.1} cycles; connections opened {:.1} per cycle; requests per cycle: {}{}",
             f.name,
             f.series,
             f.bytes / 1024,
@@ -644,6 +675,7 @@ async fn main() {
             } else {
                 String::new()
             },
+            f.cycles,
             per_cycle(f.connections),
             by_api
                 .iter()
