@@ -216,7 +216,11 @@ fn specs(proxied: &str) -> Vec<Result<(Spec, u16), String>> {
         ("kafka-lso-exporter (partition)", Some("partition")),
     ] {
         let port = free_port();
-        let dir = run_dir(if granularity.is_some() { "lso-partition" } else { "lso-topic" });
+        let dir = run_dir(if granularity.is_some() {
+            "lso-partition"
+        } else {
+            "lso-topic"
+        });
         let mut command = exporter(proxied, "bench", &interval, port, "^bench-t", "^bench-g");
         if let Some(g) = granularity {
             command.env("KAFKA_LSO_EXPORTER_CLUSTERS__0__GRANULARITY", g);
@@ -232,13 +236,19 @@ fn specs(proxied: &str) -> Vec<Result<(Spec, u16), String>> {
         )));
     }
 
-    let bin = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let bin = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
 
     // kafka_exporter: asks Kafka on each scrape (no interval of its own); its defaults
     // otherwise (metadata refreshed every 30 s, offsets of every filtered partition for
     // every group: offset.show-all).
     match bin("KAFKA_EXPORTER_BIN") {
-        None => specs.push(Err("kafka_exporter: skipped, KAFKA_EXPORTER_BIN is not set".into())),
+        None => specs.push(Err(
+            "kafka_exporter: skipped, KAFKA_EXPORTER_BIN is not set".into(),
+        )),
         Some(path) => {
             let port = free_port();
             let dir = run_dir("kafka_exporter");
@@ -295,7 +305,9 @@ fn specs(proxied: &str) -> Vec<Result<(Spec, u16), String>> {
     // KLAG_EXPORTER_POLL_SECONDS) and gives a collection poll_interval - 5 s; defaults
     // otherwise (topic granularity, time lag from sampled record timestamps).
     match bin("KLAG_EXPORTER_BIN") {
-        None => specs.push(Err("klag-exporter: skipped, KLAG_EXPORTER_BIN is not set".into())),
+        None => specs.push(Err(
+            "klag-exporter: skipped, KLAG_EXPORTER_BIN is not set".into()
+        )),
         Some(path) => {
             let poll = Duration::from_secs(seconds_from_env(
                 "KLAG_EXPORTER_POLL_SECONDS",
@@ -453,7 +465,9 @@ async fn measure(spec: Spec, port: u16, proxies: &Proxies, window: Duration) -> 
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log);
-    let mut child = command.spawn().unwrap_or_else(|e| panic!("start {name}: {e}"));
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {name}: {e}"));
     let pid = child.id();
     let url = format!("http://127.0.0.1:{port}/metrics");
     // Long enough for an exporter that asks Kafka for everything while it is scraped.
@@ -526,10 +540,15 @@ async fn measure(spec: Spec, port: u16, proxies: &Proxies, window: Duration) -> 
     let (_, hwm_kib) = rss_kib(pid);
     kill(&mut child);
     if !alive {
-        note.push_str(&format!("exited during the window; see {}; ", dir.display()));
+        note.push_str(&format!(
+            "exited during the window; see {}; ",
+            dir.display()
+        ));
     }
     if elapsed > window.as_secs_f64() + 1.0 {
-        note.push_str(&format!("a scrape ran past the window's end: {elapsed:.0}s; "));
+        note.push_str(&format!(
+            "a scrape ran past the window's end: {elapsed:.0}s; "
+        ));
     }
     let (wire_bytes, body) = last.unwrap_or_default();
     // Kept beside the exporter's log, to see what it exports.
@@ -547,7 +566,10 @@ async fn measure(spec: Spec, port: u16, proxies: &Proxies, window: Duration) -> 
         cycles: polls.map_or(scrapes as f64, |p| elapsed / p.as_secs_f64()),
         requests: counts.requests,
         connections: counts.connections,
-        latency_ms: latencies.get(latencies.len() / 2).copied().unwrap_or(f64::NAN),
+        latency_ms: latencies
+            .get(latencies.len() / 2)
+            .copied()
+            .unwrap_or(f64::NAN),
         latency_max_ms: latencies.last().copied().unwrap_or(f64::NAN),
         failed_scrapes,
         note,
@@ -661,7 +683,7 @@ async fn main() {
     for f in &results {
         let per_cycle = |n: u64| n as f64 / f.cycles.max(1.0);
         let mut by_api: Vec<(i16, u64)> = f.requests.iter().map(|(k, v)| (*k, *v)).collect();
-        by_api.sort_by(|a, b| b.1.cmp(&a.1));
+        by_api.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
         println!(
             "{}: {} series ({} KiB of text, {} KiB sent); window {:.0}s, {} scrapes{}, {:.1} cycles; connections opened {:.1} per cycle; requests per cycle: {}{}",
             f.name,
