@@ -275,52 +275,50 @@ pub fn derive(
                 .collect();
             let owners = owners(g.detail.as_ref());
             let offsets = g.committed.map(|committed| {
-                let mut offsets: Vec<GroupPartitionState> = committed
-                    .into_iter()
-                    .filter_map(|c| {
-                        let &(partition, log) = index.get(&(&*c.topic, c.partition))?;
-                        let mut state = GroupPartitionState {
-                            topic: partition.topic.clone(),
-                            partition: c.partition,
-                            committed_offset: c.offset,
-                            lag: None,
-                            hw_time_lag: None,
-                            lso_time_lag: None,
-                            commit_stall_seconds: None,
-                            retention_margin: None,
-                            retention_margin_seconds: None,
-                            lost_records: None,
-                            owner: owners.of(&c.topic, c.partition),
-                            abandoned: false,
-                        };
-                        if let (Some(hw), Some(lso)) =
-                            (partition.high_watermark, partition.last_stable_offset)
-                        {
-                            let (lag, anomaly) = lag(c.offset, hw, lso, log);
-                            anomalies.extend(anomaly);
+                let mut offsets: Vec<GroupPartitionState> = Vec::with_capacity(committed.len());
+                offsets.extend(committed.into_iter().filter_map(|c| {
+                    let &(partition, log) = index.get(&(&*c.topic, c.partition))?;
+                    let mut state = GroupPartitionState {
+                        topic: partition.topic.clone(),
+                        partition: c.partition,
+                        committed_offset: c.offset,
+                        lag: None,
+                        hw_time_lag: None,
+                        lso_time_lag: None,
+                        commit_stall_seconds: None,
+                        retention_margin: None,
+                        retention_margin_seconds: None,
+                        lost_records: None,
+                        owner: owners.of(&c.topic, c.partition),
+                        abandoned: false,
+                    };
+                    if let (Some(hw), Some(lso)) =
+                        (partition.high_watermark, partition.last_stable_offset)
+                    {
+                        let (lag, anomaly) = lag(c.offset, hw, lso, log);
+                        anomalies.extend(anomaly);
+                        state.lag = Some(lag);
+                        (state.hw_time_lag, state.lso_time_lag) =
+                            time_lag(c.offset, hw, lso, log, now_ms);
+                        // A share group's start offset (its `committed`) stands
+                        // below records it acknowledged: where the broker reports
+                        // its own lag, the lags are derived from that.
+                        let broker_lag = broker_lags.get(&(&*c.topic, c.partition));
+                        if let Some(&broker_lag) = broker_lag.filter(|_| g.group_type == "share") {
+                            let (lag, times) =
+                                share_lag_from_broker(c.offset, broker_lag, hw, lso, log, now_ms);
                             state.lag = Some(lag);
-                            (state.hw_time_lag, state.lso_time_lag) =
-                                time_lag(c.offset, hw, lso, log, now_ms);
-                            // A share group's start offset (its `committed`) stands
-                            // below records it acknowledged: where the broker reports
-                            // its own lag, the lags are derived from that.
-                            let broker_lag = broker_lags.get(&(&*c.topic, c.partition));
-                            if let Some(&broker_lag) =
-                                broker_lag.filter(|_| g.group_type == "share")
-                            {
-                                let (lag, times) = share_lag_from_broker(
-                                    c.offset, broker_lag, hw, lso, log, now_ms,
-                                );
-                                state.lag = Some(lag);
-                                (state.hw_time_lag, state.lso_time_lag) = times;
-                            }
+                            (state.hw_time_lag, state.lso_time_lag) = times;
                         }
-                        Some(state)
-                    })
-                    .collect();
+                    }
+                    Some(state)
+                }));
                 offsets.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
                 // One series per partition, whatever a broker answered twice.
                 offsets.dedup_by(|a, b| a.topic == b.topic && a.partition == b.partition);
+                // Kept for a whole cycle, beside the next one's while that is derived: no
+                // room for more than it holds.
+                offsets.shrink_to_fit();
                 offsets
             });
             GroupState {

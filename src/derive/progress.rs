@@ -71,7 +71,9 @@ struct GroupEntries {
     coordinator: Option<String>,
     /// The last cycle in which its offsets were not known (what was learned stays).
     kept: u64,
-    partitions: HashMap<(Arc<str>, i32), Entry>,
+    /// Sorted by topic and partition (the order of a group's offsets): exactly as many as
+    /// it has, where a map would keep up to twice the room.
+    partitions: Vec<(Arc<str>, i32, Entry)>,
 }
 
 impl CommitWatch {
@@ -182,14 +184,20 @@ pub fn apply(
         if entries.coordinator != group.coordinator {
             entries.coordinator.clone_from(&group.coordinator);
         }
+        if entries.partitions.is_empty() {
+            // First seen: room for exactly its partitions.
+            entries.partitions.reserve_exact(offsets.len());
+        }
         let mut status: Option<GroupStatus> = None;
         let mut abandoned = 0usize;
         let live = group.members.is_some_and(|m| m > 0);
         for g in offsets.iter_mut() {
             let partition = partitions.get(&(&*g.topic, g.partition)).copied();
             let log_start = partition.and_then(|p| p.log_start_offset);
-            let key = (g.topic.clone(), g.partition);
-            let previous = entries.partitions.get(&key);
+            let slot = entries
+                .partitions
+                .binary_search_by(|(t, p, _)| (&**t, *p).cmp(&(&*g.topic, g.partition)));
+            let previous = slot.ok().map(|i| &entries.partitions[i].2);
             let retention_seconds = retention_ms
                 .get(&g.topic)
                 .filter(|ms| **ms >= 0)
@@ -295,7 +303,10 @@ pub fn apply(
             } else {
                 status = status.max(Some(here));
             }
-            entries.partitions.insert(key, entry);
+            match slot {
+                Ok(i) => entries.partitions[i].2 = entry,
+                Err(i) => entries.partitions.insert(i, (g.topic.clone(), g.partition, entry)),
+            }
         }
         if status.is_none() && abandoned > 0 {
             status = Some(GroupStatus::Abandoned);
@@ -321,7 +332,7 @@ pub fn apply(
         watch.groups.retain(|_, entries| {
             let kept = entries.kept == cycle;
             let gone = listing.gone(entries.coordinator.as_deref());
-            entries.partitions.retain(|_, entry| {
+            entries.partitions.retain_mut(|(_, _, entry)| {
                 if kept || entry.seen == cycle {
                     entry.missing_since = None;
                     return true;
@@ -332,6 +343,9 @@ pub fn apply(
                 let since = *entry.missing_since.get_or_insert(now);
                 !complete && now.saturating_duration_since(since) < stall_after
             });
+            if entries.partitions.capacity() > entries.partitions.len() + 8 {
+                entries.partitions.shrink_to_fit();
+            }
             !entries.partitions.is_empty()
         });
     }
