@@ -96,6 +96,10 @@ fn answered(feature: Feature, raw: &RawSample) -> bool {
             .groups
             .iter()
             .any(|g| g.group_type == "share" && (g.committed.is_some() || g.isolation.is_some())),
+        Feature::StreamsGroups => raw
+            .groups
+            .iter()
+            .any(|g| g.group_type == "streams" && g.detail.is_some()),
         // An open transaction found at a pinned partition: DescribeProducers answered.
         Feature::TransactionForensics => raw.partitions.iter().any(|p| {
             p.open_transactions
@@ -183,6 +187,33 @@ mod tests {
         assert_eq!(map.states()[&Feature::RetentionConfigs].status, Status::Ok);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].was.as_ref().unwrap().status, Status::Denied);
+    }
+
+    #[test]
+    fn streams_groups_work_where_described_and_not_where_a_broker_lacks_the_api() {
+        let mut map = FeatureMap::default();
+        let mut described = reached();
+        described.groups.push(crate::kafka::RawGroup {
+            name: "app".into(),
+            group_type: "streams".into(),
+            detail: Some(Default::default()),
+            ..Default::default()
+        });
+        map.observe(&described);
+        assert_eq!(map.states()[&Feature::StreamsGroups].status, Status::Ok);
+        let mut older = reached();
+        older.features.insert(
+            Feature::StreamsGroups,
+            FeatureState::off(Status::Unsupported, "b:9092 lacks StreamsGroupDescribe"),
+        );
+        let changes = map.observe(&older);
+        assert_eq!(
+            map.states()[&Feature::StreamsGroups].status,
+            Status::Unsupported
+        );
+        assert_eq!(changes.len(), 1);
+        // No streams group at all: nothing said, the last state stays.
+        assert!(map.observe(&reached()).is_empty());
     }
 
     #[test]

@@ -305,7 +305,9 @@ pub fn apply(
             }
             match slot {
                 Ok(i) => entries.partitions[i].2 = entry,
-                Err(i) => entries.partitions.insert(i, (g.topic.clone(), g.partition, entry)),
+                Err(i) => entries
+                    .partitions
+                    .insert(i, (g.topic.clone(), g.partition, entry)),
             }
         }
         if status.is_none() && abandoned > 0 {

@@ -785,6 +785,12 @@ impl KafkaSampler {
                     if let Some(first) = listed.list_failures.first() {
                         sample.fail(Stage::ListGroups, list_failed as u64, &first.reason);
                     }
+                    if let Some(reason) = &listed.streams_unsupported {
+                        sample.features.insert(
+                            Feature::StreamsGroups,
+                            FeatureState::off(Status::Unsupported, reason.clone()),
+                        );
+                    }
                     for (stage, failures) in [
                         (Stage::DescribeGroups, &listed.describe_failures),
                         (Stage::ShareGroupOffsets, &listed.share_failures),

@@ -21,6 +21,9 @@ pub enum Feature {
     Groups,
     /// Share groups (KIP-932): their isolation level and progress.
     ShareGroups,
+    /// Streams groups (KIP-1071) described by their own protocol: members, owners,
+    /// rebalances (StreamsGroupDescribe).
+    StreamsGroups,
     /// Who holds each pinned LSO (DescribeProducers and the coordinators).
     TransactionForensics,
     /// The brokers' `transaction.max.timeout.ms`, for the hanging rule.
@@ -34,11 +37,12 @@ pub enum Feature {
 }
 
 impl Feature {
-    pub const ALL: [Feature; 9] = [
+    pub const ALL: [Feature; 10] = [
         Feature::Authentication,
         Feature::Offsets,
         Feature::Groups,
         Feature::ShareGroups,
+        Feature::StreamsGroups,
         Feature::TransactionForensics,
         Feature::TransactionTimeout,
         Feature::TransactionList,
@@ -53,6 +57,7 @@ impl Feature {
             Feature::Offsets => "offsets",
             Feature::Groups => "groups",
             Feature::ShareGroups => "share_groups",
+            Feature::StreamsGroups => "streams_groups",
             Feature::TransactionForensics => "transaction_forensics",
             Feature::TransactionTimeout => "transaction_timeout",
             Feature::TransactionList => "transaction_list",
@@ -70,6 +75,7 @@ impl Feature {
             }
             Feature::Groups => "consumer groups (classic, consumer, streams) and their lag",
             Feature::ShareGroups => "share groups' isolation level and lag",
+            Feature::StreamsGroups => "streams groups' members, owners and rebalances",
             Feature::TransactionForensics => "which transaction holds each pinned LSO",
             Feature::TransactionTimeout => {
                 "the brokers' transaction.max.timeout.ms for the hanging rule"
@@ -96,6 +102,8 @@ impl Feature {
                 Stage::GroupOffsets,
             ],
             Feature::ShareGroups => &[Stage::ShareGroupOffsets],
+            // Its describe failures count with the other groups' (`groups`).
+            Feature::StreamsGroups => &[],
             Feature::TransactionForensics => &[Stage::DescribeProducers],
             Feature::TransactionTimeout => &[],
             Feature::TransactionList => &[Stage::ListTransactions, Stage::DescribeTransactions],
@@ -201,7 +209,7 @@ pub const PERMISSIONS: [Permission; 9] = [
             "OffsetFetch",
             "DescribeShareGroupOffsets",
         ],
-        features: &[Feature::Groups, Feature::ShareGroups],
+        features: &[Feature::Groups, Feature::ShareGroups, Feature::StreamsGroups],
         without: "no groups, no lag",
     },
     Permission {

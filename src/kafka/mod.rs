@@ -235,7 +235,7 @@ pub struct CoordinatorTransaction {
 
 /// A consumer group as listed by the cluster, with its committed offsets, or `None` when
 /// fetching them failed in this cycle.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RawGroup {
     pub name: String,
     /// classic, consumer (KIP-848), share (KIP-932) or streams (KIP-1071), as ListGroups

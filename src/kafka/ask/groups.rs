@@ -58,6 +58,8 @@ pub struct Listed {
     pub offset_failures: Vec<String>,
     /// The own client cannot fetch committed offsets here (see [`offsets::Fetched`]).
     pub offsets_unusable: Option<String>,
+    /// A broker that lists streams groups lacks StreamsGroupDescribe: which, and why.
+    pub streams_unsupported: Option<String>,
 }
 
 /// A broker whose ListGroups failed.
@@ -86,6 +88,7 @@ struct AtBroker {
     share_failures: Vec<String>,
     offset_failures: Vec<String>,
     offsets_unusable: Option<String>,
+    streams_unsupported: Option<String>,
 }
 
 /// Lists and describes the groups `accepts` selects and, with `offsets`, fetches their
@@ -120,6 +123,7 @@ pub async fn list(
         share_failures: Vec::new(),
         offset_failures: Vec::new(),
         offsets_unusable: None,
+        streams_unsupported: None,
     };
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for at in answers {
@@ -129,6 +133,9 @@ pub async fn list(
         listed.offset_failures.extend(at.offset_failures);
         if listed.offsets_unusable.is_none() {
             listed.offsets_unusable = at.offsets_unusable;
+        }
+        if listed.streams_unsupported.is_none() {
+            listed.streams_unsupported = at.streams_unsupported;
         }
         // A group moving between coordinators may be listed twice: keep one, the one
         // with committed offsets and a member count if only one has them.
@@ -229,7 +236,16 @@ async fn at_broker(
         match result {
             Ok((groups, failure)) => {
                 found.extend(groups);
-                at.describe_failures.extend(failure);
+                match failure {
+                    Some(Refusal::Failed(error)) => at.describe_failures.push(error),
+                    Some(Refusal::StreamsUnsupported) => {
+                        at.streams_unsupported = Some(format!(
+                            "{addr} lists streams groups but lacks StreamsGroupDescribe (Kafka 4.1 or later \
+                             describes them): their members, owners and rebalances are unknown"
+                        ))
+                    }
+                    None => {}
+                }
             }
             Err(error) => at.describe_failures.push(error),
         }
@@ -631,7 +647,15 @@ struct Described {
 /// Per group of one describe answer: its state, members and epoch, or `None` when the
 /// coordinator no longer knows it; and the first error of a group that failed (that group
 /// keeps its listed state, without a member count).
-type DescribeAnswer = (Vec<(String, Option<Described>)>, Option<String>);
+type DescribeAnswer = (Vec<(String, Option<Described>)>, Option<Refusal>);
+
+/// Why a describe request left its groups undescribed.
+enum Refusal {
+    /// It failed (counted under `describe_groups`).
+    Failed(String),
+    /// The broker predates StreamsGroupDescribe: not an error, a feature it lacks.
+    StreamsUnsupported,
+}
 
 /// One describe request for `names` of one type at their coordinator.
 async fn describe(
@@ -734,7 +758,7 @@ async fn describe(
             // listed state).
             let version = pool.version::<StreamsGroupDescribe>(addr, deadline).await;
             if version.map_err(|e| e.to_string())?.is_none() {
-                return Ok((Vec::new(), None));
+                return Ok((Vec::new(), Some(Refusal::StreamsUnsupported)));
             }
             let request = StreamsGroupDescribe { group_ids: ids };
             // A member's partitions are those its active tasks read, by the topology.
@@ -767,7 +791,7 @@ async fn describe(
             }
         }
     }
-    Ok((out, failed))
+    Ok((out, failed.map(Refusal::Failed)))
 }
 
 /// The members and epochs of a group whose protocol has epochs (KIP-848, share, streams).
