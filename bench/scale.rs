@@ -135,7 +135,7 @@ fn sample(partitions: usize, groups: usize, cycle: i64) -> RawSample {
             let t = g % topics.len();
             let committed = (0..GROUP_PARTITIONS)
                 .map(|p| CommittedOffset {
-                    topic: std::sync::Arc::from(&*topics[t]),
+                    topic: topics[t].clone(),
                     partition: ((g / topics.len()) * GROUP_PARTITIONS + p) as i32
                         % PARTITIONS_PER_TOPIC as i32,
                     offset: 990 + 10 * cycle,
