@@ -19,22 +19,57 @@ use std::time::{Duration, Instant};
 pub use super::state::GroupStatus;
 use super::state::{Derived, GroupPartitionState, PartitionState, TimeLag};
 
+/// An instant in eight bytes, for the entries kept per group-partition: milliseconds from
+/// the watch's origin (negative before it), or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp(i64);
+
+impl Stamp {
+    const NONE: Stamp = Stamp(i64::MIN);
+
+    fn of(at: Instant, origin: Instant) -> Stamp {
+        let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        match at.checked_duration_since(origin) {
+            Some(after) => Stamp(millis(after)),
+            None => Stamp(-millis(origin.duration_since(at))),
+        }
+    }
+
+    fn get(self, origin: Instant) -> Option<Instant> {
+        match self.0 {
+            i64::MIN => None,
+            ms if ms >= 0 => Some(origin + Duration::from_millis(ms as u64)),
+            ms => origin.checked_sub(Duration::from_millis(ms.unsigned_abs())),
+        }
+    }
+
+    fn is_none(self) -> bool {
+        self == Stamp::NONE
+    }
+
+    /// How long ago, at `now`; `None` for none.
+    fn elapsed(self, now: Instant, origin: Instant) -> Option<Duration> {
+        self.get(origin).map(|at| now.saturating_duration_since(at))
+    }
+}
+
 /// What one group-partition looked like over the cycles seen.
 #[derive(Debug, Clone)]
 struct Entry {
     committed: i64,
     /// Since when the group has had something to read here without its committed offset
-    /// moving; `None` while it has nothing to read.
-    stalled_since: Option<Instant>,
+    /// moving; none while it has nothing to read.
+    stalled_since: Stamp,
     /// The lag when `stalled_since` was set.
     lag_then: i64,
     /// The lag in the previous cycle.
     lag_before: i64,
     /// Since when the lag has grown or held without shrinking (while above 0), and the
     /// lag then.
-    growing_since: Option<(Instant, i64)>,
+    growing_since: Stamp,
+    growing_from: i64,
     /// When the committed offset last went back.
-    rewound_at: Option<Instant>,
+    rewound_at: Stamp,
     /// When last seen inside the log, nothing was left up to the HW that it would
     /// receive (caught up, or only commit/abort markers).
     nothing_up_to_hw: bool,
@@ -42,12 +77,12 @@ struct Entry {
     below_log_start: bool,
     /// Since when the group is missing from the lists of the brokers that answered
     /// while another failed.
-    missing_since: Option<Instant>,
+    missing_since: Stamp,
     /// The cycle that last saw it.
     seen: u64,
     /// When a member last owned the partition or the committed offset last moved (first
     /// seen, at the latest): the abandonment clock.
-    attended_at: Instant,
+    attended_at: Stamp,
     /// Whether the partition was abandoned when last seen with its owner known.
     abandoned: bool,
 }
@@ -63,6 +98,8 @@ pub struct CommitWatch {
     groups: HashMap<String, GroupEntries>,
     /// Cycles applied so far.
     cycle: u64,
+    /// The instant the entries' stamps count from: the first cycle's.
+    origin: Option<Instant>,
 }
 
 #[derive(Debug, Default)]
@@ -168,6 +205,8 @@ pub fn apply(
     let retention_ms = &derived.retention_ms;
     watch.cycle += 1;
     let cycle = watch.cycle;
+    let origin = *watch.origin.get_or_insert(now);
+    let stamp = |at: Instant| Stamp::of(at, origin);
     for group in &mut derived.groups {
         if group.group_type == "share" {
             continue;
@@ -209,20 +248,21 @@ pub fn apply(
             let moved = previous.is_some_and(|e| e.committed != g.committed_offset);
             let mut entry = previous.cloned().unwrap_or(Entry {
                 committed: g.committed_offset,
-                stalled_since: None,
+                stalled_since: Stamp::NONE,
                 lag_then: behind,
                 lag_before: behind,
-                growing_since: None,
-                rewound_at: None,
+                growing_since: Stamp::NONE,
+                growing_from: 0,
+                rewound_at: Stamp::NONE,
                 nothing_up_to_hw: false,
                 below_log_start: false,
-                missing_since: None,
+                missing_since: Stamp::NONE,
                 seen: cycle,
-                attended_at: now,
+                attended_at: stamp(now),
                 abandoned: false,
             });
             entry.seen = cycle;
-            entry.missing_since = None;
+            entry.missing_since = Stamp::NONE;
             // Left behind by a group that lives: it has members, none of which owns
             // the partition. A group without members (its consumers all down, or a job
             // that assigns partitions itself) is an outage, never abandoned.
@@ -232,18 +272,22 @@ pub fn apply(
             let owner_known = g.owner != super::state::Owner::Unknown && group.members.is_some();
             let left_behind = g.owner == super::state::Owner::Nobody && live;
             if moved || (owner_known && !left_behind) {
-                entry.attended_at = now;
+                entry.attended_at = stamp(now);
             }
             g.abandoned = if moved {
                 false
             } else if owner_known {
-                left_behind && now.saturating_duration_since(entry.attended_at) >= abandon_after
+                left_behind
+                    && entry
+                        .attended_at
+                        .elapsed(now, origin)
+                        .is_some_and(|d| d >= abandon_after)
             } else {
                 entry.abandoned
             };
             entry.abandoned = g.abandoned;
             if previous.is_some_and(|e| g.committed_offset < e.committed) {
-                entry.rewound_at = Some(now);
+                entry.rewound_at = stamp(now);
             }
             entry.committed = g.committed_offset;
             entry.below_log_start = log_start.is_some_and(|l| g.committed_offset < l);
@@ -252,8 +296,8 @@ pub fn apply(
                     || g.hw_time_lag.is_some_and(TimeLag::nothing_left);
             }
             if behind == 0 {
-                entry.stalled_since = None;
-                entry.growing_since = None;
+                entry.stalled_since = Stamp::NONE;
+                entry.growing_since = Stamp::NONE;
             } else {
                 if moved || entry.stalled_since.is_none() {
                     let rebuilt = previous
@@ -261,18 +305,21 @@ pub fn apply(
                         .then(|| first_unread_age(g))
                         .flatten()
                         .and_then(|age| now.checked_sub(Duration::from_secs_f64(age)));
-                    entry.stalled_since = Some(rebuilt.unwrap_or(now));
+                    entry.stalled_since = stamp(rebuilt.unwrap_or(now));
                     entry.lag_then = behind;
                 }
                 if behind < entry.lag_before {
-                    entry.growing_since = None;
+                    entry.growing_since = Stamp::NONE;
                 }
-                entry.growing_since.get_or_insert((now, behind));
+                if entry.growing_since.is_none() {
+                    (entry.growing_since, entry.growing_from) = (stamp(now), behind);
+                }
             }
             entry.lag_before = behind;
             let stall = entry
                 .stalled_since
-                .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
+                .elapsed(now, origin)
+                .unwrap_or(Duration::ZERO);
             g.commit_stall_seconds = Some(stall.as_secs_f64());
             // Nothing to read below the LSO of a pinned partition, and not past it.
             let blocked = partition
@@ -286,14 +333,17 @@ pub fn apply(
                 GroupStatus::Stalled
             } else if entry
                 .rewound_at
-                .is_some_and(|at| now.saturating_duration_since(at) < stall_after)
+                .elapsed(now, origin)
+                .is_some_and(|d| d < stall_after)
             {
                 GroupStatus::Rewinding
             } else if blocked {
                 GroupStatus::Blocked
-            } else if entry.growing_since.is_some_and(|(since, lag)| {
-                now.saturating_duration_since(since) >= stall_after && behind > lag
-            }) {
+            } else if entry
+                .growing_since
+                .elapsed(now, origin)
+                .is_some_and(|d| d >= stall_after && behind > entry.growing_from)
+            {
                 GroupStatus::Lagging
             } else {
                 GroupStatus::Ok
@@ -336,14 +386,17 @@ pub fn apply(
             let gone = listing.gone(entries.coordinator.as_deref());
             entries.partitions.retain_mut(|(_, _, entry)| {
                 if kept || entry.seen == cycle {
-                    entry.missing_since = None;
+                    entry.missing_since = Stamp::NONE;
                     return true;
                 }
                 if !gone {
                     return true;
                 }
-                let since = *entry.missing_since.get_or_insert(now);
-                !complete && now.saturating_duration_since(since) < stall_after
+                if entry.missing_since.is_none() {
+                    entry.missing_since = stamp(now);
+                }
+                let missing = entry.missing_since.elapsed(now, origin).unwrap_or_default();
+                !complete && missing < stall_after
             });
             if entries.partitions.capacity() > entries.partitions.len() + 8 {
                 entries.partitions.shrink_to_fit();
