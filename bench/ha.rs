@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -28,8 +28,8 @@ const MEASURE: Duration = Duration::from_secs(40);
 struct Replica {
     child: Child,
     port: u16,
-    /// Requests sent and clusters' cycles ended, from its log.
-    requests: Arc<AtomicU64>,
+    /// Requests sent (by API) and clusters' cycles ended, from its log.
+    requests: Arc<Mutex<BTreeMap<String, u64>>>,
     cycles: Arc<AtomicU64>,
 }
 
@@ -68,7 +68,8 @@ fn start(topics: &[String; 2], group: Option<&str>) -> Replica {
             .env("KAFKA_LSO_EXPORTER_HA__HEARTBEAT_INTERVAL", "1s");
     }
     let mut child = command.spawn().expect("the exporter");
-    let (requests, cycles) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let requests = Arc::new(Mutex::new(BTreeMap::new()));
+    let cycles = Arc::new(AtomicU64::new(0));
     let stderr = child.stderr.take().unwrap();
     let (r, c) = (requests.clone(), cycles.clone());
     std::thread::spawn(move || {
@@ -76,8 +77,10 @@ fn start(topics: &[String; 2], group: Option<&str>) -> Replica {
         let mut line = Vec::new();
         while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
             let text = String::from_utf8_lossy(&line);
-            if text.contains("Request (v") || text.contains(": Sent ") {
-                r.fetch_add(1, Ordering::Relaxed);
+            // "Sent {Api}Request (v…": the exporter's own client and librdkafka's
+            // protocol log say it alike.
+            if let Some(api) = sent_api(&text) {
+                *r.lock().unwrap().entry(api.to_string()).or_insert(0) += 1;
             }
             if text.contains("cycle done") {
                 c.fetch_add(1, Ordering::Relaxed);
@@ -123,26 +126,52 @@ async fn owners(replicas: &[&Replica]) -> BTreeMap<String, Vec<usize>> {
     out
 }
 
-/// Requests per cycle of `replicas` together over `MEASURE`, after a warm-up.
-async fn requests_per_cycle(replicas: &[&Replica]) -> f64 {
+/// The API of a "Sent {Api}Request (v…" log line.
+fn sent_api(line: &str) -> Option<&str> {
+    let rest = &line[line.find("Sent ")? + 5..];
+    let end = rest.find("Request (v")?;
+    let api = &rest[..end];
+    (!api.is_empty() && api.chars().all(|c| c.is_ascii_alphanumeric())).then_some(api)
+}
+
+/// Requests per cycle of `replicas` together over `MEASURE`, after a warm-up, in all and
+/// by API.
+async fn requests_per_cycle(replicas: &[&Replica]) -> (f64, BTreeMap<String, f64>) {
     tokio::time::sleep(Duration::from_secs(8)).await;
-    let before: Vec<(u64, u64)> = replicas
-        .iter()
-        .map(|r| {
-            (
-                r.requests.load(Ordering::Relaxed),
-                r.cycles.load(Ordering::Relaxed),
-            )
-        })
-        .collect();
+    let snapshot = |r: &Replica| {
+        (
+            r.requests.lock().unwrap().clone(),
+            r.cycles.load(Ordering::Relaxed),
+        )
+    };
+    let before: Vec<_> = replicas.iter().map(|r| snapshot(r)).collect();
     tokio::time::sleep(MEASURE).await;
-    let (mut requests, mut cycles) = (0, 0);
-    for (r, (req, cyc)) in replicas.iter().zip(before) {
-        requests += r.requests.load(Ordering::Relaxed) - req;
-        cycles += r.cycles.load(Ordering::Relaxed) - cyc;
+    let mut by_api: BTreeMap<String, u64> = BTreeMap::new();
+    let mut cycles = 0;
+    for (r, (requests_before, cycles_before)) in replicas.iter().zip(before) {
+        let (requests, c) = snapshot(r);
+        for (api, n) in requests {
+            *by_api.entry(api.clone()).or_insert(0) +=
+                n - requests_before.get(&api).copied().unwrap_or(0);
+        }
+        cycles += c - cycles_before;
     }
     // A cycle of the deployment samples both clusters once.
-    requests as f64 / (cycles as f64 / 2.0)
+    let per_cycle = cycles as f64 / 2.0;
+    let by_api: BTreeMap<String, f64> = by_api
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(api, n)| (api, n as f64 / per_cycle))
+        .collect();
+    (by_api.values().sum(), by_api)
+}
+
+fn apis(by_api: &BTreeMap<String, f64>) -> String {
+    by_api
+        .iter()
+        .map(|(api, n)| format!("{api} {n:.2}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Seconds until every cluster is served again, and the most replicas serving one cluster
@@ -193,18 +222,22 @@ async fn main() {
 
     println!("workload: 2 clusters x 4 topics x 10 partitions, one open transaction each, interval {INTERVAL}");
     let alone = start(&topics, None);
-    let one = requests_per_cycle(&[&alone]).await;
+    let (one, one_by_api) = requests_per_cycle(&[&alone]).await;
     drop(alone);
-    println!("one replica: {one:.1} Kafka requests per cycle");
+    println!(
+        "one replica: {one:.1} Kafka requests per cycle ({})",
+        apis(&one_by_api)
+    );
 
     let group = unique("bench-ha-group");
     let replicas: Vec<Replica> = (0..3).map(|_| start(&topics, Some(&group))).collect();
     let all: Vec<&Replica> = replicas.iter().collect();
     until_covered(&all, Instant::now()).await;
-    let three = requests_per_cycle(&all).await;
+    let (three, three_by_api) = requests_per_cycle(&all).await;
     println!(
-        "three replicas of one [ha] group: {three:.1} Kafka requests per cycle together ({:.2}x one replica)",
-        three / one
+        "three replicas of one [ha] group: {three:.1} Kafka requests per cycle together ({:.2}x one replica; {})",
+        three / one,
+        apis(&three_by_api)
     );
 
     let owners_now = owners(&all).await;

@@ -100,7 +100,7 @@ local text = import 'lib/text.libsonnet';
     local longestStall =
       '{{ range printf `topk(1, kafka_consumergroup_topic_max_commit_stall_seconds' + sel([cl + '=%q', 'group=%q']) + ' > 0)`'
       + ' $labels.' + cl + ' $labels.group | query }} Its committed offsets on topic {{ .Labels.topic }}'
-      + ' last moved {{ .Value | humanizeDuration }} ago (the exporter\'s clock: it starts with the exporter).{{ end }}',
+      + ' last moved {{ .Value | humanizeDuration }} ago (the exporter\'s clock; on first sight dated by the first record left to read).{{ end }}',
     local retentionOf =
       '{{ range printf `kafka_topic_retention_seconds' + sel([cl + '=%q', 'topic=%q']) + '`'
       + ' $labels.' + cl + ' $labels.topic | query }}{{ .Value | humanizeDuration }}{{ end }}',

@@ -1179,12 +1179,22 @@ fn one_line(text: &str) -> String {
         .join(": ")
 }
 
-/// A setting whose value may be a secret (sasl.password, ssl.key.pem, ...): never shown.
+/// A setting whose value may be a secret (sasl.password, ssl.key.pem,
+/// sasl.oauthbearer.config and its extensions, ...): never shown.
 pub fn looks_secret(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    ["password", "secret", "token", "key", "jaas", "credential"]
-        .iter()
-        .any(|word| key.contains(word))
+    [
+        "password",
+        "secret",
+        "token",
+        "key",
+        "jaas",
+        "credential",
+        "oauthbearer.config",
+        "extension",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
 }
 
 fn display_key(path: &[String]) -> String {

@@ -137,7 +137,10 @@ pub async fn run_with(
             ownership.clone(),
         )
         .with_process_metrics()
-        .with_max_age(config.interval),
+        // Two intervals: a cycle that ends a little later than the last one renders
+        // the body itself; a scrape re-renders only where none ended for that long (a
+        // stand-by replica, every cluster down).
+        .with_max_age(config.interval * 2),
     );
 
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -373,7 +373,10 @@ impl Pinned {
         );
         let (_, page) = exporter.get("/").await;
         let withheld = section(&page, "Partitions withheld by open transactions");
-        assert!(withheld.contains(&self.blocked), "blocked group not on /: {withheld}");
+        assert!(
+            withheld.contains(&self.blocked),
+            "blocked group not on /: {withheld}"
+        );
         for group in [&self.between, &self.behind] {
             assert!(
                 !withheld.contains(group.as_str()),
@@ -384,7 +387,11 @@ impl Pinned {
         // 100 s: it is ok, and / lists it nowhere. The group behind has had its first
         // record to read for 600 s without its offset moving: stalled, and named so.
         let between: Vec<&str> = page.lines().filter(|l| l.contains(&self.between)).collect();
-        assert!(between.is_empty(), "{} listed on /: {between:#?}", self.between);
+        assert!(
+            between.is_empty(),
+            "{} listed on /: {between:#?}",
+            self.between
+        );
         let groups = section(&page, "Consumer groups that are not ok");
         let behind = groups
             .lines()

@@ -1634,7 +1634,7 @@ local text = import '../lib/text.libsonnet';
           g.table(
             28,
             'Status per group',
-            'Each group\'s status (kafka_consumergroup_status): ok (nothing to read, or reading and committing), lagging (behind, its committed offsets move), stalled (behind, no commit for the exporter\'s stall_after, default 5 min), stopped (stalled and its lag grows), rewinding (a committed offset went back), blocked (waiting for an open transaction), rebalancing (its members are being reassigned), abandoned (its members own none of its partitions and its offsets have not moved for the exporter\'s groups.abandon_after). Longest commit stall: how long ago the committed offset last moved on the group\'s worst topic while it had records to read; the clock starts with the exporter. KafkaConsumerGroupCommitStalled fires after %s stalled or stopped.' % text.duration(c.commitStalledFor),
+            'Each group\'s status (kafka_consumergroup_status): ok (nothing to read, or reading and committing), lagging (behind, its committed offsets move), stalled (behind, no commit for the exporter\'s stall_after, default 5 min), stopped (stalled and its lag grows), rewinding (a committed offset went back), blocked (waiting for an open transaction), rebalancing (its members are being reassigned), abandoned (its members own none of its partitions and its offsets have not moved for the exporter\'s groups.abandon_after). Longest commit stall: how long ago the committed offset last moved on the group\'s worst topic while it had records to read; where the exporter first sees it, the clock is dated by the first record left to read. KafkaConsumerGroupCommitStalled fires after %s stalled or stopped.' % text.duration(c.commitStalledFor),
             { x: 0, y: 91, w: 12, h: 8 },
             [
               g.tableTarget('A', q('max by (%(c)s, group, status) (kafka_consumergroup_status%(group)s == 1)')),
@@ -1697,7 +1697,7 @@ local text = import '../lib/text.libsonnet';
           g.timeseries(
             29,
             'Longest commit stall by group and topic',
-            'Seconds since the committed offset last moved on the group\'s worst partition of each topic, while the group had records to read there (kafka_consumergroup_topic_max_commit_stall_seconds); pairs at 0 (nothing to read) are not drawn, and a cluster without any stall shows one line at 0. A sawtooth is a group committing every few seconds; a line that keeps rising is a stall. The clock starts with the exporter.',
+            'Seconds since the committed offset last moved on the group\'s worst partition of each topic, while the group had records to read there (kafka_consumergroup_topic_max_commit_stall_seconds); pairs at 0 (nothing to read) are not drawn, and a cluster without any stall shows one line at 0. A sawtooth is a group committing every few seconds; a line that keeps rising is a stall. Where the exporter first sees a group-partition (a restart, a hand-over), the clock is dated by the first record left to read.',
             { x: 12, y: 91, w: 12, h: 8 },
             [
               g.target('A', q(|||

@@ -72,6 +72,8 @@ fn first_record_age(
         .extent_at(from)?
         .first_receivable(from, bound, committed_only)
     {
+        // A record without a timestamp (-1, NO_TIMESTAMP) has no age to tell.
+        FirstRecord::At(written_ms) if written_ms <= 0 => None,
         FirstRecord::At(written_ms) => Some(TimeLag::Since(age_seconds(now_ms, written_ms))),
         FirstRecord::None => Some(TimeLag::NothingLeft),
         FirstRecord::Unknown => None,

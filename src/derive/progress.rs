@@ -243,6 +243,14 @@ pub fn apply(
                 .map(|ms| *ms as f64 / 1000.0);
             retention(g, log_start, retention_seconds, previous);
             let Some(behind) = readable(g, log_start) else {
+                // Its bounds unknown in this cycle (a leader moving): what was learned
+                // of it stays, as for a group whose offsets are unknown.
+                if let Ok(i) = slot {
+                    let entry = &mut entries.partitions[i].2;
+                    entry.seen = cycle;
+                    entry.missing_since = Stamp::NONE;
+                    g.abandoned = entry.abandoned;
+                }
                 continue;
             };
             let moved = previous.is_some_and(|e| e.committed != g.committed_offset);
@@ -453,6 +461,7 @@ fn retention(
 mod tests {
     use super::*;
     use crate::derive::{GroupState, Owner, Visibility};
+    use crate::kafka::GroupListing;
 
     fn settings() -> Settings {
         Settings {
@@ -513,6 +522,26 @@ mod tests {
         cycle_with_members(watch, at, group_type, p, g, 1)
     }
 
+    /// The classic group `billing` of one member, with offsets on `g`.
+    fn group_of(g: GroupPartitionState) -> GroupState {
+        GroupState {
+            coordinator: None,
+            name: "billing".into(),
+            group_type: "classic".into(),
+            protocol: "consumer".into(),
+            state: "Stable".into(),
+            members: Some(1),
+            isolation: None,
+            broker_lags: Vec::new(),
+            offsets: Some(vec![g]),
+            granularity: Default::default(),
+            status: None,
+            detail: None,
+            rebalance: None,
+            rates: Vec::new(),
+        }
+    }
+
     fn cycle_with_members(
         watch: &mut CommitWatch,
         at: Instant,
@@ -521,24 +550,12 @@ mod tests {
         g: GroupPartitionState,
         members: usize,
     ) -> (GroupPartitionState, Option<GroupStatus>) {
+        let mut group = group_of(g);
+        group.group_type = group_type.into();
+        group.members = Some(members);
         let mut derived = Derived {
             partitions: vec![p],
-            groups: vec![GroupState {
-                coordinator: None,
-                name: "billing".into(),
-                group_type: group_type.into(),
-                protocol: "consumer".into(),
-                state: "Stable".into(),
-                members: Some(members),
-                isolation: None,
-                broker_lags: Vec::new(),
-                offsets: Some(vec![g]),
-                granularity: Default::default(),
-                status: None,
-                detail: None,
-                rebalance: None,
-                rates: Vec::new(),
-            }],
+            groups: vec![group],
             retention_ms: HashMap::from([(Arc::from("orders"), 60_000)]),
             ..Default::default()
         };
@@ -607,6 +624,43 @@ mod tests {
             offset("orders", 110, 110, 110, Some(TimeLag::NothingLeft)),
         );
         assert_eq!(g.commit_stall_seconds, Some(0.0));
+    }
+
+    /// A cycle in which a partition's bounds are unknown (its leader moving) forgets
+    /// nothing: the stall clock goes on, it does not start again as at a first sight.
+    #[test]
+    fn a_cycle_without_the_bounds_keeps_the_clock() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut watch = CommitWatch::default();
+        let age = Some(TimeLag::Since(1.0));
+        let listed = |watch: &mut CommitWatch, at: Instant, g: GroupPartitionState| {
+            let mut derived = Derived {
+                partitions: vec![partition("orders", 0, 110, 110)],
+                groups: vec![group_of(g)],
+                group_listing: GroupListing::Complete,
+                ..Default::default()
+            };
+            apply(&mut derived, watch, at, settings(), true);
+            let group = derived.groups.remove(0);
+            (group.offsets.unwrap().remove(0), group.status)
+        };
+        for (t, known, stall) in [
+            (0, true, Some(1.0)),
+            (70, true, Some(71.0)),
+            (80, false, None),
+            (90, true, Some(91.0)),
+        ] {
+            let mut g = offset("orders", 100, 110, 110, age);
+            if !known {
+                g.lag = None;
+            }
+            let (g, status) = listed(&mut watch, at(t), g);
+            assert_eq!(g.commit_stall_seconds, stall, "t={t}");
+            if t == 90 {
+                assert_eq!(status, Some(GroupStatus::Stalled));
+            }
+        }
     }
 
     #[test]

@@ -210,7 +210,7 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
         ("kafka_consumergroup_lso_lag_seconds", "Seconds since the first record a read_committed consumer at the committed offset could read now was written; 0 when there is none", |g| {
             g.lso_time_lag.map(|t| Value::Seconds(t.seconds()))
         }),
-        ("kafka_consumergroup_commit_stall_seconds", "Seconds since the group's committed offset last moved while it had something to read (counted by the exporter from its start); 0 when it has nothing to read", |g| {
+        ("kafka_consumergroup_commit_stall_seconds", "Seconds since the group's committed offset last moved while it had something to read (a clock of the exporter's; where it first sees the group-partition, dated by the first record left to read); 0 when it has nothing to read", |g| {
             g.commit_stall_seconds.map(Value::Seconds)
         }),
         ("kafka_consumergroup_retention_margin", "Committed offset minus the log start offset, at least 0: offsets retention can delete before it reaches the group's next unread record", |g| {

@@ -240,8 +240,8 @@ impl Metrics {
         }
     }
 
-    /// Renders a body again at a scrape once it is older than `max_age` (the sampling
-    /// interval), even when no cycle ended since.
+    /// Renders a body again at a scrape once it is older than `max_age` (two sampling
+    /// intervals), even when no cycle ended since.
     pub fn with_max_age(mut self, max_age: Duration) -> Self {
         self.max_age = Some(max_age);
         self

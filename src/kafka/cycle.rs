@@ -782,9 +782,10 @@ impl KafkaSampler {
                     // Some brokers refused: their groups are absent (failures, a partial
                     // list), the others' keep their own protocols.
                     let list_failed = listed.list_failures.len();
-                    if let Some(first) = listed.list_failures.first() {
-                        sample.fail(Stage::ListGroups, list_failed as u64, &first.reason);
-                    }
+                    sample.fail_each(
+                        Stage::ListGroups,
+                        listed.list_failures.iter().map(|f| &f.reason),
+                    );
                     if let Some(reason) = &listed.streams_unsupported {
                         sample.features.insert(
                             Feature::StreamsGroups,
@@ -796,9 +797,7 @@ impl KafkaSampler {
                         (Stage::ShareGroupOffsets, &listed.share_failures),
                         (Stage::GroupOffsets, &listed.offset_failures),
                     ] {
-                        if let Some(first) = failures.first() {
-                            sample.fail(stage, failures.len() as u64, first);
-                        }
+                        sample.fail_each(stage, failures.iter());
                     }
                     // Every broker failed: the group list is unknown, not empty.
                     if list_failed > 0 && list_failed == brokers.len() {
@@ -1286,21 +1285,28 @@ fn apply(
     stage: Stage,
     set: impl Fn(&mut RawPartition, Option<i64>),
 ) {
-    let mut failed = 0u64;
-    let mut first_error = None;
+    // Per cause (told from the error, not from the topic's name before it): the
+    // count and the first message.
+    let mut failed: Vec<(super::features::Cause, u64, String)> = Vec::new();
     for (partition, result) in sample.partitions.iter_mut().zip(round) {
         match result {
             Ok(offset) => set(partition, Some(offset)),
             Err(error) => {
-                failed += 1;
-                first_error.get_or_insert_with(|| {
-                    format!("{}/{}: {error}", partition.topic, partition.partition)
-                });
+                let error = error.to_string();
+                let cause = super::features::cause_of(&error);
+                match failed.iter_mut().find(|(c, _, _)| *c == cause) {
+                    Some((_, n, _)) => *n += 1,
+                    None => failed.push((
+                        cause,
+                        1,
+                        format!("{}/{}: {error}", partition.topic, partition.partition),
+                    )),
+                }
             }
         }
     }
-    if let Some(error) = first_error {
-        sample.fail(stage, failed, error);
+    for (_, count, error) in failed {
+        sample.fail(stage, count, error);
     }
 }
 

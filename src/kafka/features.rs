@@ -296,11 +296,20 @@ pub fn cause_of(error: &str) -> Cause {
         || error.contains("kafka 3.0 or later is needed")
     {
         Cause::Unsupported
-    } else if error.contains("authentication")
-        || error.contains("tls handshake")
-        || error.contains("ssl handshake")
-        || error.contains("no credentials")
-        || error.contains("sasl")
+    } else if [
+        "authentication fail",
+        "authentication error",
+        "authenticationfail",
+        "sasl authentication",
+        "sasl handshake",
+        "sasl mechanism",
+        "unsupportedsaslmechanism",
+        "tls handshake",
+        "ssl handshake",
+        "no credentials",
+    ]
+    .iter()
+    .any(|words| error.contains(words))
     {
         Cause::Authentication
     } else {
@@ -436,6 +445,18 @@ mod tests {
             cause_of("b:9092: SASL authentication failed: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"),
             Cause::Authentication
         );
+        assert_eq!(
+            cause_of("Local: Authentication failure"),
+            Cause::Authentication
+        );
+        // Names are not causes: a topic, a group or a host may say anything.
+        for failed in [
+            "user-authentication-events/3: deadline passed",
+            "kafka-sasl-0:9093: connection refused",
+            "sasl-audit/0: Broker: Not leader for partition",
+        ] {
+            assert_eq!(cause_of(failed), Cause::Failed, "{failed}");
+        }
         assert_eq!(cause_of("deadline passed"), Cause::Failed);
         assert_eq!(cause_of("Broker: Not coordinator"), Cause::Failed);
     }

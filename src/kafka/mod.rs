@@ -461,13 +461,39 @@ pub struct ListedTransaction {
 }
 
 impl RawSample {
-    /// Records `count` failures of `stage`, keeping the first error message.
+    /// Records `count` failures of `stage` that share one cause (one answer's error),
+    /// keeping the first error message.
     pub fn fail(&mut self, stage: Stage, count: u64, error: impl fmt::Display) {
         let error = error.to_string();
         let cause = features::cause_of(&error);
+        self.failed(stage, count, cause, || error);
+    }
+
+    /// Records one failure of `stage` per error, each refusal told by its own words (a
+    /// denied request among timeouts counts one refusal, not all), keeping the first
+    /// error message.
+    pub fn fail_each<E: fmt::Display>(
+        &mut self,
+        stage: Stage,
+        errors: impl IntoIterator<Item = E>,
+    ) {
+        for error in errors {
+            let error = error.to_string();
+            let cause = features::cause_of(&error);
+            self.failed(stage, 1, cause, || error);
+        }
+    }
+
+    fn failed(
+        &mut self,
+        stage: Stage,
+        count: u64,
+        cause: features::Cause,
+        error: impl FnOnce() -> String,
+    ) {
         let entry = self.failures.entry(stage).or_insert_with(|| StageFailure {
             count: 0,
-            first_error: error,
+            first_error: error(),
             refused: Refusals::default(),
         });
         entry.count += count;

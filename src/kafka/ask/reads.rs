@@ -530,7 +530,7 @@ impl Reads {
                 state.warned_unauthorized = true;
                 tracing::warn!(cluster = %self.cluster, "reading record headers needs the Read permission on the topics ({first}); without it lags count commit/abort markers and time lags are not exported");
             }
-            sample.fail(Stage::ReadRecords, failures.len() as u64, first);
+            sample.fail_each(Stage::ReadRecords, failures.values());
         }
         for (index, need) in needs.iter().enumerate() {
             let p = &mut sample.partitions[index];

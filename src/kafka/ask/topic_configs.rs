@@ -125,8 +125,9 @@ impl TopicConfigs {
         match read {
             Ok((read, refused)) => {
                 // A refusal per topic is a failure too (counted under topic_configs),
-                // and it keeps the feature off until a refresh reads every topic.
-                state.refused = refused.clone();
+                // and it keeps the feature off until every topic has been read: a
+                // refresh of only the topics readable before (they fall due at other
+                // times than the refused ones) does not turn it on.
                 if let Some(reason) = &refused {
                     state.failure = Some(reason.clone());
                 }
@@ -136,6 +137,12 @@ impl TopicConfigs {
                     let due_again = if value.is_some() { next } else { retry };
                     state.known.insert(topic, (value, due_again));
                 }
+                let unread = state.known.values().any(|(value, _)| value.is_none());
+                let refused = match refused {
+                    None if unread => state.refused.clone(),
+                    refused => refused,
+                };
+                state.refused = refused.clone();
                 match refused {
                     Some(reason) if !state.warned => {
                         state.warned = true;

@@ -59,14 +59,13 @@ pub struct StreamsMember {
 }
 
 impl DescribedStreamsGroup {
-    /// The partitions `tasks` read, by topic; `None` without a topology.
+    /// The partitions `tasks` read, by topic; `None` without a topology, or where a
+    /// task's subtopology is not in it (what it reads is then unknown, not nothing).
     pub fn partitions_of(&self, tasks: &Tasks) -> Option<Vec<(String, Vec<i32>)>> {
         let topology = self.topology.as_ref()?;
         let mut out: Vec<(String, Vec<i32>)> = Vec::new();
         for (subtopology, partitions) in tasks {
-            let Some((_, topics)) = topology.iter().find(|(id, _)| id == subtopology) else {
-                continue;
-            };
+            let (_, topics) = topology.iter().find(|(id, _)| id == subtopology)?;
             for topic in topics {
                 match out.iter_mut().find(|(t, _)| t == topic) {
                     Some((_, owned)) => owned.extend(partitions),
