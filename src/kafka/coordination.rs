@@ -526,14 +526,18 @@ impl Coordinator {
         use std::sync::atomic::Ordering;
         let mut last = String::from("no bootstrap server");
         // A broker that hangs must not hold the lookup for a whole session: the next
-        // address gets its turn well within it.
-        let per_address = self
-            .settings
-            .heartbeat_interval
-            .max(Duration::from_secs(3))
-            .min(self.settings.session_timeout);
-        let first = self.first_address.load(Ordering::Relaxed);
+        // address gets its turn well within it. A single address (a load balancer) has
+        // no next one to try: it gets the whole session.
         let count = self.bootstrap.len();
+        let per_address = if count > 1 {
+            self.settings
+                .heartbeat_interval
+                .max(Duration::from_secs(3))
+                .min(self.settings.session_timeout)
+        } else {
+            self.settings.session_timeout
+        };
+        let first = self.first_address.load(Ordering::Relaxed);
         for turn in 0..count {
             let index = (first + turn) % count;
             let addr = &self.bootstrap[index];
@@ -545,7 +549,7 @@ impl Coordinator {
             let version = match self
                 .wire
                 .pool
-                .version::<FindCoordinatorRequest>(addr, deadline)
+                .version_via::<FindCoordinatorRequest>(Lane::Coordination, addr, deadline)
                 .await
             {
                 Ok(version) => version.unwrap_or(0),

@@ -626,7 +626,18 @@ impl Pool {
         addr: &str,
         deadline: Instant,
     ) -> Result<Option<i16>, WireError> {
-        let slot = self.slot(addr, Lane::Main);
+        self.version_via::<R>(Lane::Main, addr, deadline).await
+    }
+
+    /// [`Pool::version`] on the connection of `lane`: a lane that must not wait behind
+    /// a cycle's round trip on the main one asks on its own.
+    pub async fn version_via<R: Request>(
+        &self,
+        lane: Lane,
+        addr: &str,
+        deadline: Instant,
+    ) -> Result<Option<i16>, WireError> {
+        let slot = self.slot(addr, lane);
         let work = async {
             let mut slot = slot.lock().await;
             let (connection, _) = self.checkout(&mut slot, addr).await?;
