@@ -13,20 +13,29 @@
 //! libraries (musl) have none of this: both are then nothing.
 
 /// Tunes glibc's allocator for a process whose heap comes and goes with each cycle. Call
-/// first thing, before other threads start.
+/// first thing, before other threads start. A setting given in glibc's own environment
+/// variable (`MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`) is
+/// left as given.
 pub fn tune() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes the allocator's parameters; called before other threads
-    // allocate.
-    unsafe {
+    {
+        let set = |variable: &str, parameter: libc::c_int, value: libc::c_int| {
+            if std::env::var_os(variable).is_none() {
+                // SAFETY: mallopt only changes the allocator's parameters; called before
+                // other threads allocate.
+                unsafe {
+                    libc::mallopt(parameter, value);
+                }
+            }
+        };
         // Two arenas: enough for two cores of allocations, and each freed block is found
         // again by the next cycle, whichever thread runs it.
-        libc::mallopt(libc::M_ARENA_MAX, 2);
+        set("MALLOC_ARENA_MAX", libc::M_ARENA_MAX, 2);
         // Blocks from 256 KiB up (render buffers, large answers) are mapped on their own
         // and unmapped when freed; a fixed value stops glibc from raising it.
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
+        set("MALLOC_MMAP_THRESHOLD_", libc::M_MMAP_THRESHOLD, 256 * 1024);
         // Free memory at the top of an arena above 1 MiB goes back at once.
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1024 * 1024);
+        set("MALLOC_TRIM_THRESHOLD_", libc::M_TRIM_THRESHOLD, 1024 * 1024);
     }
 }
 
