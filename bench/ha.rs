@@ -213,7 +213,16 @@ async fn main() {
     let producers: Vec<Producer_> = topics
         .iter()
         .map(|t| {
-            let p = transactional_producer(&format!("{t}-txn"));
+            // Open through the whole bench (librdkafka's default timeout, a minute,
+            // would end it between the two measurements and change the workload).
+            let p: Producer_ = rdkafka::ClientConfig::new()
+                .set("bootstrap.servers", bootstrap())
+                .set("transactional.id", format!("{t}-txn"))
+                .set("transaction.timeout.ms", "900000")
+                .create()
+                .expect("transactional producer");
+            p.init_transactions(Duration::from_secs(30))
+                .expect("init_transactions");
             p.begin_transaction().unwrap();
             send(&p, &format!("{t}-0"), 0, 3);
             p
