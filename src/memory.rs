@@ -38,7 +38,11 @@ pub fn tune() {
         // blocks leave no holes in the arena; a fixed value stops glibc from raising it.
         set("MALLOC_MMAP_THRESHOLD_", libc::M_MMAP_THRESHOLD, 64 * 1024);
         // Free memory at the top of an arena above 1 MiB goes back at once.
-        set("MALLOC_TRIM_THRESHOLD_", libc::M_TRIM_THRESHOLD, 1024 * 1024);
+        set(
+            "MALLOC_TRIM_THRESHOLD_",
+            libc::M_TRIM_THRESHOLD,
+            1024 * 1024,
+        );
     }
 }
 

@@ -1115,7 +1115,10 @@ fn render_cluster_transactions(out: &mut String, clusters: &[ClusterTransactions
             if counts.is_empty() {
                 String::new()
             } else {
-                format!("; of them, {} hold the LSO of no partition shown here (at least)", c.unpinning)
+                format!(
+                    "; of them, {} hold the LSO of no partition shown here (at least)",
+                    c.unpinning
+                )
             },
             c.prepared
                 .map_or(String::new(), |n| format!("; {n} two-phase (KIP-939)")),
@@ -1719,7 +1722,9 @@ mod tests {
         assert!(page.contains("&lt;b&gt;etl&lt;/b&gt;&amp;&quot;"), "{page}");
         assert!(page.contains("&lt;i&gt;orders&lt;/i&gt;/3"), "{page}");
         assert!(
-            page.contains("prod: 3 Ongoing; of them, 2 hold the LSO of no partition shown here (at least)"),
+            page.contains(
+                "prod: 3 Ongoing; of them, 2 hold the LSO of no partition shown here (at least)"
+            ),
             "{page}"
         );
         assert!(page.contains("now epoch 7"), "{page}");
