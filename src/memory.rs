@@ -15,10 +15,13 @@
 /// Tunes glibc's allocator for a process whose heap comes and goes with each cycle. Call
 /// first thing, before other threads start. A setting given in glibc's own environment
 /// variable (`MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`) is
-/// left as given.
+/// left as given, and `GLIBC_TUNABLES` with any `glibc.malloc.` tunable leaves all three.
 pub fn tune() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
+        if std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains("glibc.malloc.")) {
+            return;
+        }
         let set = |variable: &str, parameter: libc::c_int, value: libc::c_int| {
             if std::env::var_os(variable).is_none() {
                 // SAFETY: mallopt only changes the allocator's parameters; called before

@@ -249,7 +249,7 @@ pub fn apply(
                     let entry = &mut entries.partitions[i].2;
                     entry.seen = cycle;
                     entry.missing_since = Stamp::NONE;
-                    g.abandoned = entry.abandoned;
+                    g.abandoned = entry.abandoned && entry.committed == g.committed_offset;
                 }
                 continue;
             };

@@ -78,9 +78,12 @@ impl RebalanceWatch {
 fn rebalancing(state: &str, detail: &GroupDetail) -> bool {
     REBALANCING_STATES.contains(&state)
         || detail.members.iter().any(|m| {
-            m.target
-                .as_ref()
-                .is_some_and(|t| Some(t) != m.assigned.as_ref())
+            // Both known: an assignment not known (a streams task the topology does
+            // not name) is no sign of a rebalance.
+            m.assigned.is_some()
+                && m.target
+                    .as_ref()
+                    .is_some_and(|t| Some(t) != m.assigned.as_ref())
         })
 }
 
@@ -118,12 +121,13 @@ fn unreconciled(detail: &GroupDetail) -> Option<u64> {
     let mut any = false;
     let mut missing = 0u64;
     for m in &detail.members {
-        let Some(target) = &m.target else { continue };
+        // A member whose assignment or target is not known tells nothing.
+        let (Some(target), Some(assigned)) = (&m.target, &m.assigned) else {
+            continue;
+        };
         any = true;
-        let owned: HashSet<(&str, i32)> = m
-            .assigned
+        let owned: HashSet<(&str, i32)> = assigned
             .iter()
-            .flatten()
             .flat_map(|(t, ps)| ps.iter().map(move |p| (t.as_str(), *p)))
             .collect();
         for (topic, partitions) in target {

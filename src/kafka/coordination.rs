@@ -526,19 +526,24 @@ impl Coordinator {
         use std::sync::atomic::Ordering;
         let mut last = String::from("no bootstrap server");
         // A broker that hangs must not hold the lookup for a whole session: the next
-        // address gets its turn well within it. A single address (a load balancer) has
-        // no next one to try: it gets the whole session.
+        // address gets its turn well within it, and a single address (a load balancer, a
+        // name with several addresses behind it) is tried again on a new connection,
+        // for at most a session in all.
         let count = self.bootstrap.len();
-        let per_address = if count > 1 {
-            self.settings
-                .heartbeat_interval
-                .max(Duration::from_secs(3))
-                .min(self.settings.session_timeout)
-        } else {
-            self.settings.session_timeout
-        };
+        let session = self.settings.session_timeout;
+        let per_address = self
+            .settings
+            .heartbeat_interval
+            .max(Duration::from_secs(3))
+            .min(session);
+        let tries =
+            count.max(session.as_millis().div_ceil(per_address.as_millis().max(1)) as usize);
+        let started = Instant::now();
         let first = self.first_address.load(Ordering::Relaxed);
-        for turn in 0..count {
+        for turn in 0..tries {
+            if turn >= count && started.elapsed() >= session {
+                break;
+            }
             let index = (first + turn) % count;
             let addr = &self.bootstrap[index];
             if turn > 0 {

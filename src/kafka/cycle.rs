@@ -58,8 +58,8 @@ use super::native::{list_consumer_group_offsets, queued_events, set_oauth_token}
 use super::wire::oauth::{self, TokenSource};
 use super::wire::{Security, WireClient, WireError};
 use super::{
-    CommittedOffset, GroupListing, Planned, RawGroup, RawPartition, RawSample, Replication,
-    Sampler, Stage,
+    CommittedOffset, Failures, GroupListing, Planned, RawGroup, RawPartition, RawSample,
+    Replication, Sampler, Stage,
 };
 use crate::config::{ClusterConfig, NameFilter};
 
@@ -1285,29 +1285,21 @@ fn apply(
     stage: Stage,
     set: impl Fn(&mut RawPartition, Option<i64>),
 ) {
-    // Per cause (told from the error, not from the topic's name before it): the
-    // count and the first message.
-    let mut failed: Vec<(super::features::Cause, u64, String)> = Vec::new();
+    // Per cause, told from the error, not from the topic's name before it.
+    let mut failures = Failures::default();
     for (partition, result) in sample.partitions.iter_mut().zip(round) {
         match result {
             Ok(offset) => set(partition, Some(offset)),
             Err(error) => {
                 let error = error.to_string();
                 let cause = super::features::cause_of(&error);
-                match failed.iter_mut().find(|(c, _, _)| *c == cause) {
-                    Some((_, n, _)) => *n += 1,
-                    None => failed.push((
-                        cause,
-                        1,
-                        format!("{}/{}: {error}", partition.topic, partition.partition),
-                    )),
-                }
+                failures.add_as(cause, 1, || {
+                    format!("{}/{}: {error}", partition.topic, partition.partition)
+                });
             }
         }
     }
-    for (_, count, error) in failed {
-        sample.fail(stage, count, error);
-    }
+    sample.fail_all(stage, failures);
 }
 
 fn remaining(deadline: Instant) -> Duration {

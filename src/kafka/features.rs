@@ -303,6 +303,7 @@ pub fn cause_of(error: &str) -> Cause {
         "sasl authentication",
         "sasl handshake",
         "sasl mechanism",
+        "oauthbearer token",
         "unsupportedsaslmechanism",
         "tls handshake",
         "ssl handshake",

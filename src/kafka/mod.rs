@@ -460,6 +460,30 @@ pub struct ListedTransaction {
     pub described: bool,
 }
 
+/// Failures of one stage gathered over several answers, by cause: each cause's count and
+/// first message, so that a denial among timeouts counts as one refusal and the timeouts
+/// as failures ([`RawSample::fail_all`]).
+#[derive(Debug, Default)]
+pub struct Failures(Vec<(features::Cause, u64, String)>);
+
+impl Failures {
+    /// `count` failures with the error `error`, its words telling the cause (where a name
+    /// comes before the error, a topic's that may say anything, use [`Failures::add_as`]).
+    pub fn add(&mut self, count: u64, error: impl Into<String>) {
+        let error = error.into();
+        let cause = features::cause_of(&error);
+        self.add_as(cause, count, || error);
+    }
+
+    /// `count` failures of `cause`; `message` is asked for only if it is the first.
+    pub fn add_as(&mut self, cause: features::Cause, count: u64, message: impl FnOnce() -> String) {
+        match self.0.iter_mut().find(|(c, _, _)| *c == cause) {
+            Some((_, n, _)) => *n += count,
+            None => self.0.push((cause, count, message())),
+        }
+    }
+}
+
 impl RawSample {
     /// Records `count` failures of `stage` that share one cause (one answer's error),
     /// keeping the first error message.
@@ -481,6 +505,13 @@ impl RawSample {
             let error = error.to_string();
             let cause = features::cause_of(&error);
             self.failed(stage, 1, cause, || error);
+        }
+    }
+
+    /// Records what `failures` gathered for `stage`.
+    pub fn fail_all(&mut self, stage: Stage, failures: Failures) {
+        for (cause, count, error) in failures.0 {
+            self.failed(stage, count, cause, || error);
         }
     }
 

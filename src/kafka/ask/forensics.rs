@@ -28,11 +28,11 @@ use kafka_protocol::ResponseError;
 
 use crate::config::ClusterConfig;
 use crate::kafka::capability::Capability;
-use crate::kafka::features::{Feature, FeatureState, Status};
+use crate::kafka::features::{cause_of, Feature, FeatureState, Status};
 use crate::kafka::wire::{WireClient, WireError};
 use crate::kafka::{
-    CoordinatorTransaction, CoordinatorView, ListedTransaction, Planned, RawSample, RawTransaction,
-    Stage,
+    CoordinatorTransaction, CoordinatorView, Failures, ListedTransaction, Planned, RawSample,
+    RawTransaction, Stage,
 };
 
 /// The forensics client of one cluster.
@@ -178,14 +178,12 @@ impl Forensics {
         let (answers, ()) = tokio::join!(join_all(requests), read_max_timeout);
 
         let mut found: HashMap<usize, Vec<RawTransaction>> = HashMap::new();
-        let mut failed = 0u64;
-        let mut first_error: Option<String> = None;
+        let mut failures = Failures::default();
         for ((_, indices), answer) in by_leader.iter().zip(answers) {
             let answer = match answer {
                 Ok(answer) => answer,
                 Err(error) => {
-                    failed += indices.len() as u64;
-                    first_error.get_or_insert(error);
+                    failures.add(indices.len() as u64, error);
                     continue;
                 }
             };
@@ -204,8 +202,8 @@ impl Forensics {
                     };
                     answered.insert(index);
                     if let Some(error) = ResponseError::try_from_code(partition.error_code) {
-                        failed += 1;
-                        first_error.get_or_insert_with(|| {
+                        let cause = cause_of(&error.to_string());
+                        failures.add_as(cause, 1, || {
                             format!(
                                 "{}/{}: {error}",
                                 topic.name.0.as_str(),
@@ -231,13 +229,10 @@ impl Forensics {
             }
             let missing = indices.iter().filter(|i| !answered.contains(i)).count();
             if missing > 0 {
-                failed += missing as u64;
-                first_error.get_or_insert_with(|| "partition missing from the answer".into());
+                failures.add(missing as u64, "partition missing from the answer");
             }
         }
-        if let Some(error) = first_error {
-            sample.fail(Stage::DescribeProducers, failed, error);
-        }
+        sample.fail_all(Stage::DescribeProducers, failures);
 
         // 2. and 3. The coordinators' view of every producer id found.
         let producer_ids: HashSet<i64> = found.values().flatten().map(|t| t.producer_id).collect();
@@ -324,10 +319,8 @@ impl Forensics {
 
         let mut complete = true;
         // ListTransactions and DescribeTransactions failures, each under its own stage.
-        let mut list_failures = 0u64;
-        let mut first_list_error: Option<String> = None;
-        let mut failures = 0u64;
-        let mut first_error: Option<String> = None;
+        let mut list_failures = Failures::default();
+        let mut failures = Failures::default();
         // Per coordinator that listed some: its id, the transactional ids, their answer.
         let mut described = Vec::new();
         // Producer ids some coordinator listed: if describing them fails, they are
@@ -354,7 +347,6 @@ impl Forensics {
                 }
                 Ok(answer) => {
                     complete = false;
-                    list_failures += 1;
                     match ResponseError::try_from_code(answer.error_code) {
                         Some(ResponseError::CoordinatorLoadInProgress) => {
                             loading.get_or_insert(broker);
@@ -364,21 +356,16 @@ impl Forensics {
                         ) => unavailable = true,
                         _ => {}
                     }
-                    first_list_error.get_or_insert_with(|| {
-                        format!(
-                            "ListTransactions on {addr}: {}",
-                            ResponseError::try_from_code(answer.error_code)
-                                .map(|e| e.to_string())
-                                .unwrap_or_default()
-                        )
-                    });
+                    let error = ResponseError::try_from_code(answer.error_code)
+                        .map(|e| e.to_string())
+                        .unwrap_or_default();
+                    list_failures.add(1, format!("ListTransactions on {addr}: {error}"));
                 }
                 Err(error) => {
                     complete = false;
-                    list_failures += 1;
                     // Down, unreachable or timed out: it may coordinate the transaction.
                     unavailable |= !error.is_unsupported();
-                    first_list_error.get_or_insert_with(|| format!("ListTransactions: {error}"));
+                    list_failures.add(1, format!("ListTransactions: {error}"));
                 }
             }
         }
@@ -403,8 +390,8 @@ impl Forensics {
                                     _ => {}
                                 }
                             }
-                            failures += 1;
-                            first_error.get_or_insert_with(|| {
+                            let cause = cause_of(&error.to_string());
+                            failures.add_as(cause, 1, || {
                                 format!(
                                     "DescribeTransactions {:?}: {error}",
                                     state.transactional_id.0.as_str()
@@ -437,8 +424,7 @@ impl Forensics {
                             }
                         }
                     }
-                    failures += 1;
-                    first_error.get_or_insert_with(|| format!("DescribeTransactions: {error}"));
+                    failures.add(1, format!("DescribeTransactions: {error}"));
                 }
             }
         }
@@ -477,12 +463,8 @@ impl Forensics {
             }
         }
         drop(state);
-        if let Some(error) = first_list_error {
-            sample.fail(Stage::ListTransactions, list_failures, error);
-        }
-        if let Some(error) = first_error {
-            sample.fail(Stage::DescribeTransactions, failures, error);
-        }
+        sample.fail_all(Stage::ListTransactions, list_failures);
+        sample.fail_all(Stage::DescribeTransactions, failures);
         views
     }
 

@@ -32,9 +32,10 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::config::ClusterConfig;
+use crate::kafka::features::cause_of;
 use crate::kafka::wire::WireClient;
 use crate::kafka::{
-    CoordinatorTransaction, ListedTransaction, RawSample, Stage, TransactionList,
+    CoordinatorTransaction, Failures, ListedTransaction, RawSample, Stage, TransactionList,
     OPEN_TRANSACTION_STATES,
 };
 
@@ -227,8 +228,8 @@ impl Inventory {
             complete: true,
             ..TransactionList::default()
         };
-        let (mut list_failures, mut list_error) = (0u64, None::<String>);
-        let (mut describe_failures, mut describe_error) = (0u64, None::<String>);
+        let mut list_failures = Failures::default();
+        let mut describe_failures = Failures::default();
         let mut unanswered: HashSet<i32> = HashSet::new();
         // Asked ids whose coordinator moved (or is loading) since it listed them.
         let mut moved_ids: HashMap<String, i32> = HashMap::new();
@@ -238,8 +239,7 @@ impl Inventory {
                 Err(error) => {
                     unanswered.insert(broker);
                     list.complete = false;
-                    list_failures += 1;
-                    list_error.get_or_insert(error);
+                    list_failures.add(1, error);
                     continue;
                 }
             };
@@ -255,8 +255,8 @@ impl Inventory {
                                 moved_ids.insert(state.transactional_id.0.to_string(), broker);
                                 continue;
                             }
-                            describe_failures += 1;
-                            describe_error.get_or_insert_with(|| {
+                            let cause = cause_of(&error.to_string());
+                            describe_failures.add_as(cause, 1, || {
                                 format!(
                                     "DescribeTransactions {:?}: {error}",
                                     state.transactional_id.0.as_str()
@@ -268,10 +268,7 @@ impl Inventory {
                         by_id.insert(found.transactional_id.clone(), (found, partitions));
                     }
                 }
-                Err(error) => {
-                    describe_failures += 1;
-                    describe_error.get_or_insert(error);
-                }
+                Err(error) => describe_failures.add(1, error),
             }
             let listed_ids: HashSet<String> =
                 listed.iter().map(|t| t.transactional_id.clone()).collect();
@@ -308,12 +305,8 @@ impl Inventory {
                 }
             }
         }
-        if let Some(error) = list_error {
-            sample.fail(Stage::ListTransactions, list_failures, error);
-        }
-        if let Some(error) = describe_error {
-            sample.fail(Stage::DescribeTransactions, describe_failures, error);
-        }
+        sample.fail_all(Stage::ListTransactions, list_failures);
+        sample.fail_all(Stage::DescribeTransactions, describe_failures);
         list.open.sort_by(|a, b| {
             start_key(&a.transaction)
                 .cmp(&start_key(&b.transaction))
