@@ -79,7 +79,17 @@ struct State {
     refused: BTreeMap<String, String>,
     rebalances: u64,
     fallbacks: u64,
+    /// Clusters this member gained in its current generation, served only from
+    /// `gained_until` on (see [`HAND_OVER_GRACE`]).
+    gained: BTreeSet<String>,
+    gained_until: Option<Instant>,
 }
+
+/// How long a member waits before it serves a cluster it gained in a rebalance. The
+/// member that gives it up learns so from its own SyncGroup answer, which the coordinator
+/// sends at the same moment; the wait lets it stop first, so that no series is served by
+/// two replicas even for the moment between the two answers being read.
+pub const HAND_OVER_GRACE: Duration = Duration::from_secs(1);
 
 /// How this replica decides what to serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +147,8 @@ impl Ownership {
                 refused: BTreeMap::new(),
                 rebalances: 0,
                 fallbacks: 0,
+                gained: BTreeSet::new(),
+                gained_until: None,
             }),
             changes: watch::channel(0).0,
         }
@@ -227,7 +239,10 @@ impl State {
             Mode::Everything | Mode::Alone => true,
             Mode::Joining => false,
             Mode::Member => {
-                self.valid_until.is_some_and(|at| now < at) && self.assigned.contains(cluster)
+                self.valid_until.is_some_and(|at| now < at)
+                    && self.assigned.contains(cluster)
+                    && !(self.gained.contains(cluster)
+                        && self.gained_until.is_some_and(|at| now < at))
             }
         }
     }
@@ -748,7 +763,17 @@ impl Coordinator {
             mine.iter().cloned().collect::<Vec<_>>().join(", ")
         );
         let id = member_id.clone();
+        let synced = Instant::now();
         self.ownership.update(|s| {
+            // What it served until now (a current membership's) goes on; what it gains
+            // waits for the member that gives it up to stop.
+            let served = if s.mode == Mode::Member && s.valid_until.is_some_and(|at| synced < at) {
+                s.assigned.clone()
+            } else {
+                BTreeSet::new()
+            };
+            s.gained = mine.difference(&served).cloned().collect();
+            s.gained_until = (!s.gained.is_empty()).then_some(synced + HAND_OVER_GRACE);
             s.mode = Mode::Member;
             s.assigned = mine;
             s.valid_until = Some(syncing + session_timeout);
@@ -757,6 +782,12 @@ impl Coordinator {
             s.member_id = id;
             s.refused = assignment.refused.clone();
             s.rebalances += 1;
+        });
+        // The cluster loops and the rendered bodies learn when the wait is over.
+        let ownership = self.ownership.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(HAND_OVER_GRACE).await;
+            ownership.changes.send_modify(|n| *n += 1);
         });
 
         // Heartbeats until the group moves on.
@@ -1019,5 +1050,25 @@ mod tests {
         assert!(!ownership.serves("a"));
         assert!(!ownership.view().1);
         assert!(Ownership::everything(vec!["a".into()]).serves("a"));
+    }
+
+    /// A cluster gained in a rebalance is served only once the member that gave it up
+    /// has had HAND_OVER_GRACE to stop; what the member kept is served throughout.
+    #[test]
+    fn a_gained_cluster_waits_for_the_grace() {
+        let ownership = Ownership::member(vec!["a".into(), "b".into()], "g");
+        let now = Instant::now();
+        ownership.update(|s| {
+            s.mode = Mode::Member;
+            s.assigned = ["a".to_string(), "b".to_string()].into();
+            s.valid_until = Some(now + Duration::from_secs(60));
+            s.gained = ["b".to_string()].into();
+            s.gained_until = Some(now + HAND_OVER_GRACE);
+        });
+        let state = ownership.lock().clone();
+        assert!(state.serves("a", now));
+        assert!(!state.serves("b", now));
+        assert!(!state.serves("b", now + HAND_OVER_GRACE / 2));
+        assert!(state.serves("b", now + HAND_OVER_GRACE));
     }
 }
