@@ -34,7 +34,8 @@ pub fn tune() {
         // One arena: each freed block is found again by the next cycle, whichever thread
         // runs it. The exporter's threads allocate little at once (a cycle, a scrape);
         // on 2 cores at 2,000 partitions peak RSS fell from 33-34 to 30-32 MiB against
-        // two arenas, for no CPU time that a bench could tell (bench/memory.rs).
+        // two arenas (bench/memory.rs, one run each; CPU seconds 0.59 and 0.99 against
+        // 0.54 and 0.96, measured while another bench shared the machine).
         set("MALLOC_ARENA_MAX", libc::M_ARENA_MAX, 1);
         // Blocks from 64 KiB up (render buffers, answers, the snapshot's larger lists)
         // are mapped on their own and unmapped when freed, so that a cycle's transient

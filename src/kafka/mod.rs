@@ -501,11 +501,11 @@ impl RawSample {
         stage: Stage,
         errors: impl IntoIterator<Item = E>,
     ) {
+        let mut failures = Failures::default();
         for error in errors {
-            let error = error.to_string();
-            let cause = features::cause_of(&error);
-            self.failed(stage, 1, cause, || error);
+            failures.add(1, error.to_string());
         }
+        self.fail_all(stage, failures);
     }
 
     /// Records what `failures` gathered for `stage`.
