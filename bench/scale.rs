@@ -20,7 +20,8 @@
 //! estimates exist from the fourth on; the members rejoin every fourth cycle, new member
 //! ids each time, a rebalance counted); SCALE_CHILD=PARTITIONS,GROUPS runs one size alone;
 //! SCALE_MEMBERS=0 leaves the groups' members out, and rebalance tracking and rates with
-//! them (what the consumer's side costs); SCALE_OWNER_LABELS=1 adds the owner series
+//! them (what the consumer's side costs); SCALE_TRACKING=0 keeps the members and leaves
+//! out the rebalance count and the rates only; SCALE_OWNER_LABELS=1 adds the owner series
 //! (`groups.owner_labels`).
 
 mod process;
@@ -59,6 +60,12 @@ const SIZES: [(usize, usize); 5] = [
 /// all three out, to measure what the consumer's side costs.
 fn members() -> bool {
     std::env::var("SCALE_MEMBERS").map_or(true, |v| v != "0")
+}
+
+/// SCALE_TRACKING=0 keeps the members but derives neither the rebalance count nor the
+/// rates: what tracking them costs beside the members' own series.
+fn tracking() -> bool {
+    members() && std::env::var("SCALE_TRACKING").map_or(true, |v| v != "0")
 }
 
 /// SCALE_OWNER_LABELS=1: the owner of every group-partition as a series of its own
@@ -228,6 +235,9 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
     let mut rebalances = kafka_lso_exporter::derive::rebalance::RebalanceWatch::default();
     let mut rates = kafka_lso_exporter::derive::rates::RateWatch::default();
     let (mut gen_s, mut derive_s, mut render_s, mut text_s) = (vec![], vec![], vec![], vec![]);
+    // The parts of derive_s: derive itself, rebalance tracking, rates, the commit watch,
+    // and counting the series.
+    let mut stages: [Vec<f64>; 5] = Default::default();
     let (mut series, mut body_bytes, mut gzip_bytes) = (0, 0, 0);
     let started_all = Instant::now();
     // The cycles a minute apart on the exporter's clock: the rates' window (5 min) spans
@@ -249,7 +259,9 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             SystemTime::now(),
             Duration::from_secs(300),
         );
-        if members() {
+        stages[0].push(t.elapsed().as_secs_f64());
+        let stage = Instant::now();
+        if tracking() {
             kafka_lso_exporter::derive::rebalance::apply(
                 &mut derived.groups,
                 &mut rebalances,
@@ -257,6 +269,8 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
                 Duration::from_secs(300),
                 |_| true,
             );
+            stages[1].push(stage.elapsed().as_secs_f64());
+            let stage = Instant::now();
             kafka_lso_exporter::derive::rates::apply(
                 &mut derived.groups,
                 &derived.partitions,
@@ -264,7 +278,9 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
                 now,
                 Duration::from_secs(300),
             );
+            stages[2].push(stage.elapsed().as_secs_f64());
         }
+        let stage = Instant::now();
         kafka_lso_exporter::derive::progress::apply(
             &mut derived,
             &mut watch,
@@ -275,6 +291,7 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             },
             true,
         );
+        stages[3].push(stage.elapsed().as_secs_f64());
         // Every per-partition series: the largest body the exporter renders.
         for group in &mut derived.groups {
             group.granularity = Granularity::Partition;
@@ -304,7 +321,9 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
             transactions: Default::default(),
         };
         // Counted as the cardinality guard counts, every cycle.
+        let stage = Instant::now();
         snapshot.series = kafka_lso_exporter::expose::series_count(&snapshot);
+        stages[4].push(stage.elapsed().as_secs_f64());
         series = snapshot.series;
         tx.send_replace(Some(Arc::new(snapshot)));
         derive_s.push(t.elapsed().as_secs_f64());
@@ -363,13 +382,20 @@ async fn child(partitions: usize, groups: usize, cycles: usize) {
 
     println!(
         "partitions={partitions} groups={groups} group_partitions={} series={series} \
-         sample_s={:.3} derive_s={:.3} derive_max_s={:.3} render_s={:.3} render_max_s={:.3} \
+         sample_s={:.3} derive_s={:.3} derive_max_s={:.3} {} render_s={:.3} render_max_s={:.3} \
          text_s={:.3} cycle_s={:.3} openmetrics_mb={:.1} gzip_mb={:.1} rss_mib={} \
          rss_peak_scrapes_mib={} scrape_p50_s={:.3} scrape_max_s={:.3}",
         groups * GROUP_PARTITIONS,
         median(gen_s),
         median(derive_s.clone()),
         max(&derive_s),
+        ["derive", "rebalances", "rates", "commit_watch", "count"]
+            .iter()
+            .zip(stages)
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| format!("stage_{k}_s={:.4}", median(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
         median(render_s.clone()),
         max(&render_s),
         median(text_s),

@@ -33,6 +33,7 @@ struct Sample {
 
 #[derive(Debug)]
 struct Entry {
+    topic: Arc<str>,
     /// What the sums run over: a hash of the partitions, and whether the bound is the HW.
     shape: (u64, bool),
     samples: VecDeque<Sample>,
@@ -40,11 +41,12 @@ struct Entry {
     seen: u64,
 }
 
-/// Per group and topic, the samples within the rate window. Keyed by group, then topic,
-/// so that a cycle looks entries up without copying a name.
+/// Per group and topic, the samples within the rate window. Keyed by group, then its
+/// topics sorted by name (as a group's offsets are), so that a cycle looks entries up
+/// without copying a name.
 #[derive(Debug, Default)]
 pub struct RateWatch {
-    entries: HashMap<String, HashMap<Arc<str>, Entry>>,
+    entries: HashMap<String, Vec<Entry>>,
     /// Cycles applied so far.
     cycle: u64,
 }
@@ -52,7 +54,7 @@ pub struct RateWatch {
 impl RateWatch {
     /// Group-topics remembered.
     pub fn len(&self) -> usize {
-        self.entries.values().map(HashMap::len).sum()
+        self.entries.values().map(Vec::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -60,19 +62,42 @@ impl RateWatch {
     }
 }
 
-/// A hash of the partitions of one topic's run of a group's offsets.
+/// A hash of the partitions of one topic's run of a group's offsets: a fingerprint (see
+/// `rebalance::hash_of`).
 fn partitions_hash(run: &[super::state::GroupPartitionState]) -> u64 {
     use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut hasher = rustc_hash::FxHasher::default();
     for o in run {
         o.partition.hash(&mut hasher);
     }
     hasher.finish()
 }
 
+/// The partitions of `topic` among `partitions`, which are sorted by topic and partition.
+fn topic_partitions<'p>(partitions: &'p [PartitionState], topic: &str) -> &'p [PartitionState] {
+    let start = partitions.partition_point(|p| &*p.topic < topic);
+    let len = partitions[start..].partition_point(|p| &*p.topic == topic);
+    &partitions[start..start + len]
+}
+
+/// Partition `partition` of one topic's sorted partitions: where they run 0, 1, 2, ...
+/// (as a topic's do, unless one is missing from this cycle) at its own index.
+fn find(partitions: &[PartitionState], partition: i32) -> Option<&PartitionState> {
+    match usize::try_from(partition)
+        .ok()
+        .and_then(|i| partitions.get(i))
+    {
+        Some(p) if p.partition == partition => Some(p),
+        _ => partitions
+            .binary_search_by_key(&partition, |p| p.partition)
+            .ok()
+            .map(|i| &partitions[i]),
+    }
+}
+
 /// Fills each group's [`GroupState::rates`] and advances `watch` to `now`. Groups whose
 /// offsets are not known in this cycle keep their samples; the others' topics not seen
-/// now are forgotten.
+/// now are forgotten. `partitions` are sorted by topic and partition, as a cycle's are.
 pub fn apply(
     groups: &mut [GroupState],
     partitions: &[PartitionState],
@@ -80,10 +105,9 @@ pub fn apply(
     now: Instant,
     window: Duration,
 ) {
-    let by_partition: HashMap<(&str, i32), &PartitionState> = partitions
-        .iter()
-        .map(|p| ((&*p.topic, p.partition), p))
-        .collect();
+    debug_assert!(
+        partitions.is_sorted_by(|a, b| (&a.topic, a.partition) <= (&b.topic, b.partition))
+    );
     watch.cycle += 1;
     let cycle = watch.cycle;
     let mut kept: HashSet<&str> = HashSet::new();
@@ -95,9 +119,10 @@ pub fn apply(
             kept.insert(&group.name);
             continue;
         };
-        let mut rates = Vec::new();
+        let mut rates = Vec::with_capacity(1);
         for run in offsets.chunk_by(|a, b| a.topic == b.topic) {
             let topic = run[0].topic.clone();
+            let of_topic = topic_partitions(partitions, &topic);
             // Every partition's lag and bound known, or no sample this cycle.
             let mut committed = 0i64;
             let mut bound = 0i64;
@@ -108,8 +133,7 @@ pub fn apply(
                 .any(|o| o.lag.is_some_and(|l| l.committed_beyond_lso > 0));
             let mut waits = false;
             for o in run {
-                let (Some(l), Some(p)) = (o.lag, by_partition.get(&(&*o.topic, o.partition)))
-                else {
+                let (Some(l), Some(p)) = (o.lag, find(of_topic, o.partition)) else {
                     complete = false;
                     break;
                 };
@@ -130,12 +154,10 @@ pub fn apply(
             if !complete {
                 // No sample this cycle, but the window stays: one partition unread for a
                 // cycle (a leader moving) must not restart every group's rates.
-                if let Some(entry) = watch
-                    .entries
-                    .get_mut(group.name.as_str())
-                    .and_then(|topics| topics.get_mut(&topic))
-                {
-                    entry.seen = cycle;
+                if let Some(topics) = watch.entries.get_mut(group.name.as_str()) {
+                    if let Ok(i) = topics.binary_search_by(|e| e.topic.cmp(&topic)) {
+                        topics[i].seen = cycle;
+                    }
                 }
                 continue;
             }
@@ -144,11 +166,22 @@ pub fn apply(
                 Some(topics) => topics,
                 None => watch.entries.entry(group.name.clone()).or_default(),
             };
-            let entry = topics.entry(topic.clone()).or_insert_with(|| Entry {
-                shape,
-                samples: VecDeque::new(),
-                seen: cycle,
-            });
+            let i = match topics.binary_search_by(|e| e.topic.cmp(&topic)) {
+                Ok(i) => i,
+                Err(i) => {
+                    topics.insert(
+                        i,
+                        Entry {
+                            topic: topic.clone(),
+                            shape,
+                            samples: VecDeque::new(),
+                            seen: cycle,
+                        },
+                    );
+                    i
+                }
+            };
+            let entry = &mut topics[i];
             entry.seen = cycle;
             // A bound or a committed offset that went back (a leader change that truncated
             // the log, an offset reset) starts the window again: a rate across it would
@@ -220,7 +253,7 @@ pub fn apply(
     }
     watch.entries.retain(|group, topics| {
         if !kept.contains(group.as_str()) {
-            topics.retain(|_, entry| entry.seen == cycle);
+            topics.retain(|entry| entry.seen == cycle);
         }
         !topics.is_empty()
     });

@@ -17,7 +17,6 @@
 //! counts nothing (its history before it is not known); it lives in the exporter's
 //! memory: after a restart the counters start at 0, as a Prometheus counter may.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::time::SystemTime;
@@ -55,12 +54,16 @@ struct Entry {
     coordinator: Option<String>,
     /// Since when the group is missing from the lists of the brokers that answered.
     missing_since: Option<SystemTime>,
+    /// The cycle that last saw the group.
+    seen: u64,
 }
 
 /// Per group, what the rebalance count needs from the last cycle.
 #[derive(Debug, Default)]
 pub struct RebalanceWatch {
     entries: HashMap<String, Entry>,
+    /// Cycles applied so far.
+    cycle: u64,
 }
 
 impl RebalanceWatch {
@@ -87,9 +90,11 @@ fn rebalancing(state: &str, detail: &GroupDetail) -> bool {
         })
 }
 
-/// A hash of `value`.
+/// A hash of `value`: a fingerprint to compare with the next cycle's, not a map key, so
+/// that a fast hash does (a collision would hide one change; nobody can use it to slow
+/// the exporter down).
 fn hash_of(value: &impl Hash) -> u64 {
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = rustc_hash::FxHasher::default();
     value.hash(&mut hasher);
     hasher.finish()
 }
@@ -103,7 +108,7 @@ fn fingerprint(detail: &GroupDetail) -> (Vec<u64>, u64) {
         .map(|m| (hash_of(&m.member_id), m))
         .collect();
     by_id.sort_unstable_by_key(|(h, _)| *h);
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = rustc_hash::FxHasher::default();
     for (h, m) in &by_id {
         h.hash(&mut hasher);
         m.assigned.hash(&mut hasher);
@@ -153,16 +158,19 @@ pub fn apply(
     grace: std::time::Duration,
     gone: impl Fn(Option<&str>) -> bool,
 ) {
-    let mut seen: HashSet<&str> = HashSet::new();
+    watch.cycle += 1;
+    let cycle = watch.cycle;
     for group in groups.iter_mut() {
-        seen.insert(&group.name);
         let Some(detail) = &group.detail else {
             // Not described in this cycle: what was counted stays, what the description
             // said of now (rebalancing, unreconciled partitions) is not known.
-            group.rebalance = watch.entries.get(&group.name).map(|e| Rebalances {
-                rebalancing: false,
-                unreconciled: None,
-                ..e.counted
+            group.rebalance = watch.entries.get_mut(&group.name).map(|e| {
+                e.seen = cycle;
+                Rebalances {
+                    rebalancing: false,
+                    unreconciled: None,
+                    ..e.counted
+                }
             });
             continue;
         };
@@ -185,6 +193,7 @@ pub fn apply(
                     },
                     coordinator: group.coordinator.clone(),
                     missing_since: None,
+                    seen: cycle,
                 };
                 group.rebalance = Some(entry.counted);
                 watch.entries.insert(group.name.clone(), entry);
@@ -231,10 +240,11 @@ pub fn apply(
         entry.rebalancing = now_rebalancing;
         entry.coordinator.clone_from(&group.coordinator);
         entry.missing_since = None;
+        entry.seen = cycle;
         group.rebalance = Some(entry.counted);
     }
-    watch.entries.retain(|name, entry| {
-        if seen.contains(name.as_str()) || !gone(entry.coordinator.as_deref()) {
+    watch.entries.retain(|_, entry| {
+        if entry.seen == cycle || !gone(entry.coordinator.as_deref()) {
             return true;
         }
         let since = *entry.missing_since.get_or_insert(wall);

@@ -613,11 +613,16 @@ pub fn guard(
     is_priority: impl Fn(&str) -> bool,
 ) -> Trimmed {
     let max_series = max_series.unwrap_or(usize::MAX);
-    let count = count(snapshot);
+    let total = count(snapshot, Count::default()).total;
     let mut trimmed = Trimmed {
-        shown: count.total,
+        shown: total,
         ..Trimmed::default()
     };
+    if total <= max_series {
+        return trimmed;
+    }
+    // Over the limit: counted again, per group, to know what leaving each out saves.
+    let group_offsets = count(snapshot, Count::per_group()).group_offsets();
     for group in snapshot.groups.iter().rev() {
         if trimmed.shown <= max_series {
             break;
@@ -625,7 +630,7 @@ pub fn guard(
         if is_priority(&group.name) {
             continue;
         }
-        let Some(&series) = count.group_offsets.get(&group.name) else {
+        let Some(&series) = group_offsets.get(&group.name) else {
             continue;
         };
         trimmed.groups.insert(group.name.clone());
@@ -637,8 +642,7 @@ pub fn guard(
 
 /// Every series `/metrics` would show for `snapshot` with no group left out ([`Count`]
 /// counts what it is shown, left out or not).
-fn count(snapshot: &ClusterSnapshot) -> Count {
-    let mut count = Count::default();
+fn count(snapshot: &ClusterSnapshot, mut count: Count) -> Count {
     visit_all(&mut count, &[Shown::new(snapshot)]);
     count
 }
@@ -646,13 +650,18 @@ fn count(snapshot: &ClusterSnapshot) -> Count {
 /// How many series `/metrics` shows for `snapshot`: every series the render walks, less
 /// the offset series of the groups the guard left out.
 pub fn series_count(snapshot: &ClusterSnapshot) -> usize {
-    let count = count(snapshot);
+    if snapshot.left_out_groups.is_empty() {
+        return count(snapshot, Count::default()).total;
+    }
+    let count = count(snapshot, Count::per_group());
+    let total = count.total;
+    let group_offsets = count.group_offsets();
     let left_out: usize = snapshot
         .left_out_groups
         .iter()
-        .filter_map(|g| count.group_offsets.get(g))
+        .filter_map(|g| group_offsets.get(g))
         .sum();
-    count.total - left_out
+    total - left_out
 }
 
 #[cfg(test)]

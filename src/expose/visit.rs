@@ -230,7 +230,43 @@ impl Visitor for Render<'_, '_> {
 #[derive(Debug, Default)]
 pub(crate) struct Count {
     pub(crate) total: usize,
-    pub(crate) group_offsets: HashMap<String, usize>,
+    /// Counts per group too (else `total` only).
+    per_group: bool,
+    group_offsets: HashMap<String, usize>,
+    /// The group whose offset series came last, and how many in a row: a family emits a
+    /// group's series one after the other, so that the map is looked up once per run
+    /// rather than once per series.
+    run: (String, usize),
+}
+
+impl Count {
+    /// Counting per group as well as in all.
+    pub(crate) fn per_group() -> Self {
+        Self {
+            per_group: true,
+            ..Self::default()
+        }
+    }
+
+    /// Per group, its offset series (empty unless counted [`Count::per_group`]).
+    pub(crate) fn group_offsets(mut self) -> HashMap<String, usize> {
+        self.end_run();
+        self.group_offsets
+    }
+
+    fn end_run(&mut self) {
+        let (group, n) = &mut self.run;
+        if *n == 0 {
+            return;
+        }
+        match self.group_offsets.get_mut(group.as_str()) {
+            Some(count) => *count += *n,
+            None => {
+                self.group_offsets.insert(group.clone(), *n);
+            }
+        }
+        *n = 0;
+    }
 }
 
 impl Visitor for Count {
@@ -241,16 +277,20 @@ impl Visitor for Count {
         _kind: MetricType,
         samples: &mut dyn FnMut(&mut Emit<'_>),
     ) {
-        let (total, groups) = (&mut self.total, &mut self.group_offsets);
         samples(&mut |owner, _, _| {
-            *total += 1;
+            self.total += 1;
+            if !self.per_group {
+                return;
+            }
             if let Owner::GroupOffsets { group, .. } = owner {
-                match groups.get_mut(group) {
-                    Some(count) => *count += 1,
-                    None => {
-                        groups.insert(group.to_string(), 1);
-                    }
+                if self.run.1 > 0 && self.run.0 != group {
+                    self.end_run();
                 }
+                if self.run.1 == 0 {
+                    self.run.0.clear();
+                    self.run.0.push_str(group);
+                }
+                self.run.1 += 1;
             }
         });
     }
