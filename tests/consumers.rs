@@ -3,8 +3,8 @@
 //! own), a member leaving counted as one rebalance, a member killed (three Java consumers
 //! per group, one SIGKILLed: its partitions change owner within the session timeout and
 //! two cycles, one rebalance counted), offsets a live group no longer reads turning
-//! `abandoned` instead of paging as `stalled`, and the catch-up estimate against a
-//! throttled consumer.
+//! `abandoned` instead of paging as `stalled`, a KIP-848 member that does not reconcile
+//! named with what it holds back, and the catch-up estimate against a throttled consumer.
 
 mod common;
 
@@ -461,6 +461,161 @@ async fn a_killed_member_is_one_rebalance_and_its_partitions_change_owner_within
         "killed-member test: {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// A KIP-848 member that stops polling keeps the partitions its target assignment takes
+/// from it (nothing serves the revocation), and the member that joined waits for them:
+/// `/` and the JSON API name, for each partition behind, the owner and the member it moves
+/// to, and which members have not reached their target; once it polls again, all have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_that_does_not_reconcile_is_named_with_the_partitions_it_holds_back() {
+    require_kafka();
+    // KIP-848 consumers of librdkafka need Kafka 4.0 (ConsumerGroupHeartbeat v1).
+    if kafka_version() < (4, 0) {
+        eprintln!(
+            "Kafka {:?}: no KIP-848 consumers, nothing to reconcile",
+            kafka_version()
+        );
+        return;
+    }
+    let started = Instant::now();
+    let topic = unique("reconcile");
+    let group = unique("reconcile-kip848");
+    create_topic(&topic, 4).await;
+    let producer = plain_producer();
+    for p in 0..4 {
+        send(&producer, &topic, p, 5);
+    }
+    let (holder, newcomer) = (format!("{group}-holder"), format!("{group}-newcomer"));
+    let first = RdkafkaMember::join_with(&topic, &group, "consumer", &[("client.id", &holder)]);
+    let exporter = Exporter::start(&anchored(&topic), &anchored(&group), &[]).await;
+    exporter
+        .wait_for(
+            "the first member owning the four partitions, all read and committed",
+            Duration::from_secs(60),
+            |s| {
+                let committed = s.value(
+                    "kafka_consumergroup_topic_committed_offset",
+                    &[
+                        ("kafka_cluster", "test"),
+                        ("group", &group),
+                        ("topic", &topic),
+                    ],
+                );
+                (owners(s, &group).get(&holder) == Some(&4.0) && committed == Some(20.0))
+                    .then_some(())
+            },
+        )
+        .await;
+
+    // It stops polling; records arrive on every partition (so that each is behind), and a
+    // second member joins: the target gives it two partitions the first still holds.
+    first.pause(true);
+    for p in 0..4 {
+        send(&producer, &topic, p, 5);
+    }
+    let second = RdkafkaMember::join_with(&topic, &group, "consumer", &[("client.id", &newcomer)]);
+    let member = |json: &serde_json::Value, client: &str| -> Option<serde_json::Value> {
+        let groups = json["groups"].as_array()?;
+        let g = groups.iter().find(|g| g["group"] == group.as_str())?;
+        g["members"]
+            .as_array()?
+            .iter()
+            .find(|m| m["client_id"] == client)
+            .cloned()
+    };
+    let json = {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (status, body) = exporter.get("/api/v1/stuck").await;
+            assert_eq!(status, 200, "{body}");
+            let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+            let holding = member(&json, &holder).is_some_and(|m| {
+                m["reconciled"] == false && m["revoking"].as_array().is_some_and(|r| r.len() == 2)
+            });
+            let waiting = member(&json, &newcomer).is_some_and(|m| {
+                m["reconciled"] == false && m["pending"].as_array().is_some_and(|r| r.len() == 2)
+            });
+            if holding && waiting {
+                break json;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the holder giving up two partitions the newcomer waits for: {json:#}"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    };
+    let g = json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == group.as_str())
+        .unwrap();
+    assert_eq!(g["status"], "rebalancing", "{g:#}");
+    let holder_json = member(&json, &holder).unwrap();
+    let newcomer_json = member(&json, &newcomer).unwrap();
+    assert_eq!(holder_json["assigned_partitions"], 4, "{holder_json:#}");
+    assert_eq!(holder_json["target_partitions"], 2, "{holder_json:#}");
+    assert_eq!(
+        holder_json["revoking"], newcomer_json["pending"],
+        "what one gives up, the other takes"
+    );
+    // Each partition on its way names both members.
+    let moving: BTreeSet<i64> = g["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["owner"]["client_id"] == holder.as_str()
+                && p["target_owner"]["client_id"] == newcomer.as_str()
+        })
+        .map(|p| p["partition"].as_i64().unwrap())
+        .collect();
+    let revoking: BTreeSet<i64> = holder_json["revoking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["partition"].as_i64().unwrap())
+        .collect();
+    assert_eq!(moving, revoking, "{g:#}");
+    let (_, page) = exporter.get("/").await;
+    assert!(
+        page.contains("1 of 2 members not at their target assignment")
+            || page.contains("2 of 2 members not at their target assignment"),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(", moving to {newcomer} on ")),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("{holder} on ")) && page.contains(", to give up "),
+        "{page}"
+    );
+
+    // It polls again: it gives them up, the newcomer takes them, both at their target.
+    first.pause(false);
+    exporter
+        .wait_for(
+            "both members at their target, two partitions each",
+            Duration::from_secs(60),
+            |s| {
+                let owned = owners(s, &group);
+                let unreconciled = s.value(
+                    "kafka_consumergroup_unreconciled_partitions",
+                    &[("kafka_cluster", "test"), ("group", &group)],
+                );
+                (owned.get(&holder) == Some(&2.0)
+                    && owned.get(&newcomer) == Some(&2.0)
+                    && unreconciled == Some(0.0))
+                .then_some(())
+            },
+        )
+        .await;
+    drop((first, second));
+    exporter.stop().await;
+    eprintln!("reconcile test: {:.1} s", started.elapsed().as_secs_f64());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

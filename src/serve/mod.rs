@@ -288,6 +288,30 @@ pub struct GroupProgress<'a> {
     pub partitions: Vec<OwnedPartition<'a>>,
     /// Per topic, how fast it reads and when it will have caught up.
     pub topics: Vec<TopicCatchup<'a>>,
+    /// Its members (at most [`OWNED_PARTITIONS`]) with what they own and, in a KIP-848
+    /// consumer group or a streams group, the target assignment they reconcile to; those
+    /// not reconciled first.
+    pub members: Vec<MemberProgress<'a>>,
+}
+
+/// A member of a group, what it owns and (KIP-848, streams) what it is to own.
+#[derive(Debug, Serialize)]
+pub struct MemberProgress<'a> {
+    #[serde(flatten)]
+    pub member: MemberReport<'a>,
+    /// KIP-848, share and streams groups: the member's epoch.
+    pub member_epoch: Option<i32>,
+    /// Partitions it owns now; `null` where its assignment cannot be read.
+    pub assigned_partitions: Option<usize>,
+    /// KIP-848 and streams groups: partitions its target assignment gives it; `null` for
+    /// other protocols.
+    pub target_partitions: Option<usize>,
+    /// It owns exactly its target assignment; `null` where either is not known.
+    pub reconciled: Option<bool>,
+    /// Partitions of its target it does not own yet (at most [`OWNED_PARTITIONS`]).
+    pub pending: Vec<TopicPartition<'a>>,
+    /// Partitions it owns that its target no longer gives it: it is to give them up.
+    pub revoking: Vec<TopicPartition<'a>>,
 }
 
 /// How fast a group reads one topic (docs/metrics.md, How fast it closes).
@@ -326,6 +350,10 @@ pub struct OwnedPartition<'a> {
     pub members: Option<usize>,
     /// The member that owns it; `null` unless `ownership` is `owned`.
     pub owner: Option<MemberReport<'a>>,
+    /// KIP-848 and streams groups: the member whose target assignment gives it the
+    /// partition, where that is not the member that owns it now (it moves there once
+    /// both have reconciled); `null` otherwise.
+    pub target_owner: Option<MemberReport<'a>>,
 }
 
 /// A member of a group.
@@ -337,6 +365,77 @@ pub struct MemberReport<'a> {
     pub group_instance_id: Option<&'a str>,
 }
 
+impl<'a> MemberReport<'a> {
+    fn of(m: &'a crate::kafka::RawMember) -> Self {
+        MemberReport {
+            member_id: &m.member_id,
+            client_id: &m.client_id,
+            client_host: &m.client_host,
+            group_instance_id: m.instance_id.as_deref(),
+        }
+    }
+}
+
+/// An assignment's partitions, sorted.
+fn flat(assignment: &crate::kafka::TopicPartitions) -> Vec<(&str, i32)> {
+    let mut all: Vec<(&str, i32)> = assignment
+        .iter()
+        .flat_map(|(t, ps)| ps.iter().map(move |p| (t.as_str(), *p)))
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// Of the sorted `a`, those not in the sorted `b`, at most [`OWNED_PARTITIONS`].
+fn missing_from<'a>(a: &[(&'a str, i32)], b: &[(&str, i32)]) -> Vec<TopicPartition<'a>> {
+    a.iter()
+        .filter(|x| b.binary_search(x).is_err())
+        .take(OWNED_PARTITIONS)
+        .map(|&(topic, partition)| TopicPartition { topic, partition })
+        .collect()
+}
+
+/// A group's members with their assignments (see [`GroupProgress::members`]).
+fn member_progress(group: &crate::derive::GroupState) -> Vec<MemberProgress<'_>> {
+    let members = group.detail.as_ref().map_or(&[][..], |d| &d.members[..]);
+    let mut listed: Vec<MemberProgress> = members
+        .iter()
+        .map(|m| {
+            let assigned = m.assigned.as_ref().map(flat);
+            let target = m.target.as_ref().map(flat);
+            let (reconciled, pending, revoking) = match (&assigned, &target) {
+                (Some(a), Some(t)) => (Some(a == t), missing_from(t, a), missing_from(a, t)),
+                _ => (None, Vec::new(), Vec::new()),
+            };
+            MemberProgress {
+                member: MemberReport::of(m),
+                member_epoch: m.member_epoch,
+                assigned_partitions: assigned.as_ref().map(Vec::len),
+                target_partitions: target.as_ref().map(Vec::len),
+                reconciled,
+                pending,
+                revoking,
+            }
+        })
+        .collect();
+    // Not reconciled first, then by client id: the order a reader scans for.
+    listed.sort_by(|a, b| {
+        (
+            a.reconciled != Some(false),
+            a.member.client_id,
+            a.member.member_id,
+        )
+            .cmp(&(
+                b.reconciled != Some(false),
+                b.member.client_id,
+                b.member.member_id,
+            ))
+    });
+    listed.truncate(OWNED_PARTITIONS);
+    listed
+}
+
 /// A group's partitions to list with their owners (see [`GroupProgress::partitions`]).
 fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>> {
     use crate::derive::Owner;
@@ -345,6 +444,14 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
         .as_ref()
         .map(|d| &d.members[..])
         .unwrap_or_default();
+    // KIP-848, streams: which member's target names each partition.
+    let mut targets: Vec<((&str, i32), usize)> = members
+        .iter()
+        .enumerate()
+        .flat_map(|(i, m)| m.target.iter().flatten().map(move |tp| (tp, i)))
+        .flat_map(|((t, ps), i)| ps.iter().map(move |p| ((t.as_str(), *p), i)))
+        .collect();
+    targets.sort_unstable();
     let mut listed: Vec<OwnedPartition> = group
         .offsets
         .iter()
@@ -364,16 +471,19 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
                 Owner::Shared(n) => Some(n),
                 _ => None,
             };
+            let target = targets
+                .binary_search_by(|(key, _)| key.cmp(&(&*o.topic, o.partition)))
+                .ok()
+                .map(|i| targets[i].1);
+            let target_owner = match (o.owner, target) {
+                (Owner::Member(now), Some(then)) if now == then => None,
+                (Owner::Member(_) | Owner::Nobody, Some(then)) => {
+                    members.get(then).map(MemberReport::of)
+                }
+                _ => None,
+            };
             let (ownership, owner) = match o.owner {
-                Owner::Member(i) => (
-                    "owned",
-                    members.get(i).map(|m| MemberReport {
-                        member_id: &m.member_id,
-                        client_id: &m.client_id,
-                        client_host: &m.client_host,
-                        group_instance_id: m.instance_id.as_deref(),
-                    }),
-                ),
+                Owner::Member(i) => ("owned", members.get(i).map(MemberReport::of)),
                 Owner::Shared(_) => ("shared", None),
                 Owner::Nobody => ("unowned", None),
                 Owner::Unknown => ("unknown", None),
@@ -387,6 +497,7 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
                 ownership,
                 members: members_reading,
                 owner,
+                target_owner,
             })
         })
         .collect();
@@ -616,6 +727,7 @@ impl<'a> StuckReport<'a> {
                         .and_then(|at| snapshot.taken_at.duration_since(at).ok())
                         .map(|d| d.as_secs_f64()),
                     partitions: owned_partitions(group),
+                    members: member_progress(group),
                     topics: group
                         .rates
                         .iter()
@@ -995,11 +1107,18 @@ pub fn render_index(
             } else {
                 "0".to_string()
             };
-            let rebalances = match (g.rebalances, g.seconds_since_rebalance) {
+            let mut rebalances = match (g.rebalances, g.seconds_since_rebalance) {
                 (Some(n), Some(since)) => format!("{n}, last {} ago", human_duration(since)),
                 (Some(n), None) => n.to_string(),
                 _ => "-".to_string(),
             };
+            let reconciling = render_reconciling(&g.members);
+            if rebalances == "-" && !reconciling.is_empty() {
+                rebalances.clear();
+            } else if !reconciling.is_empty() {
+                rebalances.push_str("<br>");
+            }
+            rebalances.push_str(&reconciling);
             let owners = render_owners(&g.partitions);
             let catchup = render_catchup(&g.topics);
             let _ = writeln!(
@@ -1016,7 +1135,7 @@ pub fn render_index(
             );
         }
         out.push_str("</table>\n");
-        out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; rebalancing: its members are being reassigned; lagging: it commits, but its lag has only grown for <code>stall_after</code>; abandoned: it has members, none of which owns its partitions, and its offsets have not moved for <code>groups.abandon_after</code>. Each partition behind names the member that owns it (client id, host), or says no member does. No commit for: since the committed offset last moved while there was something to read (first seen, since the first record left to read was written). The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
+        out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; rebalancing: its members are being reassigned; lagging: it commits, but its lag has only grown for <code>stall_after</code>; abandoned: it has members, none of which owns its partitions, and its offsets have not moved for <code>groups.abandon_after</code>. Each partition behind names the member that owns it (client id, host), or says no member does, and in a KIP-848 or streams group the member it is moving to; the rebalances cell names the members that have not reached their target assignment yet, with the partitions each is to take and to give up. No commit for: since the committed offset last moved while there was something to read (first seen, since the first record left to read was written). The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
     }
     render_cluster_transactions(&mut out, &report.transactions);
     out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own, never from a timestamp the producer wrote. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic. A transaction's age comes from its coordinator's start time, else the LogAppendTime of its first record, else the first cycle that saw it; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
@@ -1051,6 +1170,53 @@ fn render_catchup(topics: &[TopicCatchup]) -> String {
     cell
 }
 
+/// KIP-848 and streams groups: the members that have not reached their target assignment
+/// yet, and what they are to take and give up, for the rebalances cell of `/`.
+fn render_reconciling(members: &[MemberProgress]) -> String {
+    const SHOWN: usize = 5;
+    let reconciling: Vec<&MemberProgress> = members
+        .iter()
+        .filter(|m| m.reconciled == Some(false))
+        .collect();
+    if reconciling.is_empty() {
+        return String::new();
+    }
+    let of = members.iter().filter(|m| m.reconciled.is_some()).count();
+    let mut cell = format!(
+        "{} of {of} members not at their target assignment:",
+        reconciling.len()
+    );
+    let list = |partitions: &[TopicPartition]| {
+        partitions
+            .iter()
+            .map(|p| format!("{}-{}", escape(p.topic), p.partition))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for m in reconciling.iter().take(SHOWN) {
+        let _ = write!(
+            cell,
+            "<br>{} on {}",
+            escape(m.member.client_id),
+            escape(m.member.client_host)
+        );
+        if !m.pending.is_empty() {
+            let _ = write!(cell, ", to take {}", list(&m.pending));
+        }
+        if !m.revoking.is_empty() {
+            let _ = write!(cell, ", to give up {}", list(&m.revoking));
+        }
+    }
+    if reconciling.len() > SHOWN {
+        let _ = write!(
+            cell,
+            "<br>and {} more (JSON API)",
+            reconciling.len() - SHOWN
+        );
+    }
+    cell
+}
+
 /// A group's partitions behind and their owners, for one cell of `/` (the first ten).
 fn render_owners(partitions: &[OwnedPartition]) -> String {
     const SHOWN: usize = 10;
@@ -1069,9 +1235,16 @@ fn render_owners(partitions: &[OwnedPartition]) -> String {
         };
         let lag = p.lag.map_or(String::new(), |l| format!(" ({l} behind)"));
         let abandoned = if p.abandoned { ", abandoned" } else { "" };
+        let moving = p.target_owner.as_ref().map_or(String::new(), |m| {
+            format!(
+                ", moving to {} on {}",
+                escape(m.client_id),
+                escape(m.client_host)
+            )
+        });
         let _ = write!(
             cell,
-            "{}-{}{lag}: {who}{abandoned}",
+            "{}-{}{lag}: {who}{moving}{abandoned}",
             escape(p.topic),
             p.partition
         );
@@ -1341,6 +1514,130 @@ mod tests {
     /// A partition a group is behind on names the member that owns it, its client id and
     /// host, on `/` and in the JSON API; one nobody owns says so; the catch-up estimate is
     /// a time where it closes and words where it cannot be one.
+    /// KIP-848: a partition its owner is to give up names the member it moves to, and
+    /// the members not at their target say what each is to take and give up; a member at
+    /// its target is reconciled, one of a classic group has no target at all.
+    #[test]
+    fn a_kip848_group_names_the_partitions_moving_and_who_has_not_reconciled() {
+        use crate::derive::progress::GroupStatus;
+        use crate::derive::Owner;
+        use crate::kafka::{GroupDetail, RawMember};
+        let member = |id: &str, assigned: &[i32], target: Option<&[i32]>| RawMember {
+            member_id: id.into(),
+            client_id: format!("payments-{id}"),
+            client_host: format!("/10.0.0.{}", id.len()),
+            assigned: Some(vec![("orders".into(), assigned.to_vec())]),
+            target: target.map(|t| vec![("orders".into(), t.to_vec())]),
+            member_epoch: Some(7),
+            ..RawMember::default()
+        };
+        // a owns 0 and 1 and is to give up 1; bb owns 2 and is to take 1; ccc is done.
+        let mut payments = group("payments", "orders", 0, 100, 160, 160);
+        payments.status = Some(GroupStatus::Rebalancing);
+        let offsets = payments.offsets.as_mut().unwrap();
+        offsets[0].partition = 1;
+        offsets[0].owner = Owner::Member(0);
+        payments.detail = Some(GroupDetail {
+            epoch: Some(9),
+            assignment_epoch: Some(9),
+            members: vec![
+                member("a", &[0, 1], Some(&[0])),
+                member("bb", &[2], Some(&[1, 2])),
+                member("ccc", &[3], Some(&[3])),
+            ],
+        });
+        let mut classic = group("reports", "orders", 0, 100, 160, 160);
+        classic.status = Some(GroupStatus::Stalled);
+        classic.offsets.as_mut().unwrap()[0].owner = Owner::Member(0);
+        classic.detail = Some(GroupDetail {
+            epoch: Some(3),
+            assignment_epoch: None,
+            members: vec![member("d", &[0], None)],
+        });
+        let clusters = [(
+            "prod".to_string(),
+            Some(Arc::new(snapshot(
+                "prod",
+                vec![
+                    partition("orders", 0, 160, 160, 0.0),
+                    partition("orders", 1, 160, 160, 0.0),
+                ],
+                vec![payments, classic],
+            ))),
+        )];
+        let bootstrap = HashMap::new();
+        let report = StuckReport::new(&clusters, &bootstrap);
+        let json = serde_json::to_value(&report).unwrap();
+        let find = |name: &str| {
+            json["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|g| g["group"] == name)
+                .cloned()
+                .unwrap()
+        };
+        let payments = find("payments");
+        let moving = &payments["partitions"][0];
+        assert_eq!(moving["partition"], 1);
+        assert_eq!(moving["owner"]["member_id"], "a");
+        assert_eq!(moving["target_owner"]["member_id"], "bb");
+        let members = payments["members"].as_array().unwrap();
+        // Not reconciled first.
+        let ids: Vec<&str> = members
+            .iter()
+            .map(|m| m["member_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["a", "bb", "ccc"]);
+        assert_eq!(members[0]["reconciled"], false);
+        assert_eq!(members[0]["assigned_partitions"], 2);
+        assert_eq!(members[0]["target_partitions"], 1);
+        assert_eq!(
+            members[0]["revoking"],
+            serde_json::json!([{"topic": "orders", "partition": 1}])
+        );
+        assert_eq!(members[0]["pending"], serde_json::json!([]));
+        assert_eq!(
+            members[1]["pending"],
+            serde_json::json!([{"topic": "orders", "partition": 1}])
+        );
+        assert_eq!(members[2]["reconciled"], true);
+        assert_eq!(members[2]["member_epoch"], 7);
+        let reports = find("reports");
+        assert!(reports["partitions"][0]["target_owner"].is_null());
+        assert!(reports["members"][0]["reconciled"].is_null());
+        assert!(reports["members"][0]["target_partitions"].is_null());
+        let page = render_index(&clusters, &HashMap::new(), "/metrics", SystemTime::now());
+        assert!(
+            page.contains(
+                "orders-1 (60 behind): payments-a on /10.0.0.1, moving to payments-bb on /10.0.0.2"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains("2 of 3 members not at their target assignment:"),
+            "{page}"
+        );
+        assert!(
+            page.contains("payments-a on /10.0.0.1, to give up orders-1"),
+            "{page}"
+        );
+        assert!(
+            page.contains("payments-bb on /10.0.0.2, to take orders-1"),
+            "{page}"
+        );
+        let classic_row = page
+            .lines()
+            .find(|l| l.contains(">reports<"))
+            .expect("the classic group's row");
+        assert!(
+            classic_row.contains("payments-d on /10.0.0.1"),
+            "{classic_row}"
+        );
+        assert!(!classic_row.contains("moving to"), "{classic_row}");
+        assert!(!classic_row.contains("target assignment"), "{classic_row}");
+    }
+
     #[test]
     fn a_lagging_partition_names_its_owner_and_when_it_catches_up() {
         use crate::derive::progress::GroupStatus;

@@ -12,6 +12,9 @@ use super::bootstrap;
 /// A librdkafka member polling in its own thread until dropped (then it leaves).
 pub struct RdkafkaMember {
     stop: Arc<AtomicBool>,
+    /// Set: the thread stops polling (librdkafka goes on heartbeating in its own threads,
+    /// but nothing serves a rebalance: a KIP-848 member then keeps what it is to give up).
+    paused: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -41,9 +44,14 @@ impl RdkafkaMember {
         let consumer: BaseConsumer = config.create().expect("consumer");
         consumer.subscribe(&[topic]).expect("subscribe");
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let paused = Arc::new(AtomicBool::new(false));
+        let (flag, pause) = (stop.clone(), paused.clone());
         let thread = std::thread::spawn(move || {
             while !flag.load(Ordering::Relaxed) {
+                if pause.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
                 if let Some(Err(e)) = consumer.poll(Duration::from_millis(100)) {
                     eprintln!("librdkafka member: {e}");
                 }
@@ -53,8 +61,14 @@ impl RdkafkaMember {
         });
         RdkafkaMember {
             stop,
+            paused,
             thread: Some(thread),
         }
+    }
+
+    /// Stops polling (`true`) or polls again (`false`).
+    pub fn pause(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Relaxed);
     }
 }
 
