@@ -758,9 +758,23 @@ fn paced(start: std::time::Instant, done: u64, rate: f64) -> u64 {
 /// the rate window holds only the new pace, is within 20% of the time it then takes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_catchup_estimate_against_a_throttled_consumer() {
+    throttled_catchup(false).await;
+}
+
+/// The same with a transactional producer (a transaction every 100 ms: a commit marker
+/// in the offsets every ten records) and a read_committed consumer, whose bound is the
+/// LSO; then the producer holds a transaction open while records keep arriving in it:
+/// the consumer, caught up to the LSO, waits for the transaction, and the estimate says so
+/// instead of a number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_catchup_estimate_against_a_throttled_read_committed_consumer() {
+    throttled_catchup(true).await;
+}
+
+async fn throttled_catchup(transactional: bool) {
     use rdkafka::config::ClientConfig;
     use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-    use rdkafka::producer::BaseRecord;
+    use rdkafka::producer::{BaseRecord, Producer};
     use rdkafka::{Message, Offset, TopicPartitionList};
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
@@ -770,20 +784,39 @@ async fn the_catchup_estimate_against_a_throttled_consumer() {
     let group = unique("catchup-group");
     create_topic(&topic, 1).await;
     let stop = Arc::new(AtomicBool::new(false));
+    // The producer holds its transaction open from now on (transactional only).
+    let hold = Arc::new(AtomicBool::new(false));
     // The consumer's pace, in records per second.
     let pace = Arc::new(AtomicU64::new(50));
 
     let producing = {
-        let (topic, stop) = (topic.clone(), stop.clone());
+        let (topic, stop, hold) = (topic.clone(), stop.clone(), hold.clone());
+        let transactional_id = transactional.then(|| unique("catchup-tx"));
         std::thread::spawn(move || {
-            let producer = plain_producer();
+            let producer = match &transactional_id {
+                Some(id) => transactional_producer(id),
+                None => plain_producer(),
+            };
             let start = std::time::Instant::now();
             let mut sent = 0u64;
+            let mut open_since: Option<std::time::Instant> = None;
             while !stop.load(Ordering::Relaxed) {
+                if transactional_id.is_some() && open_since.is_none() {
+                    producer.begin_transaction().expect("begin");
+                    open_since = Some(std::time::Instant::now());
+                }
                 for _ in 0..paced(start, sent, 100.0) {
                     let record = BaseRecord::<(), str>::to(&topic).partition(0).payload("x");
                     producer.send(record).expect("send");
                     sent += 1;
+                }
+                if open_since.is_some_and(|at| at.elapsed() >= Duration::from_millis(100))
+                    && !hold.load(Ordering::Relaxed)
+                {
+                    producer
+                        .commit_transaction(Duration::from_secs(10))
+                        .expect("commit");
+                    open_since = None;
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -797,6 +830,14 @@ async fn the_catchup_estimate_against_a_throttled_consumer() {
                 .set("group.id", &group)
                 .set("enable.auto.commit", "false")
                 .set("auto.offset.reset", "earliest")
+                .set(
+                    "isolation.level",
+                    if transactional {
+                        "read_committed"
+                    } else {
+                        "read_uncommitted"
+                    },
+                )
                 .create()
                 .expect("consumer");
             let mut assignment = TopicPartitionList::new();
@@ -899,11 +940,50 @@ async fn the_catchup_estimate_against_a_throttled_consumer() {
         })
         .await;
     let observed = from.elapsed().as_secs_f64();
-    eprintln!("catch-up: estimated {estimate:.1} s at lag {lag}, caught up in {observed:.1} s");
+    eprintln!(
+        "catch-up (transactional: {transactional}): estimated {estimate:.1} s at lag {lag}, caught up in {observed:.1} s"
+    );
     assert!(
         (estimate - observed).abs() <= 0.2 * observed,
         "estimated {estimate:.1} s at lag {lag}, caught up in {observed:.1} s"
     );
+
+    if transactional {
+        // A transaction held open while records arrive in it: the consumer reads up to
+        // the LSO and waits there, however fast it reads.
+        hold.store(true, Ordering::Relaxed);
+        let s = exporter
+            .wait_for(
+                "the group waiting at the pinned LSO",
+                Duration::from_secs(30),
+                |s| {
+                    let lag = s.value("kafka_consumergroup_topic_lso_lag", labels)?;
+                    let withheld = s.value(
+                        "kafka_partition_hw_minus_lso",
+                        &partition_labels(&topic, "0"),
+                    )?;
+                    (lag == 0.0 && withheld > 100.0).then(|| s.clone())
+                },
+            )
+            .await;
+        assert_eq!(
+            s.value("kafka_consumergroup_topic_catchup_seconds", labels),
+            None,
+            "no estimate while it waits for the transaction:\n{}",
+            s.text
+        );
+        let (_, body) = exporter.get("/api/v1/stuck").await;
+        let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        let waits = json["groups"].as_array().into_iter().flatten().any(|g| {
+            g["group"] == group.as_str() && g["topics"][0]["catchup"] == "waits_for_transaction"
+        });
+        assert!(waits, "the group waits for the transaction: {json:#}");
+        let (_, page) = exporter.get("/").await;
+        assert!(
+            page.contains(&format!("{topic}: waits for the transaction")),
+            "{page}"
+        );
+    }
     stop.store(true, Ordering::Relaxed);
     producing.join().unwrap();
     consuming.join().unwrap();
