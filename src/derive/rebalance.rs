@@ -62,6 +62,8 @@ struct Entry {
 #[derive(Debug, Default)]
 pub struct RebalanceWatch {
     entries: HashMap<String, Entry>,
+    /// A buffer for a description's member ids.
+    spare: Vec<u64>,
     /// Cycles applied so far.
     cycle: u64,
 }
@@ -99,21 +101,19 @@ fn hash_of(value: &impl Hash) -> u64 {
     hasher.finish()
 }
 
-/// The group's member ids, hashed and sorted, and a hash of their assignments in member
-/// id order.
-fn fingerprint(detail: &GroupDetail) -> (Vec<u64>, u64) {
-    let mut by_id: Vec<(u64, &crate::kafka::RawMember)> = detail
-        .members
-        .iter()
-        .map(|m| (hash_of(&m.member_id), m))
-        .collect();
-    by_id.sort_unstable_by_key(|(h, _)| *h);
-    let mut hasher = rustc_hash::FxHasher::default();
-    for (h, m) in &by_id {
-        h.hash(&mut hasher);
-        m.assigned.hash(&mut hasher);
+/// The group's member ids, hashed and sorted, into `ids`, and a hash of their assignments
+/// that does not depend on the order the members are listed in (each member's id and
+/// assignment hashed together, the members' hashes added up).
+fn fingerprint(detail: &GroupDetail, ids: &mut Vec<u64>) -> u64 {
+    ids.clear();
+    let mut assignment = 0u64;
+    for m in &detail.members {
+        let id = hash_of(&m.member_id);
+        ids.push(id);
+        assignment = assignment.wrapping_add(hash_of(&(id, &m.assigned)));
     }
-    (by_id.iter().map(|(h, _)| *h).collect(), hasher.finish())
+    ids.sort_unstable();
+    assignment
 }
 
 /// How many of the sorted `a` are not in the sorted `b`.
@@ -174,7 +174,8 @@ pub fn apply(
             });
             continue;
         };
-        let (members, assignment) = fingerprint(detail);
+        let mut members = std::mem::take(&mut watch.spare);
+        let assignment = fingerprint(detail, &mut members);
         let now_rebalancing = rebalancing(&group.state, detail);
         let entry = match watch.entries.get_mut(&group.name) {
             Some(entry) => entry,
@@ -235,7 +236,9 @@ pub fn apply(
         } else {
             entry.observed_since_epoch += steps;
         }
-        entry.members = members;
+        // The last description's ids make the next one's buffer: no allocation per group
+        // and cycle.
+        watch.spare = std::mem::replace(&mut entry.members, members);
         entry.assignment = assignment;
         entry.rebalancing = now_rebalancing;
         entry.coordinator.clone_from(&group.coordinator);
