@@ -465,8 +465,10 @@ async fn a_killed_member_is_one_rebalance_and_its_partitions_change_owner_within
 
 /// A KIP-848 member that stops polling keeps the partitions its target assignment takes
 /// from it (nothing serves the revocation), and the member that joined waits for them:
-/// `/` and the JSON API name, for each partition behind, the owner and the member it moves
-/// to, and which members have not reached their target; once it polls again, all have.
+/// `/` and the JSON API name each such partition as held by a member giving it up (not
+/// "no member") and the member it moves to, the holder as behind the group's assignment
+/// epoch, the newcomer with what it is to take; once the holder polls again, all have
+/// reconciled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_member_that_does_not_reconcile_is_named_with_the_partitions_it_holds_back() {
     require_kafka();
@@ -524,6 +526,19 @@ async fn a_member_that_does_not_reconcile_is_named_with_the_partitions_it_holds_
             .find(|m| m["client_id"] == client)
             .cloned()
     };
+    // The holder stays behind the group's assignment epoch for as long as it does not
+    // poll. Depending on the broker's release, the describe answer lists the two it owes
+    // as still its own (then it is to give them up), or leaves them out as pending
+    // revocation (then they are `releasing`); either way each names the newcomer as the
+    // member it moves to, and never reads "no member".
+    let partitions_of = |m: &serde_json::Value, key: &str| -> BTreeSet<i64> {
+        m[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["partition"].as_i64())
+            .collect()
+    };
     let json = {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -531,17 +546,18 @@ async fn a_member_that_does_not_reconcile_is_named_with_the_partitions_it_holds_
             assert_eq!(status, 200, "{body}");
             let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
             let holding = member(&json, &holder).is_some_and(|m| {
-                m["reconciled"] == false && m["revoking"].as_array().is_some_and(|r| r.len() == 2)
+                m["reconciled"] == false
+                    && m["member_epoch"].as_i64() < m["assignment_epoch"].as_i64()
             });
             let waiting = member(&json, &newcomer).is_some_and(|m| {
-                m["reconciled"] == false && m["pending"].as_array().is_some_and(|r| r.len() == 2)
+                m["reconciled"] == false && partitions_of(&m, "pending").len() == 2
             });
             if holding && waiting {
                 break json;
             }
             assert!(
                 Instant::now() < deadline,
-                "the holder giving up two partitions the newcomer waits for: {json:#}"
+                "the holder behind the assignment epoch, the newcomer waiting for two partitions: {json:#}"
             );
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
@@ -555,34 +571,49 @@ async fn a_member_that_does_not_reconcile_is_named_with_the_partitions_it_holds_
     assert_eq!(g["status"], "rebalancing", "{g:#}");
     let holder_json = member(&json, &holder).unwrap();
     let newcomer_json = member(&json, &newcomer).unwrap();
-    assert_eq!(holder_json["assigned_partitions"], 4, "{holder_json:#}");
+    let owed = partitions_of(&newcomer_json, "pending");
     assert_eq!(holder_json["target_partitions"], 2, "{holder_json:#}");
-    assert_eq!(
-        holder_json["revoking"], newcomer_json["pending"],
-        "what one gives up, the other takes"
-    );
-    // Each partition on its way names both members.
+    assert_eq!(newcomer_json["assigned_partitions"], 0, "{newcomer_json:#}");
+    let listed_as_own = holder_json["assigned_partitions"] == 4;
+    if listed_as_own {
+        assert_eq!(
+            partitions_of(&holder_json, "revoking"),
+            owed,
+            "{holder_json:#}"
+        );
+    } else {
+        assert_eq!(holder_json["assigned_partitions"], 2, "{holder_json:#}");
+        assert!(
+            partitions_of(&holder_json, "revoking").is_empty(),
+            "{holder_json:#}"
+        );
+    }
     let moving: BTreeSet<i64> = g["partitions"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|p| {
-            p["owner"]["client_id"] == holder.as_str()
-                && p["target_owner"]["client_id"] == newcomer.as_str()
+            let held = if listed_as_own {
+                p["ownership"] == "owned" && p["owner"]["client_id"] == holder.as_str()
+            } else {
+                p["ownership"] == "releasing" && p["owner"].is_null()
+            };
+            held && p["target_owner"]["client_id"] == newcomer.as_str()
         })
         .map(|p| p["partition"].as_i64().unwrap())
         .collect();
-    let revoking: BTreeSet<i64> = holder_json["revoking"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["partition"].as_i64().unwrap())
-        .collect();
-    assert_eq!(moving, revoking, "{g:#}");
+    assert_eq!(moving, owed, "{g:#}");
+    assert!(
+        g["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["ownership"] != "unowned"),
+        "{g:#}"
+    );
     let (_, page) = exporter.get("/").await;
     assert!(
-        page.contains("1 of 2 members not at their target assignment")
-            || page.contains("2 of 2 members not at their target assignment"),
+        page.contains("2 of 2 members not at their target assignment"),
         "{page}"
     );
     assert!(
@@ -590,7 +621,12 @@ async fn a_member_that_does_not_reconcile_is_named_with_the_partitions_it_holds_
         "{page}"
     );
     assert!(
-        page.contains(&format!("{holder} on ")) && page.contains(", to give up "),
+        page.contains(&format!("{holder} on /127.0.0.1"))
+            && page.contains("has not acknowledged its new assignment"),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("{newcomer} on /127.0.0.1, to take ")),
         "{page}"
     );
 
@@ -755,7 +791,8 @@ fn paced(start: std::time::Instant, done: u64, rate: f64) -> u64 {
 
 /// Records arrive at 100 per second. A consumer reading at half that never closes its lag:
 /// no estimate. Read at twice that, it closes at 100 per second: the estimate, read once
-/// the rate window holds only the new pace, is within 20% of the time it then takes.
+/// the rate window holds only the new pace (the middle of three readings a second apart),
+/// is within 20% of the time it then takes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_catchup_estimate_against_a_throttled_consumer() {
     throttled_catchup(false).await;
@@ -922,18 +959,30 @@ async fn throttled_catchup(transactional: bool) {
     );
     tokio::time::sleep(Duration::from_secs(20)).await;
 
-    // Twice the pace: once the window holds the new pace only, the estimate.
+    // Twice the pace: once the window holds the new pace only, the estimate. Read at
+    // three cycles a second apart, each a prediction of when it will have caught up; the
+    // middle one is compared with when it did (one reading alone can fall on a window
+    // in which a consumer starved for a moment on a busy machine reads in a burst).
     pace.store(200, Ordering::Relaxed);
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let s = exporter.scrape().await;
-    let estimate = s
-        .value("kafka_consumergroup_topic_catchup_seconds", labels)
-        .unwrap_or_else(|| panic!("no estimate while it closes:\n{}", s.text));
-    let lag = s
-        .value("kafka_consumergroup_topic_lso_lag", labels)
-        .unwrap();
-    assert!(lag > 500.0, "lag {lag} when the estimate was read");
     let from = std::time::Instant::now();
+    let mut predicted = Vec::new();
+    let mut readings = Vec::new();
+    for _ in 0..3 {
+        let s = exporter.scrape().await;
+        let estimate = s
+            .value("kafka_consumergroup_topic_catchup_seconds", labels)
+            .unwrap_or_else(|| panic!("no estimate while it closes:\n{}", s.text));
+        let lag = s
+            .value("kafka_consumergroup_topic_lso_lag", labels)
+            .unwrap();
+        assert!(lag > 300.0, "lag {lag} when the estimate was read");
+        predicted.push(from.elapsed().as_secs_f64() + estimate);
+        readings.push((estimate, lag));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    predicted.sort_by(f64::total_cmp);
+    let predicted = predicted[1];
     exporter
         .wait_for("the group caught up", Duration::from_secs(120), |s| {
             (s.value("kafka_consumergroup_topic_lso_lag", labels)? <= 50.0).then_some(())
@@ -941,20 +990,22 @@ async fn throttled_catchup(transactional: bool) {
         .await;
     let observed = from.elapsed().as_secs_f64();
     eprintln!(
-        "catch-up (transactional: {transactional}): estimated {estimate:.1} s at lag {lag}, caught up in {observed:.1} s"
+        "catch-up (transactional: {transactional}): estimates (s, at lag) {readings:?}, predicted {predicted:.1} s, caught up in {observed:.1} s"
     );
     assert!(
-        (estimate - observed).abs() <= 0.2 * observed,
-        "estimated {estimate:.1} s at lag {lag}, caught up in {observed:.1} s"
+        (predicted - observed).abs() <= 0.2 * observed,
+        "estimates (s, at lag) {readings:?}: predicted {predicted:.1} s, caught up in {observed:.1} s"
     );
 
     if transactional {
         // A transaction held open while records arrive in it: the consumer reads up to
-        // the LSO and waits there, however fast it reads.
+        // the LSO and waits there, however fast it reads. Caught up as it is, its
+        // estimate is absent (waits), not 0 (caught up): within a few cycles, as a cycle
+        // that sees the LSO for the first time does not know yet that it stands.
         hold.store(true, Ordering::Relaxed);
-        let s = exporter
+        exporter
             .wait_for(
-                "the group waiting at the pinned LSO",
+                "the group at the pinned LSO, with no estimate",
                 Duration::from_secs(30),
                 |s| {
                     let lag = s.value("kafka_consumergroup_topic_lso_lag", labels)?;
@@ -962,27 +1013,29 @@ async fn throttled_catchup(transactional: bool) {
                         "kafka_partition_hw_minus_lso",
                         &partition_labels(&topic, "0"),
                     )?;
-                    (lag == 0.0 && withheld > 100.0).then(|| s.clone())
+                    let estimate = s.value("kafka_consumergroup_topic_catchup_seconds", labels);
+                    (lag == 0.0 && withheld > 100.0 && estimate.is_none()).then_some(())
                 },
             )
             .await;
-        assert_eq!(
-            s.value("kafka_consumergroup_topic_catchup_seconds", labels),
-            None,
-            "no estimate while it waits for the transaction:\n{}",
-            s.text
-        );
-        let (_, body) = exporter.get("/api/v1/stuck").await;
-        let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
-        let waits = json["groups"].as_array().into_iter().flatten().any(|g| {
-            g["group"] == group.as_str() && g["topics"][0]["catchup"] == "waits_for_transaction"
-        });
-        assert!(waits, "the group waits for the transaction: {json:#}");
-        let (_, page) = exporter.get("/").await;
-        assert!(
-            page.contains(&format!("{topic}: waits for the transaction")),
-            "{page}"
-        );
+        // The JSON and `/` say why.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let (_, body) = exporter.get("/api/v1/stuck").await;
+            let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+            let waits = json["groups"].as_array().into_iter().flatten().any(|g| {
+                g["group"] == group.as_str() && g["topics"][0]["catchup"] == "waits_for_transaction"
+            });
+            let (_, page) = exporter.get("/").await;
+            if waits && page.contains(&format!("{topic}: waits for the transaction")) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the group waits for the transaction: {json:#}\n{page}"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
     }
     stop.store(true, Ordering::Relaxed);
     producing.join().unwrap();

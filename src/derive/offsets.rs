@@ -179,6 +179,15 @@ pub fn derive(
         .unwrap_or(crate::kafka::DEFAULT_MAX_TIMEOUT_MS);
     let margin_ms = i64::try_from(hanging_margin.as_millis()).unwrap_or(i64::MAX);
     let mut raw = raw;
+    // Sorted by topic and partition, as a cycle samples them: the rates, the pinned
+    // partitions of the render and `/` look partitions up by that order.
+    if !raw
+        .partitions
+        .is_sorted_by(|a, b| (&a.topic, a.partition) <= (&b.topic, b.partition))
+    {
+        raw.partitions
+            .sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    }
     // What was read of each partition's log, by the partition's index.
     let logs: Vec<Option<PartitionLog>> = raw.partitions.iter_mut().map(|p| p.log.take()).collect();
     let partitions: Vec<PartitionState> = raw
@@ -365,12 +374,14 @@ type Named<'a> = ((&'a str, i32), (usize, usize));
 
 /// Who owns which partition of a group, from its description.
 struct Owners<'a> {
-    /// Every partition a member names, sorted by partition (a group's few partitions: cheaper than a map to build and
+    /// Every partition a member names, sorted by topic and partition (a group's few partitions: cheaper than a map to build and
     /// to search, in every cycle for every group).
     by_partition: Vec<Named<'a>>,
     /// Every member's assignment could be read: a partition none of them names has no
     /// owner.
     complete: bool,
+    /// The partitions the members' target assignments name (KIP-848, streams), sorted.
+    targeted: Vec<(&'a str, i32)>,
 }
 
 impl Owners<'_> {
@@ -381,8 +392,9 @@ impl Owners<'_> {
         match found.map(|i| self.by_partition[i].1) {
             Ok((member, 1)) => Owner::Member(member),
             Ok((_, members)) => Owner::Shared(members),
-            Err(_) if self.complete => Owner::Nobody,
-            Err(_) => Owner::Unknown,
+            Err(_) if !self.complete => Owner::Unknown,
+            Err(_) if self.targeted.binary_search(&(topic, partition)).is_ok() => Owner::Releasing,
+            Err(_) => Owner::Nobody,
         }
     }
 }
@@ -392,11 +404,16 @@ fn owners(detail: Option<&crate::kafka::GroupDetail>) -> Owners<'_> {
         return Owners {
             by_partition: Vec::new(),
             complete: false,
+            targeted: Vec::new(),
         };
     };
     let mut named: Vec<((&str, i32), usize)> = Vec::new();
     let mut complete = true;
+    let mut targeted: Vec<(&str, i32)> = Vec::new();
     for (index, member) in detail.members.iter().enumerate() {
+        for (topic, partitions) in member.target.iter().flatten() {
+            targeted.extend(partitions.iter().map(|&p| (topic.as_str(), p)));
+        }
         match &member.assigned {
             Some(topics) => {
                 for (topic, partitions) in topics {
@@ -415,9 +432,11 @@ fn owners(detail: Option<&crate::kafka::GroupDetail>) -> Owners<'_> {
             _ => by_partition.push((key, (index, 1))),
         }
     }
+    targeted.sort_unstable();
     Owners {
         by_partition,
         complete,
+        targeted,
     }
 }
 
@@ -463,5 +482,24 @@ mod tests {
         };
         assert_eq!(owners(Some(&unknown)).of("orders", 3), Owner::Unknown);
         assert_eq!(owners(None).of("orders", 0), Owner::Unknown);
+    }
+
+    /// KIP-848: a partition a member's target gives it and no member's assignment names
+    /// is being released by the member that held it, not owned by nobody.
+    #[test]
+    fn a_partition_pending_revocation_is_releasing() {
+        let mut moving = member("a", Some(&[("orders", &[0])]));
+        moving.target = Some(vec![("orders".into(), vec![0])]);
+        let mut waiting = member("b", Some(&[]));
+        waiting.target = Some(vec![("orders".into(), vec![1])]);
+        let detail = GroupDetail {
+            epoch: Some(3),
+            assignment_epoch: Some(3),
+            members: vec![moving, waiting],
+        };
+        let known = owners(Some(&detail));
+        assert_eq!(known.of("orders", 0), Owner::Member(0));
+        assert_eq!(known.of("orders", 1), Owner::Releasing);
+        assert_eq!(known.of("orders", 2), Owner::Nobody);
     }
 }

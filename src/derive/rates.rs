@@ -34,8 +34,9 @@ struct Sample {
 #[derive(Debug)]
 struct Entry {
     topic: Arc<str>,
-    /// What the sums run over: a hash of the partitions, and whether the bound is the HW.
-    shape: (u64, bool),
+    /// What the sums run over: the partitions, and whether the bound is the HW.
+    partitions: Vec<i32>,
+    uncommitted: bool,
     samples: VecDeque<Sample>,
     /// The cycle that last sampled it.
     seen: u64,
@@ -60,17 +61,6 @@ impl RateWatch {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
-}
-
-/// A hash of the partitions of one topic's run of a group's offsets: a fingerprint (see
-/// `rebalance::hash_of`).
-fn partitions_hash(run: &[super::state::GroupPartitionState]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = rustc_hash::FxHasher::default();
-    for o in run {
-        o.partition.hash(&mut hasher);
-    }
-    hasher.finish()
 }
 
 /// The partitions of `topic` among `partitions`, which are sorted by topic and partition.
@@ -161,7 +151,6 @@ pub fn apply(
                 }
                 continue;
             }
-            let shape = (partitions_hash(run), uncommitted);
             let topics = match watch.entries.get_mut(group.name.as_str()) {
                 Some(topics) => topics,
                 None => watch.entries.entry(group.name.clone()).or_default(),
@@ -173,7 +162,8 @@ pub fn apply(
                         i,
                         Entry {
                             topic: topic.clone(),
-                            shape,
+                            partitions: run.iter().map(|o| o.partition).collect(),
+                            uncommitted,
                             samples: VecDeque::new(),
                             seen: cycle,
                         },
@@ -190,8 +180,14 @@ pub fn apply(
                 .samples
                 .back()
                 .is_some_and(|last| bound < last.bound || committed < last.committed);
-            if entry.shape != shape || went_back {
-                entry.shape = shape;
+            // Compared in place: no copy unless the partitions changed.
+            let same_partitions = entry.partitions.iter().eq(run.iter().map(|o| &o.partition));
+            if !same_partitions || entry.uncommitted != uncommitted || went_back {
+                if !same_partitions {
+                    entry.partitions.clear();
+                    entry.partitions.extend(run.iter().map(|o| o.partition));
+                }
+                entry.uncommitted = uncommitted;
                 entry.samples.clear();
             }
             entry.samples.push_back(Sample {
@@ -393,6 +389,55 @@ mod tests {
             rate = Some(step(&mut watch, at, committed, hw, hw, false));
         }
         assert_eq!(rate.unwrap().catchup, Catchup::KeepsUp);
+    }
+
+    /// A partition joining the sums (partition 0 committed for the first time) starts the
+    /// window again: a rate across it would count its whole offset as progress.
+    #[test]
+    fn a_partition_joining_the_sums_starts_the_window_again() {
+        let t0 = Instant::now();
+        let mut watch = RateWatch::default();
+        let mut apply_at = |s: u64, committed: &[(i32, i64)]| {
+            let mut g = group(0, 0, 0);
+            let template = g.offsets.as_ref().unwrap()[0].clone();
+            let hw = 1000 + 10 * s as i64;
+            g.offsets = Some(
+                committed
+                    .iter()
+                    .map(|&(p, c)| {
+                        let (lag, _) = crate::derive::lag(c, hw, hw, None);
+                        GroupPartitionState {
+                            partition: p,
+                            committed_offset: c,
+                            lag: Some(lag),
+                            ..template.clone()
+                        }
+                    })
+                    .collect(),
+            );
+            let partitions: Vec<PartitionState> = (0..2)
+                .map(|p| PartitionState {
+                    partition: p,
+                    ..partition(hw, hw, false)
+                })
+                .collect();
+            let mut groups = vec![g];
+            apply(
+                &mut groups,
+                &partitions,
+                &mut watch,
+                t0 + Duration::from_secs(s),
+                Duration::from_secs(10),
+            );
+            groups[0].rates.pop().unwrap()
+        };
+        for s in 0..=10 {
+            apply_at(s, &[(1, 900 + 10 * s as i64)]);
+        }
+        assert_eq!(apply_at(11, &[(1, 1010)]).consume_rate, Some(10.0));
+        // Partition 0 joins at offset 1000: no rate until the window has two samples of
+        // the new sums, rather than 1,000 offsets in a second.
+        assert_eq!(apply_at(12, &[(0, 1000), (1, 1020)]).consume_rate, None);
     }
 
     /// A cycle in which a partition's bound is unknown (a leader moving) takes no sample

@@ -43,7 +43,7 @@ struct Entry {
     observed_since_epoch: u64,
     /// Its members' ids, hashed, sorted: what a cycle compares costs no copy of them.
     members: Vec<u64>,
-    /// The members' assignments, hashed together in member id order.
+    /// The members' assignments, each hashed with its member's id ([`fingerprint`]).
     assignment: u64,
     rebalancing: bool,
     /// A rebalance was counted while the group was rebalancing, and the group has not
@@ -93,24 +93,33 @@ fn rebalancing(state: &str, detail: &GroupDetail) -> bool {
 }
 
 /// A hash of `value`: a fingerprint to compare with the next cycle's, not a map key, so
-/// that a fast hash does (a collision would hide one change; nobody can use it to slow
-/// the exporter down).
+/// that a fast hash does (nobody can use a collision to slow the exporter down; a member
+/// id made to collide could at most hide its own join or leave from the counts).
 fn hash_of(value: &impl Hash) -> u64 {
     let mut hasher = rustc_hash::FxHasher::default();
     value.hash(&mut hasher);
     hasher.finish()
 }
 
+/// splitmix64's finaliser: every bit of the result depends on every bit of `x`, so that a
+/// sum of such values tells apart sets that the sum of FxHash's (linear in its input)
+/// would not (two members swapping assignments).
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
 /// The group's member ids, hashed and sorted, into `ids`, and a hash of their assignments
 /// that does not depend on the order the members are listed in (each member's id and
-/// assignment hashed together, the members' hashes added up).
+/// assignment hashed together and mixed, the members' hashes added up).
 fn fingerprint(detail: &GroupDetail, ids: &mut Vec<u64>) -> u64 {
     ids.clear();
     let mut assignment = 0u64;
     for m in &detail.members {
         let id = hash_of(&m.member_id);
         ids.push(id);
-        assignment = assignment.wrapping_add(hash_of(&(id, &m.assigned)));
+        assignment = assignment.wrapping_add(mix(hash_of(&(id, &m.assigned))));
     }
     ids.sort_unstable();
     assignment
@@ -444,5 +453,32 @@ mod tests {
             (r.rebalancing, r.unreconciled, r.total),
             (false, Some(0), 0)
         );
+    }
+
+    /// Two members swapping their partitions is a change of assignment: for a group
+    /// without an epoch it counts as a rebalance.
+    #[test]
+    fn members_swapping_partitions_is_a_change() {
+        for (a, b) in [
+            (&[0, 1][..], &[2, 3][..]),
+            (&[0][..], &[1][..]),
+            (&[5][..], &[7][..]),
+        ] {
+            let before = GroupDetail {
+                epoch: None,
+                assignment_epoch: None,
+                members: vec![member("a", a), member("b", b)],
+            };
+            let after = GroupDetail {
+                members: vec![member("a", b), member("b", a)],
+                ..before.clone()
+            };
+            let mut ids = Vec::new();
+            assert_ne!(
+                fingerprint(&before, &mut ids),
+                fingerprint(&after, &mut ids),
+                "{a:?} and {b:?} swapped"
+            );
+        }
     }
 }

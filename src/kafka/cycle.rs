@@ -1064,6 +1064,8 @@ impl KafkaSampler {
             }
         };
         sample.reached = true;
+        // Sorted by topic and partition: derive keeps the order, and the rates, the render
+        // and `/` look partitions up by it (derive sorts a sample that is not).
         plan.sort_by(|(a, _), (b, _)| (&a.0, a.1).cmp(&(&b.0, b.1)));
         sample.brokers = brokers
             .iter()

@@ -301,16 +301,24 @@ pub struct MemberProgress<'a> {
     pub member: MemberReport<'a>,
     /// KIP-848, share and streams groups: the member's epoch.
     pub member_epoch: Option<i32>,
+    /// KIP-848 and streams groups: the epoch of the group's target assignment; a member
+    /// whose epoch is behind it has not acknowledged its new assignment.
+    pub assignment_epoch: Option<i64>,
     /// Partitions it owns now; `null` where its assignment cannot be read.
     pub assigned_partitions: Option<usize>,
     /// KIP-848 and streams groups: partitions its target assignment gives it; `null` for
     /// other protocols.
     pub target_partitions: Option<usize>,
-    /// It owns exactly its target assignment; `null` where either is not known.
+    /// It owns exactly its target assignment, at the group's assignment epoch; `null`
+    /// where either assignment is not known.
     pub reconciled: Option<bool>,
     /// Partitions of its target it does not own yet (at most [`OWNED_PARTITIONS`]).
     pub pending: Vec<TopicPartition<'a>>,
-    /// Partitions it owns that its target no longer gives it: it is to give them up.
+    /// Partitions it owns that its target no longer gives it: it is to give them up
+    /// (at most [`OWNED_PARTITIONS`]), as long as the broker lists them as its own (Kafka
+    /// 4.4 does until it has let them go); a broker that keeps them pending revocation
+    /// apart lists them as no member's: they are then `releasing`. Either way the member
+    /// is behind the assignment epoch until it has let them go.
     pub revoking: Vec<TopicPartition<'a>>,
 }
 
@@ -342,8 +350,9 @@ pub struct OwnedPartition<'a> {
     /// No member owns it, and its offset has not moved for `groups.abandon_after`.
     pub abandoned: bool,
     /// `owned`, `shared` (several members read it: a share group), `unowned` (no member
-    /// owns it) or `unknown` (the assignment cannot be read, or the group could not be
-    /// described).
+    /// owns it), `releasing` (KIP-848, streams: a member's target gives it, and the member
+    /// that held it has not let it go yet) or `unknown` (the assignment cannot be read,
+    /// or the group could not be described).
     pub ownership: &'static str,
     /// How many members read it, where `shared`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -399,18 +408,32 @@ fn missing_from<'a>(a: &[(&'a str, i32)], b: &[(&str, i32)]) -> Vec<TopicPartiti
 /// A group's members with their assignments (see [`GroupProgress::members`]).
 fn member_progress(group: &crate::derive::GroupState) -> Vec<MemberProgress<'_>> {
     let members = group.detail.as_ref().map_or(&[][..], |d| &d.members[..]);
+    let assignment_epoch = group.detail.as_ref().and_then(|d| d.assignment_epoch);
     let mut listed: Vec<MemberProgress> = members
         .iter()
         .map(|m| {
             let assigned = m.assigned.as_ref().map(flat);
             let target = m.target.as_ref().map(flat);
+            // As the coordinator judges it: at its target, and at the epoch of the
+            // group's assignment. A member that owes partitions stays at its old epoch
+            // until it has let them go, whether the answer lists them as its own or
+            // leaves them out as pending revocation.
+            let current = match (m.member_epoch, assignment_epoch) {
+                (Some(member), Some(group)) => i64::from(member) >= group,
+                _ => true,
+            };
             let (reconciled, pending, revoking) = match (&assigned, &target) {
-                (Some(a), Some(t)) => (Some(a == t), missing_from(t, a), missing_from(a, t)),
+                (Some(a), Some(t)) => (
+                    Some(a == t && current),
+                    missing_from(t, a),
+                    missing_from(a, t),
+                ),
                 _ => (None, Vec::new(), Vec::new()),
             };
             MemberProgress {
                 member: MemberReport::of(m),
                 member_epoch: m.member_epoch,
+                assignment_epoch: target.is_some().then_some(assignment_epoch).flatten(),
                 assigned_partitions: assigned.as_ref().map(Vec::len),
                 target_partitions: target.as_ref().map(Vec::len),
                 reconciled,
@@ -477,7 +500,7 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
                 .map(|i| targets[i].1);
             let target_owner = match (o.owner, target) {
                 (Owner::Member(now), Some(then)) if now == then => None,
-                (Owner::Member(_) | Owner::Nobody, Some(then)) => {
+                (Owner::Member(_) | Owner::Nobody | Owner::Releasing, Some(then)) => {
                     members.get(then).map(MemberReport::of)
                 }
                 _ => None,
@@ -486,6 +509,7 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
                 Owner::Member(i) => ("owned", members.get(i).map(MemberReport::of)),
                 Owner::Shared(_) => ("shared", None),
                 Owner::Nobody => ("unowned", None),
+                Owner::Releasing => ("releasing", None),
                 Owner::Unknown => ("unknown", None),
             };
             Some(OwnedPartition {
@@ -1206,6 +1230,14 @@ fn render_reconciling(members: &[MemberProgress]) -> String {
         if !m.revoking.is_empty() {
             let _ = write!(cell, ", to give up {}", list(&m.revoking));
         }
+        if let (Some(member), Some(group)) = (m.member_epoch, m.assignment_epoch) {
+            if i64::from(member) < group {
+                let _ = write!(
+                    cell,
+                    ", has not acknowledged its new assignment (epoch {member}, the group's {group})"
+                );
+            }
+        }
     }
     if reconciling.len() > SHOWN {
         let _ = write!(
@@ -1228,6 +1260,7 @@ fn render_owners(partitions: &[OwnedPartition]) -> String {
         let who = match &p.owner {
             Some(m) => format!("{} on {}", escape(m.client_id), escape(m.client_host)),
             None if p.ownership == "unowned" => "no member".to_string(),
+            None if p.ownership == "releasing" => "still held by a member giving it up".to_string(),
             None if p.ownership == "shared" => {
                 format!("shared by {} members", p.members.unwrap_or(0))
             }
@@ -1511,9 +1544,6 @@ mod tests {
         assert!(page.contains("<td>6m 40s</td><td>at least 30s</td><td>0</td>"));
     }
 
-    /// A partition a group is behind on names the member that owns it, its client id and
-    /// host, on `/` and in the JSON API; one nobody owns says so; the catch-up estimate is
-    /// a time where it closes and words where it cannot be one.
     /// KIP-848: a partition its owner is to give up names the member it moves to, and
     /// the members not at their target say what each is to take and give up; a member at
     /// its target is reconciled, one of a classic group has no target at all.
@@ -1528,7 +1558,7 @@ mod tests {
             client_host: format!("/10.0.0.{}", id.len()),
             assigned: Some(vec![("orders".into(), assigned.to_vec())]),
             target: target.map(|t| vec![("orders".into(), t.to_vec())]),
-            member_epoch: Some(7),
+            member_epoch: Some(9),
             ..RawMember::default()
         };
         // a owns 0 and 1 and is to give up 1; bb owns 2 and is to take 1; ccc is done.
@@ -1546,6 +1576,20 @@ mod tests {
                 member("ccc", &[3], Some(&[3])),
             ],
         });
+        // The same a heartbeat later: a's partition 1 is pending revocation (no longer in
+        // its assignment), a stays at epoch 8 until it lets it go.
+        let mut later = group("payments-later", "orders", 0, 100, 160, 160);
+        later.status = Some(GroupStatus::Rebalancing);
+        let offsets = later.offsets.as_mut().unwrap();
+        offsets[0].partition = 1;
+        offsets[0].owner = Owner::Releasing;
+        let mut behind = member("a", &[0], Some(&[0]));
+        behind.member_epoch = Some(8);
+        later.detail = Some(GroupDetail {
+            epoch: Some(9),
+            assignment_epoch: Some(9),
+            members: vec![behind, member("bb", &[2], Some(&[1, 2]))],
+        });
         let mut classic = group("reports", "orders", 0, 100, 160, 160);
         classic.status = Some(GroupStatus::Stalled);
         classic.offsets.as_mut().unwrap()[0].owner = Owner::Member(0);
@@ -1562,7 +1606,7 @@ mod tests {
                     partition("orders", 0, 160, 160, 0.0),
                     partition("orders", 1, 160, 160, 0.0),
                 ],
-                vec![payments, classic],
+                vec![payments, later, classic],
             ))),
         )];
         let bootstrap = HashMap::new();
@@ -1602,7 +1646,20 @@ mod tests {
             serde_json::json!([{"topic": "orders", "partition": 1}])
         );
         assert_eq!(members[2]["reconciled"], true);
-        assert_eq!(members[2]["member_epoch"], 7);
+        assert_eq!(members[2]["member_epoch"], 9);
+        assert_eq!(members[2]["assignment_epoch"], 9);
+        let later = find("payments-later");
+        let releasing = &later["partitions"][0];
+        assert_eq!(releasing["ownership"], "releasing", "{later:#}");
+        assert!(releasing["owner"].is_null());
+        assert_eq!(releasing["target_owner"]["member_id"], "bb");
+        let behind = &later["members"][0];
+        assert_eq!(behind["member_id"], "a", "{later:#}");
+        assert_eq!(
+            behind["reconciled"], false,
+            "at its target, behind the epoch"
+        );
+        assert_eq!(behind["revoking"], serde_json::json!([]));
         let reports = find("reports");
         assert!(reports["partitions"][0]["target_owner"].is_null());
         assert!(reports["members"][0]["reconciled"].is_null());
@@ -1636,8 +1693,23 @@ mod tests {
         );
         assert!(!classic_row.contains("moving to"), "{classic_row}");
         assert!(!classic_row.contains("target assignment"), "{classic_row}");
+        let later_row = page
+            .lines()
+            .find(|l| l.contains(">payments-later<"))
+            .expect("the row a heartbeat later");
+        assert!(
+            later_row.contains("orders-1 (60 behind): still held by a member giving it up, moving to payments-bb on /10.0.0.2"),
+            "{later_row}"
+        );
+        assert!(
+            later_row.contains("payments-a on /10.0.0.1, has not acknowledged its new assignment (epoch 8, the group's 9)"),
+            "{later_row}"
+        );
     }
 
+    /// A partition a group is behind on names the member that owns it, its client id and
+    /// host, on `/` and in the JSON API; one nobody owns says so; the catch-up estimate is
+    /// a time where it closes and words where it cannot be one.
     #[test]
     fn a_lagging_partition_names_its_owner_and_when_it_catches_up() {
         use crate::derive::progress::GroupStatus;
