@@ -465,10 +465,9 @@ async fn a_killed_member_is_one_rebalance_and_its_partitions_change_owner_within
 
 /// A KIP-848 member that stops polling keeps the partitions its target assignment takes
 /// from it (nothing serves the revocation), and the member that joined waits for them:
-/// `/` and the JSON API name each such partition as held by a member giving it up (not
-/// "no member") and the member it moves to, the holder as behind the group's assignment
-/// epoch, the newcomer with what it is to take; once the holder polls again, all have
-/// reconciled.
+/// `/` and the JSON API name each such partition with its holder and the member it moves
+/// to, the holder as behind the group's assignment epoch with what it is to give up, the
+/// newcomer with what it is to take; once the holder polls again, all have reconciled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_member_that_does_not_reconcile_is_named_with_the_partitions_it_holds_back() {
     require_kafka();
@@ -527,10 +526,9 @@ async fn a_member_that_does_not_reconcile_is_named_with_the_partitions_it_holds_
             .cloned()
     };
     // The holder stays behind the group's assignment epoch for as long as it does not
-    // poll. Depending on the broker's release, the describe answer lists the two it owes
-    // as still its own (then it is to give them up), or leaves them out as pending
-    // revocation (then they are `releasing`); either way each names the newcomer as the
-    // member it moves to, and never reads "no member".
+    // poll. Kafka 4.4 lists the two it owes as still its own (it is to give them up); a
+    // broker that left them out as pending revocation would show them as `assigning`;
+    // either way each names the newcomer as the member it moves to.
     let partitions_of = |m: &serde_json::Value, key: &str| -> BTreeSet<i64> {
         m[key]
             .as_array()
@@ -596,7 +594,7 @@ async fn a_member_that_does_not_reconcile_is_named_with_the_partitions_it_holds_
             let held = if listed_as_own {
                 p["ownership"] == "owned" && p["owner"]["client_id"] == holder.as_str()
             } else {
-                p["ownership"] == "releasing" && p["owner"].is_null()
+                p["ownership"] == "assigning" && p["owner"].is_null()
             };
             held && p["target_owner"]["client_id"] == newcomer.as_str()
         })

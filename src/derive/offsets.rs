@@ -393,7 +393,7 @@ impl Owners<'_> {
             Ok((member, 1)) => Owner::Member(member),
             Ok((_, members)) => Owner::Shared(members),
             Err(_) if !self.complete => Owner::Unknown,
-            Err(_) if self.targeted.binary_search(&(topic, partition)).is_ok() => Owner::Releasing,
+            Err(_) if self.targeted.binary_search(&(topic, partition)).is_ok() => Owner::Assigning,
             Err(_) => Owner::Nobody,
         }
     }
@@ -485,9 +485,9 @@ mod tests {
     }
 
     /// KIP-848: a partition a member's target gives it and no member's assignment names
-    /// is being released by the member that held it, not owned by nobody.
+    /// is on its way to that member, not owned by nobody.
     #[test]
-    fn a_partition_pending_revocation_is_releasing() {
+    fn a_partition_in_a_target_and_no_assignment_is_assigning() {
         let mut moving = member("a", Some(&[("orders", &[0])]));
         moving.target = Some(vec![("orders".into(), vec![0])]);
         let mut waiting = member("b", Some(&[]));
@@ -499,7 +499,7 @@ mod tests {
         };
         let known = owners(Some(&detail));
         assert_eq!(known.of("orders", 0), Owner::Member(0));
-        assert_eq!(known.of("orders", 1), Owner::Releasing);
+        assert_eq!(known.of("orders", 1), Owner::Assigning);
         assert_eq!(known.of("orders", 2), Owner::Nobody);
     }
 }

@@ -382,10 +382,9 @@ pub enum Owner {
     /// Several members read it at once (a share group's partitions): how many.
     Shared(usize),
     /// KIP-848 and streams groups: a member's target assignment gives it, and no member's
-    /// current assignment names it: the member that held it is giving it up (the
-    /// coordinator keeps it pending revocation, which the describe answer does not show)
-    /// and has not acknowledged that yet.
-    Releasing,
+    /// current assignment names it yet: on its way to that member (released by the member
+    /// that had it, taken at the new one's next heartbeat). Not left behind.
+    Assigning,
 }
 
 /// A group's position on one partition.

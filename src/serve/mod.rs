@@ -315,10 +315,8 @@ pub struct MemberProgress<'a> {
     /// Partitions of its target it does not own yet (at most [`OWNED_PARTITIONS`]).
     pub pending: Vec<TopicPartition<'a>>,
     /// Partitions it owns that its target no longer gives it: it is to give them up
-    /// (at most [`OWNED_PARTITIONS`]), as long as the broker lists them as its own (Kafka
-    /// 4.4 does until it has let them go); a broker that keeps them pending revocation
-    /// apart lists them as no member's: they are then `releasing`. Either way the member
-    /// is behind the assignment epoch until it has let them go.
+    /// (at most [`OWNED_PARTITIONS`]); the member stays behind the assignment epoch until
+    /// it has let them go.
     pub revoking: Vec<TopicPartition<'a>>,
 }
 
@@ -347,12 +345,17 @@ pub struct OwnedPartition<'a> {
     /// `null` when not known in this cycle.
     pub lag: Option<i64>,
     pub commit_stall_seconds: Option<f64>,
+    /// It has read all a read_committed consumer may read, and an open transaction
+    /// withholds the rest (HW > LSO): it waits for the transaction.
+    pub blocked: bool,
+    /// Where `blocked`: the records withheld from it (up to the HW).
+    pub withheld: Option<i64>,
     /// No member owns it, and its offset has not moved for `groups.abandon_after`.
     pub abandoned: bool,
     /// `owned`, `shared` (several members read it: a share group), `unowned` (no member
-    /// owns it), `releasing` (KIP-848, streams: a member's target gives it, and the member
-    /// that held it has not let it go yet) or `unknown` (the assignment cannot be read,
-    /// or the group could not be described).
+    /// owns it), `assigning` (KIP-848, streams: a member's target gives it, no member owns
+    /// it yet) or `unknown` (the assignment cannot be read, or the group could not be
+    /// described).
     pub ownership: &'static str,
     /// How many members read it, where `shared`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -460,7 +463,10 @@ fn member_progress(group: &crate::derive::GroupState) -> Vec<MemberProgress<'_>>
 }
 
 /// A group's partitions to list with their owners (see [`GroupProgress::partitions`]).
-fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>> {
+fn owned_partitions<'a>(
+    group: &'a crate::derive::GroupState,
+    partitions: &[crate::derive::PartitionState],
+) -> Vec<OwnedPartition<'a>> {
     use crate::derive::Owner;
     let members = group
         .detail
@@ -487,7 +493,15 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
                     l.lso_lag
                 }
             });
-            if !o.abandoned && lag.is_none_or(|l| l == 0) {
+            // Held by an open transaction: nothing left below the LSO, records withheld
+            // above it (partitions are sorted by topic and partition).
+            let blocked = partitions
+                .binary_search_by(|p| (&*p.topic, p.partition).cmp(&(&*o.topic, o.partition)))
+                .ok()
+                .map(|i| &partitions[i])
+                .filter(|p| p.visibility.is_some_and(|v| v.hw_minus_lso > 0))
+                .is_some_and(|p| group.waits_at_lso(o, p));
+            if !o.abandoned && !blocked && lag.is_none_or(|l| l == 0) {
                 return None;
             }
             let members_reading = match o.owner {
@@ -500,7 +514,7 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
                 .map(|i| targets[i].1);
             let target_owner = match (o.owner, target) {
                 (Owner::Member(now), Some(then)) if now == then => None,
-                (Owner::Member(_) | Owner::Nobody | Owner::Releasing, Some(then)) => {
+                (Owner::Member(_) | Owner::Nobody | Owner::Assigning, Some(then)) => {
                     members.get(then).map(MemberReport::of)
                 }
                 _ => None,
@@ -509,13 +523,15 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
                 Owner::Member(i) => ("owned", members.get(i).map(MemberReport::of)),
                 Owner::Shared(_) => ("shared", None),
                 Owner::Nobody => ("unowned", None),
-                Owner::Releasing => ("releasing", None),
+                Owner::Assigning => ("assigning", None),
                 Owner::Unknown => ("unknown", None),
             };
             Some(OwnedPartition {
                 topic: &o.topic,
                 partition: o.partition,
                 lag,
+                blocked,
+                withheld: o.lag.filter(|_| blocked).map(|l| l.hw_lag),
                 commit_stall_seconds: o.commit_stall_seconds,
                 abandoned: o.abandoned,
                 ownership,
@@ -525,7 +541,7 @@ fn owned_partitions(group: &crate::derive::GroupState) -> Vec<OwnedPartition<'_>
             })
         })
         .collect();
-    listed.sort_by_key(|p| std::cmp::Reverse(p.lag.unwrap_or(0)));
+    listed.sort_by_key(|p| std::cmp::Reverse(p.lag.unwrap_or(0).max(p.withheld.unwrap_or(0))));
     listed.truncate(OWNED_PARTITIONS);
     listed
 }
@@ -750,7 +766,7 @@ impl<'a> StuckReport<'a> {
                         .and_then(|r| r.last_at)
                         .and_then(|at| snapshot.taken_at.duration_since(at).ok())
                         .map(|d| d.as_secs_f64()),
-                    partitions: owned_partitions(group),
+                    partitions: owned_partitions(group, &snapshot.partitions),
                     members: member_progress(group),
                     topics: group
                         .rates
@@ -1159,7 +1175,7 @@ pub fn render_index(
             );
         }
         out.push_str("</table>\n");
-        out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; rebalancing: its members are being reassigned; lagging: it commits, but its lag has only grown for <code>stall_after</code>; abandoned: it has members, none of which owns its partitions, and its offsets have not moved for <code>groups.abandon_after</code>. Each partition behind names the member that owns it (client id, host), or says no member does, and in a KIP-848 or streams group the member it is moving to; the rebalances cell names the members that have not reached their target assignment yet, with the partitions each is to take and to give up. No commit for: since the committed offset last moved while there was something to read (first seen, since the first record left to read was written). The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
+        out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; rebalancing: its members are being reassigned; lagging: it commits, but its lag has only grown for <code>stall_after</code>; abandoned: it has members, none of which owns its partitions, and its offsets have not moved for <code>groups.abandon_after</code>. Each partition behind (or where an open transaction holds the group: what it withholds) names the member that owns it (client id, host), or says no member does, and in a KIP-848 or streams group the member it is moving to; the rebalances cell names the members that have not reached their target assignment yet, with the partitions each is to take and to give up. No commit for: since the committed offset last moved while there was something to read (first seen, since the first record left to read was written). The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
     }
     render_cluster_transactions(&mut out, &report.transactions);
     out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own, never from a timestamp the producer wrote. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic. A transaction's age comes from its coordinator's start time, else the LogAppendTime of its first record, else the first cycle that saw it; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
@@ -1198,9 +1214,13 @@ fn render_catchup(topics: &[TopicCatchup]) -> String {
 /// yet, and what they are to take and give up, for the rebalances cell of `/`.
 fn render_reconciling(members: &[MemberProgress]) -> String {
     const SHOWN: usize = 5;
+    // Those with partitions to take or to give up: a member behind the group's epoch with
+    // nothing to move only has its next heartbeat to send.
     let reconciling: Vec<&MemberProgress> = members
         .iter()
-        .filter(|m| m.reconciled == Some(false))
+        .filter(|m| {
+            m.reconciled == Some(false) && (!m.pending.is_empty() || !m.revoking.is_empty())
+        })
         .collect();
     if reconciling.is_empty() {
         return String::new();
@@ -1260,13 +1280,17 @@ fn render_owners(partitions: &[OwnedPartition]) -> String {
         let who = match &p.owner {
             Some(m) => format!("{} on {}", escape(m.client_id), escape(m.client_host)),
             None if p.ownership == "unowned" => "no member".to_string(),
-            None if p.ownership == "releasing" => "still held by a member giving it up".to_string(),
+            None if p.ownership == "assigning" => "no member yet".to_string(),
             None if p.ownership == "shared" => {
                 format!("shared by {} members", p.members.unwrap_or(0))
             }
             None => "owner unknown".to_string(),
         };
-        let lag = p.lag.map_or(String::new(), |l| format!(" ({l} behind)"));
+        let lag = match (p.blocked, p.withheld, p.lag) {
+            (true, Some(w), _) => format!(" (waits for a transaction, {w} withheld)"),
+            (_, _, Some(l)) => format!(" ({l} behind)"),
+            _ => String::new(),
+        };
         let abandoned = if p.abandoned { ", abandoned" } else { "" };
         let moving = p.target_owner.as_ref().map_or(String::new(), |m| {
             format!(
@@ -1576,13 +1600,13 @@ mod tests {
                 member("ccc", &[3], Some(&[3])),
             ],
         });
-        // The same a heartbeat later: a's partition 1 is pending revocation (no longer in
-        // its assignment), a stays at epoch 8 until it lets it go.
+        // Later: a has let partition 1 go and is at its target, its epoch not bumped yet
+        // (nothing to move: not listed on `/`); bb takes 1 at its next heartbeat.
         let mut later = group("payments-later", "orders", 0, 100, 160, 160);
         later.status = Some(GroupStatus::Rebalancing);
         let offsets = later.offsets.as_mut().unwrap();
         offsets[0].partition = 1;
-        offsets[0].owner = Owner::Releasing;
+        offsets[0].owner = Owner::Assigning;
         let mut behind = member("a", &[0], Some(&[0]));
         behind.member_epoch = Some(8);
         later.detail = Some(GroupDetail {
@@ -1649,10 +1673,10 @@ mod tests {
         assert_eq!(members[2]["member_epoch"], 9);
         assert_eq!(members[2]["assignment_epoch"], 9);
         let later = find("payments-later");
-        let releasing = &later["partitions"][0];
-        assert_eq!(releasing["ownership"], "releasing", "{later:#}");
-        assert!(releasing["owner"].is_null());
-        assert_eq!(releasing["target_owner"]["member_id"], "bb");
+        let assigning = &later["partitions"][0];
+        assert_eq!(assigning["ownership"], "assigning", "{later:#}");
+        assert!(assigning["owner"].is_null());
+        assert_eq!(assigning["target_owner"]["member_id"], "bb");
         let behind = &later["members"][0];
         assert_eq!(behind["member_id"], "a", "{later:#}");
         assert_eq!(
@@ -1698,12 +1722,52 @@ mod tests {
             .find(|l| l.contains(">payments-later<"))
             .expect("the row a heartbeat later");
         assert!(
-            later_row.contains("orders-1 (60 behind): still held by a member giving it up, moving to payments-bb on /10.0.0.2"),
+            later_row.contains(
+                "orders-1 (60 behind): no member yet, moving to payments-bb on /10.0.0.2"
+            ),
             "{later_row}"
         );
         assert!(
-            later_row.contains("payments-a on /10.0.0.1, has not acknowledged its new assignment (epoch 8, the group's 9)"),
+            later_row.contains("1 of 2 members not at their target assignment"),
             "{later_row}"
+        );
+        assert!(
+            !later_row.contains("payments-a on /10.0.0.1,"),
+            "{later_row}"
+        );
+        assert!(
+            later_row.contains("payments-bb on /10.0.0.2, to take orders-1"),
+            "{later_row}"
+        );
+    }
+
+    /// A group blocked by a transaction lists the partitions it waits on, with what is
+    /// withheld from it, not only those it is behind on below the LSO.
+    #[test]
+    fn a_blocked_group_lists_the_partitions_a_transaction_holds() {
+        use crate::derive::progress::GroupStatus;
+        let mut held = group("held", "orders", 0, 100, 160, 100);
+        held.status = Some(GroupStatus::Blocked);
+        let clusters = [(
+            "prod".to_string(),
+            Some(Arc::new(snapshot(
+                "prod",
+                vec![partition("orders", 0, 160, 100, 30.0)],
+                vec![held],
+            ))),
+        )];
+        let bootstrap = HashMap::new();
+        let report = StuckReport::new(&clusters, &bootstrap);
+        let json = serde_json::to_value(&report).unwrap();
+        let p = &json["groups"][0]["partitions"][0];
+        assert_eq!(p["partition"], 0, "{json:#}");
+        assert_eq!(p["blocked"], true);
+        assert_eq!(p["withheld"], 60);
+        assert_eq!(p["lag"], 0);
+        let page = render_index(&clusters, &HashMap::new(), "/metrics", SystemTime::now());
+        assert!(
+            page.contains("orders-0 (waits for a transaction, 60 withheld)"),
+            "{page}"
         );
     }
 
