@@ -1127,6 +1127,14 @@ fn describe_figment_error(error: &figment::Error) -> ConfigError {
         "invalid value (not shown: it may be a secret)".to_string()
     } else if let figment::error::Kind::UnknownField(field, expected) = &error.kind {
         unknown_key(field, expected)
+    } else if let figment::error::Kind::UnknownVariant(found, expected) = &error.kind {
+        // figment quotes the list of choices as a whole: "expected ``topic` or `partition``".
+        let choices = expected
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("unknown value `{found}`; one of {choices}")
     } else {
         one_line(&error.kind.to_string())
     };

@@ -113,10 +113,12 @@ async fn s8_broker_loss_and_recovery() {
         "recovered {:.1}s and {taken} cycles after the broker was ready again",
         restarted.elapsed().as_secs_f64()
     );
-    // The cycle in flight when the broker came back may still fail; the next one serves.
+    // The cycle in flight when the broker came back may still fail, and so may one that
+    // starts before librdkafka's reconnect backoff (at most 1 s) has let it reconnect;
+    // the next one serves (a loaded CI machine once took three, in 1.3 s).
     assert!(
-        taken <= 2.0,
-        "recovery took {taken} cycles after the broker was ready, more than two"
+        taken <= 3.0,
+        "recovery took {taken} cycles after the broker was ready, more than three"
     );
     let (status, body) = exporter.get("/readyz").await;
     assert_eq!(status, 200, "{body}");

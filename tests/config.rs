@@ -226,6 +226,13 @@ type BadConfig = (
 fn bad_configs() -> Vec<BadConfig> {
     vec![
         (
+            "a misspelt granularity",
+            format!("{CLUSTER}granularity = \"partiton\"\n"),
+            vec![],
+            "clusters[0].granularity: unknown value `partiton`; one of `topic`, `partition`",
+            "bad-",
+        ),
+        (
             "a misspelt [ha] key",
             format!("{CLUSTER}\n[ha]\ngroup = \"g\"\nsession_timout = \"10s\"\n"),
             vec![],

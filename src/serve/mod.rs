@@ -1346,7 +1346,7 @@ fn render_cluster_transactions(out: &mut String, clusters: &[ClusterTransactions
                 String::new()
             } else {
                 format!(
-                    "; of them, {} hold the LSO of no partition shown here (at least)",
+                    "; of them, at least {} pin no partition shown here",
                     c.unpinning
                 )
             },
@@ -2155,9 +2155,7 @@ mod tests {
         assert!(page.contains("&lt;b&gt;etl&lt;/b&gt;&amp;&quot;"), "{page}");
         assert!(page.contains("&lt;i&gt;orders&lt;/i&gt;/3"), "{page}");
         assert!(
-            page.contains(
-                "prod: 3 Ongoing; of them, 2 hold the LSO of no partition shown here (at least)"
-            ),
+            page.contains("prod: 3 Ongoing; of them, at least 2 pin no partition shown here"),
             "{page}"
         );
         assert!(page.contains("now epoch 7"), "{page}");
