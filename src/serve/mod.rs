@@ -1568,6 +1568,23 @@ mod tests {
         assert!(page.contains("<td>6m 40s</td><td>at least 30s</td><td>0</td>"));
     }
 
+    /// `/api/v1/stuck` of `clusters`, as JSON.
+    fn report_json(clusters: &[(String, Option<Arc<ClusterSnapshot>>)]) -> serde_json::Value {
+        let bootstrap = HashMap::new();
+        serde_json::to_value(StuckReport::new(clusters, &bootstrap)).unwrap()
+    }
+
+    /// The group `name` as the JSON report lists it.
+    fn listed_group(json: &serde_json::Value, name: &str) -> serde_json::Value {
+        json["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["group"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} not listed: {json:#}"))
+    }
+
     /// KIP-848: a partition its owner is to give up names the member it moves to, and
     /// the members not at their target say what each is to take and give up; a member at
     /// its target is reconciled, one of a classic group has no target at all.
@@ -1633,18 +1650,8 @@ mod tests {
                 vec![payments, later, classic],
             ))),
         )];
-        let bootstrap = HashMap::new();
-        let report = StuckReport::new(&clusters, &bootstrap);
-        let json = serde_json::to_value(&report).unwrap();
-        let find = |name: &str| {
-            json["groups"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|g| g["group"] == name)
-                .cloned()
-                .unwrap()
-        };
+        let json = report_json(&clusters);
+        let find = |name: &str| listed_group(&json, name);
         let payments = find("payments");
         let moving = &payments["partitions"][0];
         assert_eq!(moving["partition"], 1);
@@ -1756,10 +1763,8 @@ mod tests {
                 vec![held],
             ))),
         )];
-        let bootstrap = HashMap::new();
-        let report = StuckReport::new(&clusters, &bootstrap);
-        let json = serde_json::to_value(&report).unwrap();
-        let p = &json["groups"][0]["partitions"][0];
+        let json = report_json(&clusters);
+        let p = &listed_group(&json, "held")["partitions"][0];
         assert_eq!(p["partition"], 0, "{json:#}");
         assert_eq!(p["blocked"], true);
         assert_eq!(p["withheld"], 60);
@@ -1816,18 +1821,8 @@ mod tests {
                 vec![billing, audit],
             ))),
         )];
-        let bootstrap = HashMap::new();
-        let report = StuckReport::new(&clusters, &bootstrap);
-        let json = serde_json::to_value(&report).unwrap();
-        let find = |name: &str| {
-            json["groups"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|g| g["group"] == name)
-                .cloned()
-                .unwrap()
-        };
+        let json = report_json(&clusters);
+        let find = |name: &str| listed_group(&json, name);
         let billing = find("billing");
         assert_eq!(billing["partitions"][0]["lag"], 60);
         assert_eq!(billing["partitions"][0]["ownership"], "owned");
