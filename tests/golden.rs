@@ -213,6 +213,7 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                 detail: None,
                 rebalance: None,
                 rates: Vec::new(),
+                ruler: Default::default(),
             },
             GroupState {
                 coordinator: None,

@@ -13,6 +13,7 @@
 
 pub mod features;
 pub mod inventory;
+pub mod isolation;
 pub mod offsets;
 pub mod progress;
 pub mod rates;
@@ -130,6 +131,7 @@ pub struct Deriver {
     commits: progress::CommitWatch,
     rebalances: rebalance::RebalanceWatch,
     rates: rates::RateWatch,
+    isolation: isolation::IsolationWatch,
     watch: inventory::TransactionWatch,
     features: features::FeatureMap,
     /// See `clusters[].hanging_margin`.
@@ -159,6 +161,7 @@ impl Deriver {
             commits: progress::CommitWatch::default(),
             rebalances: rebalance::RebalanceWatch::default(),
             rates: rates::RateWatch::default(),
+            isolation: isolation::IsolationWatch::default(),
             watch: inventory::TransactionWatch::default(),
             features: features::FeatureMap::default(),
             hanging_margin,
@@ -176,6 +179,7 @@ impl Deriver {
     pub fn step(&mut self, mut raw: RawSample, now: Instant, wall: SystemTime) -> Step {
         let feature_changes = self.features.observe(&raw);
         let transactions = inventory::Input::take(&mut raw);
+        let aborted = std::mem::take(&mut raw.aborted);
         let reached = raw.reached;
         let mut derived = derive(raw, &mut self.clock, now, wall, self.hanging_margin);
         if reached {
@@ -188,6 +192,14 @@ impl Deriver {
                 |c| listing.gone(c),
             );
         }
+        isolation::apply(
+            &mut derived,
+            &mut self.isolation,
+            aborted,
+            now,
+            wall,
+            reached,
+        );
         progress::apply(
             &mut derived,
             &mut self.commits,

@@ -352,6 +352,7 @@ pub fn derive(
                 detail: g.detail,
                 rebalance: None,
                 rates: Vec::new(),
+                ruler: Default::default(),
             }
         })
         .collect();

@@ -124,15 +124,16 @@ impl CommitWatch {
     }
 }
 
-/// Records a group has to read on a partition: up to the HW when it committed past the
-/// LSO (it reads uncommitted), else up to the LSO (what a read_committed consumer may
+/// Records a group has to read on a partition: up to the HW when it reads uncommitted
+/// there (`uncommitted`: it committed past the LSO, or is shown to read uncommitted by
+/// [`crate::derive::isolation`]), else up to the LSO (what a read_committed consumer may
 /// read now); 0 where the read at its committed offset found nothing it would receive
 /// there (only commit/abort markers: the lag counts them where the log was not read in
 /// full); and, below the log start, only what is still in the log. `None` while the lag
 /// is unknown.
-fn readable(g: &GroupPartitionState, log_start: Option<i64>) -> Option<i64> {
+fn readable(g: &GroupPartitionState, log_start: Option<i64>, uncommitted: bool) -> Option<i64> {
     let lag = g.lag?;
-    let (lag, time_lag) = if lag.committed_beyond_lso > 0 {
+    let (lag, time_lag) = if uncommitted {
         (lag.hw_lag, g.hw_time_lag)
     } else {
         (lag.lso_lag, g.lso_time_lag)
@@ -152,9 +153,9 @@ fn readable(g: &GroupPartitionState, log_start: Option<i64>) -> Option<i64> {
 /// group-partition seen for the first time starts there, so that it goes on across an
 /// exporter restart or a hand-over to another replica instead of starting at 0. It is an
 /// upper bound; a consumer that still commits resets it at its next commit.
-fn first_unread_age(g: &GroupPartitionState) -> Option<f64> {
-    let lag = g.lag?;
-    let time_lag = if lag.committed_beyond_lso > 0 {
+fn first_unread_age(g: &GroupPartitionState, uncommitted: bool) -> Option<f64> {
+    g.lag?;
+    let time_lag = if uncommitted {
         g.hw_time_lag
     } else {
         g.lso_time_lag
@@ -242,7 +243,16 @@ pub fn apply(
                 .filter(|ms| **ms >= 0)
                 .map(|ms| *ms as f64 / 1000.0);
             retention(g, log_start, retention_seconds, previous);
-            let Some(behind) = readable(g, log_start) else {
+            let uncommitted = group.ruler.reads_uncommitted_at(g);
+            let pinned = partition
+                .and_then(|p| p.visibility)
+                .is_some_and(|v| v.hw_minus_lso > 0);
+            // Nothing to read below the LSO of a pinned partition, and not past it: held by
+            // the transaction while a consumer waits there. Without live members nothing
+            // waits, and nothing would read on once the transaction ends: what lies above
+            // the LSO is what it has to read, and its stall clock runs.
+            let stopped_at_lso = pinned && !uncommitted && group.members == Some(0);
+            let Some(behind) = readable(g, log_start, uncommitted || stopped_at_lso) else {
                 // Its bounds unknown in this cycle (a leader moving): what was learned
                 // of it stays, as for a group whose offsets are unknown.
                 if let Ok(i) = slot {
@@ -310,7 +320,7 @@ pub fn apply(
                 if moved || entry.stalled_since.is_none() {
                     let rebuilt = previous
                         .is_none()
-                        .then(|| first_unread_age(g))
+                        .then(|| first_unread_age(g, uncommitted || stopped_at_lso))
                         .flatten()
                         .and_then(|age| now.checked_sub(Duration::from_secs_f64(age)));
                     entry.stalled_since = stamp(rebuilt.unwrap_or(now));
@@ -329,12 +339,7 @@ pub fn apply(
                 .elapsed(now, origin)
                 .unwrap_or(Duration::ZERO);
             g.commit_stall_seconds = Some(stall.as_secs_f64());
-            // Nothing to read below the LSO of a pinned partition, and not past it.
-            let blocked = partition
-                .and_then(|p| p.visibility)
-                .is_some_and(|v| v.hw_minus_lso > 0)
-                && g.lag.is_some_and(|l| l.committed_beyond_lso == 0)
-                && behind == 0;
+            let blocked = pinned && !uncommitted && behind == 0;
             let here = if stall >= stall_after && behind > entry.lag_then {
                 GroupStatus::Stopped
             } else if stall >= stall_after {
@@ -539,6 +544,7 @@ mod tests {
             detail: None,
             rebalance: None,
             rates: Vec::new(),
+            ruler: Default::default(),
         }
     }
 
@@ -1013,6 +1019,7 @@ mod tests {
             detail: None,
             rebalance: None,
             rates: Vec::new(),
+            ruler: Default::default(),
         };
         let step =
             |watch: &mut CommitWatch, t: u64, groups: Vec<GroupState>, listing: GroupListing| {

@@ -308,6 +308,7 @@ mod tests {
             detail: None,
             rebalance: None,
             rates: Vec::new(),
+            ruler: Default::default(),
         }
     }
 

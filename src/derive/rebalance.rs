@@ -300,6 +300,7 @@ mod tests {
             }),
             rebalance: None,
             rates: Vec::new(),
+            ruler: Default::default(),
         }
     }
 

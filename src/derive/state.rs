@@ -295,6 +295,160 @@ pub struct GroupState {
     /// Per topic (sorted), how fast it consumes and closes its lag
     /// ([`crate::derive::rates`]); empty for share groups.
     pub rates: Vec<TopicRate>,
+    /// The isolation level it reads with, as far as its offsets have shown it, and the
+    /// records of aborted transactions it read ([`crate::derive::isolation`]).
+    pub ruler: Ruler,
+}
+
+/// The isolation level a group reads with, from what its offsets showed over the cycles
+/// ([`crate::derive::isolation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, PartialOrd, Ord, Hash)]
+pub enum RulerLevel {
+    /// Nothing has shown it yet.
+    #[default]
+    Unknown,
+    ReadCommitted,
+    ReadUncommitted,
+    /// Its members disagree: some read uncommitted, some committed.
+    Mixed,
+}
+
+impl RulerLevel {
+    /// Every level: the values of the `isolation` label.
+    pub const ALL: [RulerLevel; 4] = [
+        RulerLevel::ReadCommitted,
+        RulerLevel::ReadUncommitted,
+        RulerLevel::Mixed,
+        RulerLevel::Unknown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RulerLevel::Unknown => "unknown",
+            RulerLevel::ReadCommitted => "read_committed",
+            RulerLevel::ReadUncommitted => "read_uncommitted",
+            RulerLevel::Mixed => "mixed",
+        }
+    }
+
+    /// Records past the LSO reach it: it reads uncommitted, wholly or in part.
+    pub fn reads_uncommitted(self) -> bool {
+        matches!(self, RulerLevel::ReadUncommitted | RulerLevel::Mixed)
+    }
+}
+
+impl From<crate::kafka::Isolation> for RulerLevel {
+    fn from(isolation: crate::kafka::Isolation) -> RulerLevel {
+        match isolation {
+            crate::kafka::Isolation::ReadCommitted => RulerLevel::ReadCommitted,
+            crate::kafka::Isolation::ReadUncommitted => RulerLevel::ReadUncommitted,
+        }
+    }
+}
+
+/// A member of a group as it was when something about it was seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenMember {
+    pub member_id: String,
+    pub client_id: String,
+    pub client_host: String,
+    pub instance_id: Option<String>,
+}
+
+impl SeenMember {
+    pub fn of(member: &crate::kafka::RawMember) -> SeenMember {
+        SeenMember {
+            member_id: member.member_id.clone(),
+            client_id: member.client_id.clone(),
+            client_host: member.client_host.clone(),
+            instance_id: member.instance_id.clone(),
+        }
+    }
+}
+
+/// What showed a group's (or one member's) isolation level, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evidence {
+    /// read_uncommitted: its committed offset advanced past the LSO while it had live
+    /// members (proof). read_committed: it stood at a pinned LSO with records above it,
+    /// with live members, for [`crate::derive::isolation::HOLD_FOR`] (an inference).
+    pub isolation: crate::kafka::Isolation,
+    pub topic: Arc<str>,
+    pub partition: i32,
+    pub committed_offset: i64,
+    pub last_stable_offset: i64,
+    pub high_watermark: i64,
+    /// When it was last seen.
+    pub seen_at: SystemTime,
+    /// The member that owned the partition; `None` where the owner was not known.
+    pub member: Option<SeenMember>,
+}
+
+/// Records of aborted transactions a group read on one topic, over the cycles the
+/// exporter watched it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AbortedRead {
+    pub records: u64,
+    pub transactions: u64,
+}
+
+/// One aborted transaction a group read records of: what its downstream must compensate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AbortedTransactionRead {
+    pub topic: Arc<str>,
+    pub partition: i32,
+    /// Empty when the exporter never saw the transaction open (nor its id).
+    pub transactional_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// Offsets of its first and last record in the partition.
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// Its records the group read (its committed offset passed them).
+    pub records: i64,
+    /// Every batch of the transaction was read, so `records` is exact; else an upper bound.
+    pub exact: bool,
+    /// When its abort marker was written (the marker's timestamp).
+    pub aborted_at: SystemTime,
+    /// The member that owned the partition when the group passed them, where known.
+    pub member: Option<SeenMember>,
+}
+
+/// A group's isolation level and what it read of aborted transactions.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ruler {
+    pub level: RulerLevel,
+    /// What showed it, newest first: one per isolation level and member at most.
+    pub evidence: Vec<Evidence>,
+    /// Per member of the group's description, by index: what it is shown to read with.
+    pub members: Vec<Option<crate::kafka::Isolation>>,
+    /// Per topic (sorted), what it read of aborted transactions: every topic it has
+    /// offsets on while it reads uncommitted, and any where it read some.
+    pub aborted: Vec<(Arc<str>, AbortedRead)>,
+    /// The latest aborted transactions it read, newest first.
+    pub aborted_transactions: Vec<AbortedTransactionRead>,
+}
+
+impl Ruler {
+    /// What the member at `index` of the group's description reads with, where shown.
+    pub fn member(&self, index: usize) -> Option<crate::kafka::Isolation> {
+        self.members.get(index).copied().flatten()
+    }
+
+    /// See [`GroupState::reads_uncommitted_at`].
+    pub fn reads_uncommitted_at(&self, offset: &GroupPartitionState) -> bool {
+        if offset.lag.is_some_and(|l| l.committed_beyond_lso > 0) {
+            return true;
+        }
+        let owner = match offset.owner {
+            Owner::Member(i) => self.member(i),
+            _ => None,
+        };
+        match owner {
+            Some(isolation) => isolation == crate::kafka::Isolation::ReadUncommitted,
+            None => self.level == RulerLevel::ReadUncommitted,
+        }
+    }
 }
 
 /// How fast a group reads one topic, from the exporter's samples over the rate window.
@@ -524,6 +678,14 @@ pub fn group_states(group_type: &str) -> &'static [&'static str] {
 }
 
 impl GroupState {
+    /// Whether the group reads uncommitted on this partition: it committed past the LSO,
+    /// or the member that owns the partition is shown to read uncommitted, or (where the
+    /// owner's own level is not known) the whole group is
+    /// ([`crate::derive::isolation`]).
+    pub fn reads_uncommitted_at(&self, offset: &GroupPartitionState) -> bool {
+        self.ruler.reads_uncommitted_at(offset)
+    }
+
     /// A share group's lag on one partition: against the LSO when it reads committed,
     /// the HW otherwise; `None` for other groups or an unknown isolation level. Derived
     /// from the broker's own lag where it reports one ([`crate::derive::share_lag_from_broker`]), else
@@ -555,10 +717,15 @@ impl GroupState {
     /// derived from the broker's ([`crate::derive::share_lag_from_broker`]) and reads 0 as well; it also
     /// reads 0, and the group waits, when all that is left below the LSO is markers or
     /// aborted records.
+    ///
+    /// A group shown to read uncommitted there ([`GroupState::reads_uncommitted_at`]) is
+    /// never held: records past the LSO reach it. Nor is a group without live members: no
+    /// consumer waits, and none would read on once the transaction ends (its commit stall
+    /// runs instead).
     pub fn waits_at_lso(&self, offset: &GroupPartitionState, partition: &PartitionState) -> bool {
         let lag_says = offset.lag.is_some_and(|l| l.waits_at_lso());
         if self.group_type != "share" {
-            return lag_says;
+            return lag_says && !self.reads_uncommitted_at(offset) && self.members != Some(0);
         }
         if self.isolation != Some(crate::kafka::Isolation::ReadCommitted) {
             return false;

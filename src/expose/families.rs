@@ -19,6 +19,7 @@ pub(super) fn visit(out: &mut dyn Visitor, shown: &[Shown]) {
     visit_partitions(out, shown);
     visit_topics(out, shown);
     visit_groups(out, shown);
+    visit_group_isolation(out, shown);
     visit_cluster_transactions(out, shown);
     visit_eos_cost(out, shown);
     visit_exporter(out, shown);
@@ -663,6 +664,87 @@ fn visit_groups(out: &mut dyn Visitor, shown: &[Shown]) {
         }
     }
 });
+}
+
+/// Which isolation level each group reads with, and the records of aborted transactions
+/// those that read uncommitted delivered ([`crate::derive::isolation`]).
+fn visit_group_isolation(out: &mut dyn Visitor, shown: &[Shown]) {
+    use crate::derive::RulerLevel;
+    out.family(
+        "kafka_consumergroup_isolation_level",
+        "The isolation level the group reads with, as its offsets showed it: read_uncommitted (committed past the last stable offset while it had members), read_committed (held at a pinned last stable offset with records above it and live members for a minute), mixed (its members disagree), unknown (nothing showed it yet); a share group's share.isolation.level; always 1",
+        MetricType::Gauge,
+        &mut |emit| {
+            for cluster in shown {
+                for group in &cluster.snapshot.groups {
+                    let labels: &Labels = &[
+                        (CLUSTER_LABEL, cluster.cluster()),
+                        ("group", &group.name),
+                        ("isolation_level", group.ruler.level.as_str()),
+                    ];
+                    emit(Owner::Cluster, &labels, gauge(1));
+                }
+            }
+        },
+    );
+    out.family(
+        "kafka_consumergroup_isolation_level_members",
+        "Live members of the group by the isolation level each was shown to read with (unknown: not shown yet); for groups whose level is known and whose members were described",
+        MetricType::Gauge,
+        &mut |emit| {
+            for cluster in shown {
+                for group in &cluster.snapshot.groups {
+                    let ruler = &group.ruler;
+                    if ruler.level == RulerLevel::Unknown
+                        || group.group_type == "share"
+                        || group.detail.is_none()
+                    {
+                        continue;
+                    }
+                    let count = |level: Option<crate::kafka::Isolation>| {
+                        ruler.members.iter().filter(|m| **m == level).count() as i64
+                    };
+                    for (name, level) in [
+                        ("read_committed", Some(crate::kafka::Isolation::ReadCommitted)),
+                        ("read_uncommitted", Some(crate::kafka::Isolation::ReadUncommitted)),
+                        ("unknown", None),
+                    ] {
+                        let labels: &Labels = &[
+                            (CLUSTER_LABEL, cluster.cluster()),
+                            ("group", &group.name),
+                            ("isolation_level", name),
+                        ];
+                        emit(Owner::Cluster, &labels, gauge(count(level)));
+                    }
+                }
+            }
+        },
+    );
+    type AbortedCount = fn(&crate::derive::AbortedRead) -> u64;
+    let aborted_counters: [(&str, &str, AbortedCount); 2] = [
+        ("kafka_consumergroup_aborted_records_read", "Records of aborted transactions the group delivered: its committed offset passed them while it (or the member owning the partition) reads uncommitted, counted once each since the exporter watches it; exact where the exporter read every batch of the transaction, else an upper bound (/api/v1/stuck says which); present at 0 for every topic of a group that reads uncommitted", |r| r.records),
+        ("kafka_consumergroup_aborted_transactions_read", "Aborted transactions of which the group delivered at least one record (see kafka_consumergroup_aborted_records_read_total)", |r| r.transactions),
+    ];
+    for (name, help, count) in aborted_counters {
+        out.family(name, help, MetricType::Counter, &mut |emit| {
+            for cluster in shown {
+                for group in &cluster.snapshot.groups {
+                    for (topic, read) in &group.ruler.aborted {
+                        let labels: &Labels = &[
+                            (CLUSTER_LABEL, cluster.cluster()),
+                            ("group", &group.name),
+                            ("topic", topic),
+                        ];
+                        emit(
+                            cluster.offsets_of(&group.name),
+                            &labels,
+                            Sample::Counter(count(read)),
+                        );
+                    }
+                }
+            }
+        });
+    }
 }
 
 /// One family of per-group, per-topic aggregates: of share groups when `share`, of the

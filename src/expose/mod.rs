@@ -696,6 +696,7 @@ mod tests {
             detail: None,
             rebalance: None,
             rates: Vec::new(),
+            ruler: Default::default(),
             coordinator: None,
             name: name.into(),
             state: "Stable".into(),

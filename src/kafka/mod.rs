@@ -417,6 +417,9 @@ pub struct RawSample {
     /// Per topic, the cost of exactly-once in the windows read so far (over the life of
     /// the process): topics of which no window was read are absent.
     pub eos_cost: BTreeMap<Arc<str>, records::EosCost>,
+    /// Transactions whose abort marker the windows read in this cycle, by topic and
+    /// partition, in the order they were read.
+    pub aborted: Vec<(Arc<str>, i32, records::AbortedTransaction)>,
     /// Every open transaction the coordinators list; `None` when the inventory is off
     /// for the cluster or could not be taken in this cycle.
     pub transaction_list: Option<TransactionList>,

@@ -43,6 +43,7 @@ pub struct Batch {
     /// `Some` for a control batch (commit/abort marker).
     pub control: Option<Marker>,
     pub producer_id: i64,
+    pub producer_epoch: i16,
 }
 
 /// Parses the record batches of one partition of a Fetch answer. A batch cut short at
@@ -121,6 +122,7 @@ pub fn parse_batches(mut bytes: &[u8]) -> Result<Vec<Batch>, String> {
             transactional: attributes & (1 << 4) != 0,
             control,
             producer_id: i64_at(43),
+            producer_epoch: i16::from_be_bytes([bytes[51], bytes[52]]),
         });
         if bytes.len() <= end {
             break;
@@ -480,18 +482,156 @@ impl std::ops::AddAssign for EosCost {
     }
 }
 
+/// Record batches of one transaction in a partition, at most this many apart: beyond,
+/// the last span grows to cover the next batch (its records stay exact in total, their
+/// offsets within the span are then a bound).
+const MAX_SPANS: usize = 64;
+
+/// A run of one transaction's records in a partition: its first and last offset and how
+/// many records lie there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub records: i64,
+}
+
+impl Span {
+    /// Records of the span in `[from, to)`, and whether that count is exact (a span whose
+    /// offsets are not all its records counts as if its records came first: an upper
+    /// bound).
+    pub fn records_in(&self, from: i64, to: i64) -> (i64, bool) {
+        let lo = from.max(self.base_offset);
+        let hi = to.min(self.last_offset.saturating_add(1));
+        if lo >= hi {
+            return (0, true);
+        }
+        let width = self.last_offset - self.base_offset + 1;
+        if self.records == width {
+            (hi - lo, true)
+        } else {
+            (
+                (hi - lo).min(self.records),
+                lo == self.base_offset && hi > self.last_offset,
+            )
+        }
+    }
+}
+
+/// A transaction whose abort marker the exporter read in a partition's log, with where
+/// its records lie: what a read_uncommitted consumer that passed them delivered although
+/// they were never committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AbortedTransaction {
+    pub producer_id: i64,
+    /// The epoch its records were written with (under transactions version 2 the marker
+    /// carries the next one).
+    pub producer_epoch: i16,
+    /// Its record batches in this partition, in offset order.
+    pub spans: Vec<Span>,
+    /// Offset of the abort marker.
+    pub marker_offset: i64,
+    /// The marker batch's timestamp (ms since the epoch): when the broker wrote it.
+    pub aborted_at_ms: i64,
+    /// Every batch of the transaction was read: the exporter counted this partition
+    /// without a gap from before the transaction's first record (see [`CostTally`]).
+    pub exact: bool,
+}
+
+impl AbortedTransaction {
+    /// Offset of its first record read.
+    pub fn first_offset(&self) -> i64 {
+        self.spans
+            .first()
+            .map_or(self.marker_offset, |s| s.base_offset)
+    }
+
+    /// Offset of its last record.
+    pub fn last_offset(&self) -> i64 {
+        self.spans
+            .last()
+            .map_or(self.marker_offset, |s| s.last_offset)
+    }
+
+    /// Its records in this partition.
+    pub fn records(&self) -> i64 {
+        self.spans.iter().map(|s| s.records).sum()
+    }
+
+    /// Its records in `[from, to)`, and whether the count is exact.
+    pub fn records_in(&self, from: i64, to: i64) -> (i64, bool) {
+        let mut exact = self.exact;
+        let mut count = 0i64;
+        for span in &self.spans {
+            let (n, n_exact) = span.records_in(from, to);
+            count = count.saturating_add(n);
+            exact &= n_exact;
+        }
+        (count, exact)
+    }
+}
+
+/// A transaction counted but not decided yet.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Pending {
+    producer_epoch: i16,
+    spans: Vec<Span>,
+}
+
+impl Pending {
+    fn records(&self) -> i64 {
+        self.spans.iter().map(|s| s.records).sum()
+    }
+
+    fn add(&mut self, base_offset: i64, last_offset: i64, records: i64, epoch: i16) {
+        self.producer_epoch = epoch;
+        let full = self.spans.len() >= MAX_SPANS;
+        match self.spans.last_mut() {
+            Some(last) if full => {
+                last.last_offset = last_offset;
+                last.records = last.records.saturating_add(records);
+            }
+            _ => self.spans.push(Span {
+                base_offset,
+                last_offset,
+                records,
+            }),
+        }
+    }
+}
+
 /// How far one partition's log has been counted into [`EosCost`], so that each offset
 /// counts once however often a window reads it again: a read that starts below the
 /// counted end counts only what lies above it; one that starts above it (the window
 /// started over past a gap) counts from its start, and the gap counts nowhere, not even
 /// in the scanned offsets.
+///
+/// It also keeps, per producer, where the records of its undecided transaction lie, and
+/// gives each transaction an abort marker ends ([`CostTally::take_aborted`]). Such a
+/// transaction is **exact** when every batch of it was read: it began after counting
+/// (re)started (its first batch at or past the HW sampled then), or it was open then
+/// (its marker past that HW) and counting started at or below the LSO sampled then, where
+/// no open transaction can have begun earlier. Any other may have records before the
+/// counting started, which nothing read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CostTally {
     /// End (exclusive) of what was counted; `None` before the first read.
     counted_to: Option<i64>,
-    /// Records of transactions counted but not decided yet, by producer id: an abort
-    /// marker counts them as aborted, a commit marker forgets them.
-    undecided: HashMap<i64, i64>,
+    /// Transactions counted but not decided yet, by producer id: an abort marker counts
+    /// their records as aborted, a commit marker forgets them.
+    undecided: HashMap<i64, Pending>,
+    /// The HW sampled when counting last (re)started, and whether it started at or
+    /// below the LSO sampled then.
+    started: Option<(i64, bool)>,
+    /// Transactions an abort marker ended since the last [`CostTally::take_aborted`].
+    aborted: Vec<AbortedTransaction>,
+}
+
+/// A partition's LSO and HW as the cycle that reads its log sampled them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sampled {
+    pub last_stable_offset: Option<i64>,
+    pub high_watermark: Option<i64>,
 }
 
 impl CostTally {
@@ -500,15 +640,32 @@ impl CostTally {
         self.counted_to
     }
 
+    /// The transactions abort markers ended since the last call, in marker order.
+    pub fn take_aborted(&mut self) -> Vec<AbortedTransaction> {
+        std::mem::take(&mut self.aborted)
+    }
+
     /// Counts one read of the log that started at `read_from` and is complete up to
-    /// `end` (as for [`LogExtent::append`]), and returns what it added.
-    pub fn count(&mut self, batches: &[Batch], read_from: i64, end: i64) -> EosCost {
+    /// `end` (as for [`LogExtent::append`]), and returns what it added. `sampled` is the
+    /// partition's bounds in the cycle of the read.
+    pub fn count(
+        &mut self,
+        batches: &[Batch],
+        read_from: i64,
+        end: i64,
+        sampled: Sampled,
+    ) -> EosCost {
         let start = match self.counted_to {
             Some(counted) if read_from <= counted => counted,
             _ => {
                 // First read, or past a gap: a marker after the gap may decide a
                 // transaction other than the one counted before it.
                 self.undecided.clear();
+                let hw = sampled.high_watermark.unwrap_or(i64::MAX);
+                let below_lso = sampled
+                    .last_stable_offset
+                    .is_some_and(|lso| read_from <= lso);
+                self.started = Some((hw, below_lso));
                 read_from
             }
         };
@@ -526,19 +683,42 @@ impl CostTally {
                 }
                 Some(Marker::Abort) => {
                     cost.abort_markers += 1;
-                    let records = self.undecided.remove(&batch.producer_id).unwrap_or(0);
-                    cost.aborted_records = cost.aborted_records.saturating_add(records as u64);
+                    if let Some(pending) = self.undecided.remove(&batch.producer_id) {
+                        let records = pending.records();
+                        cost.aborted_records = cost.aborted_records.saturating_add(records as u64);
+                        let first = pending.spans.first().map_or(lo, |s| s.base_offset);
+                        let exact = self.started.is_some_and(|(hw, below_lso)| {
+                            first >= hw || (batch.base_offset >= hw && below_lso)
+                        });
+                        self.aborted.push(AbortedTransaction {
+                            producer_id: batch.producer_id,
+                            producer_epoch: pending.producer_epoch,
+                            spans: pending.spans,
+                            marker_offset: batch.base_offset,
+                            aborted_at_ms: batch.max_timestamp,
+                            exact,
+                        });
+                    }
                 }
                 Some(Marker::Other) => {}
                 None if batch.transactional => {
                     let span = batch.last_offset + 1 - lo;
                     let records = span.min(i64::from(batch.record_count));
-                    let pending = self.undecided.entry(batch.producer_id).or_default();
-                    *pending = pending.saturating_add(records);
+                    self.undecided.entry(batch.producer_id).or_default().add(
+                        lo,
+                        batch.last_offset,
+                        records,
+                        batch.producer_epoch,
+                    );
                 }
                 None => {}
             }
             at = batch.last_offset + 1;
+        }
+        // Bounded however rarely they are taken: the latest are kept.
+        if self.aborted.len() > 4 * MAX_SPANS {
+            let excess = self.aborted.len() - 4 * MAX_SPANS;
+            self.aborted.drain(..excess);
         }
         let end = end.max(at).max(start);
         cost.scanned_offsets = end.saturating_sub(start) as u64;
@@ -617,7 +797,7 @@ pub(crate) mod tests {
         out.extend_from_slice(&batch.first_timestamp.to_be_bytes());
         out.extend_from_slice(&batch.max_timestamp.to_be_bytes());
         out.extend_from_slice(&batch.producer_id.to_be_bytes());
-        out.extend_from_slice(&0i16.to_be_bytes());
+        out.extend_from_slice(&batch.producer_epoch.to_be_bytes());
         out.extend_from_slice(&0i32.to_be_bytes());
         out.extend_from_slice(&batch.record_count.to_be_bytes());
         out.extend_from_slice(&records);
@@ -635,6 +815,7 @@ pub(crate) mod tests {
             transactional: false,
             control: None,
             producer_id: -1,
+            producer_epoch: 0,
         }
     }
 
@@ -842,7 +1023,7 @@ pub(crate) mod tests {
         ];
         let mut tally = CostTally::default();
         // The aborted records are known once the marker is read, in a later read.
-        let first = tally.count(&log[..4], 0, 8);
+        let first = tally.count(&log[..4], 0, 8, Sampled::default());
         assert_eq!(
             first,
             EosCost {
@@ -852,7 +1033,7 @@ pub(crate) mod tests {
                 scanned_offsets: 8
             }
         );
-        let second = tally.count(&log[4..], 8, 14);
+        let second = tally.count(&log[4..], 8, 14, Sampled::default());
         assert_eq!(
             second,
             EosCost {
@@ -864,7 +1045,10 @@ pub(crate) mod tests {
         );
         assert_eq!(tally.counted_to(), Some(14));
         // Nothing new: the same read again counts nothing.
-        assert_eq!(tally.count(&log, 0, 14), EosCost::default());
+        assert_eq!(
+            tally.count(&log, 0, 14, Sampled::default()),
+            EosCost::default()
+        );
     }
 
     /// A window that starts over lower reads counted offsets again: only what lies past
@@ -877,6 +1061,7 @@ pub(crate) mod tests {
             &[txn(100, 5, 0, 7), marker(105, 7, Marker::Commit)],
             100,
             106,
+            Sampled::default(),
         );
         // Restarted at 102 (a group moved there), read to 110: 106..110 only. The Fetch
         // answer starts with the whole batch holding offset 102.
@@ -888,15 +1073,26 @@ pub(crate) mod tests {
             ],
             102,
             110,
+            Sampled::default(),
         );
         assert_eq!(again.commit_markers, 0);
         assert_eq!(again.scanned_offsets, 4);
         // Past a gap, the window starts inside a batch: its records from there on count.
         let mut straddle = CostTally::default();
-        let rest = straddle.count(&[txn(0, 10, 0, 3), marker(10, 3, Marker::Abort)], 4, 11);
+        let rest = straddle.count(
+            &[txn(0, 10, 0, 3), marker(10, 3, Marker::Abort)],
+            4,
+            11,
+            Sampled::default(),
+        );
         assert_eq!((rest.scanned_offsets, rest.aborted_records), (7, 6));
         // Producer 8's 4 records are undecided; the window jumps to 200 (gap 110..200).
-        let gap = tally.count(&[marker(200, 8, Marker::Abort), data(201, 3, 0)], 200, 204);
+        let gap = tally.count(
+            &[marker(200, 8, Marker::Abort), data(201, 3, 0)],
+            200,
+            204,
+            Sampled::default(),
+        );
         assert_eq!(
             gap,
             EosCost {
@@ -907,7 +1103,12 @@ pub(crate) mod tests {
             }
         );
         // An empty answer up to the HW still counts the offsets it covers.
-        assert_eq!(tally.count(&[], 204, 204).scanned_offsets, 0);
+        assert_eq!(
+            tally
+                .count(&[], 204, 204, Sampled::default())
+                .scanned_offsets,
+            0
+        );
         assert_eq!(tally.counted_to(), Some(204));
     }
 }
@@ -951,6 +1152,7 @@ mod hostile {
                     transactional: txn,
                     control,
                     producer_id: pid,
+                    producer_epoch: 0,
                 },
             )
     }
@@ -974,6 +1176,7 @@ mod hostile {
                 transactional: control.is_some(),
                 control,
                 producer_id: pid,
+                producer_epoch: 0,
             })
     }
 
@@ -1059,6 +1262,7 @@ mod hostile {
             transactional: false,
             control: None,
             producer_id: 0,
+            producer_epoch: 0,
         };
         let parsed = parse_batches(&encode_batch(&batch)).unwrap();
         let mut extent = LogExtent::new(0);
@@ -1096,6 +1300,7 @@ mod hostile {
             transactional: false,
             control: None,
             producer_id: 0,
+            producer_epoch: 0,
         };
         let error = parse_batches(&encode_batch(&at_minus_one)).unwrap_err();
         assert!(error.contains("outside the log"), "{error}");

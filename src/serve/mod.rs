@@ -248,6 +248,192 @@ pub struct StuckReport<'a> {
     pub transactions: Vec<ClusterTransactions<'a>>,
     /// Per cluster, each feature known so far: whether it works and, if not, why.
     pub features: Vec<FeatureReport<'a>>,
+    /// Every group whose isolation level is known or that read records of aborted
+    /// transactions: mixed groups first, then those that read uncommitted.
+    pub isolation: Vec<GroupIsolation<'a>>,
+}
+
+/// A group's isolation level, what showed it, and the aborted transactions it read
+/// ([`crate::derive::isolation`]).
+#[derive(Debug, Serialize)]
+pub struct GroupIsolation<'a> {
+    pub cluster: &'a str,
+    pub group: &'a str,
+    /// read_uncommitted, read_committed, mixed (its members disagree) or unknown.
+    pub isolation: &'static str,
+    /// What showed it, newest first: one per level and member at most.
+    pub evidence: Vec<EvidenceReport<'a>>,
+    /// Its members as last described, each with the level it was shown to read with.
+    pub members: Vec<MemberIsolation<'a>>,
+    /// Per topic, the records of aborted transactions it delivered and of how many
+    /// transactions (the counters of /metrics).
+    pub aborted_records_read: Vec<TopicAbortedRead<'a>>,
+    /// The latest aborted transactions it read records of, newest first: what its
+    /// downstream must compensate.
+    pub aborted_read: Vec<AbortedReadReport<'a>>,
+}
+
+/// What showed a group's isolation level.
+#[derive(Debug, Serialize)]
+pub struct EvidenceReport<'a> {
+    /// read_uncommitted: committed past the LSO while it had members (proof);
+    /// read_committed: held at a pinned LSO with records above it and live members for a
+    /// minute (inference).
+    pub isolation: &'static str,
+    pub topic: &'a str,
+    pub partition: i32,
+    pub committed_offset: i64,
+    pub last_stable_offset: i64,
+    pub high_watermark: i64,
+    /// Unix time it was last seen.
+    pub seen_at: f64,
+    /// The member that owned the partition; `null` where not known.
+    pub member: Option<MemberReport<'a>>,
+}
+
+/// A member and the isolation level it was shown to read with.
+#[derive(Debug, Serialize)]
+pub struct MemberIsolation<'a> {
+    #[serde(flatten)]
+    pub member: MemberReport<'a>,
+    /// read_uncommitted, read_committed or unknown.
+    pub isolation: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TopicAbortedRead<'a> {
+    pub topic: &'a str,
+    pub records: u64,
+    pub transactions: u64,
+}
+
+/// An aborted transaction a group read records of.
+#[derive(Debug, Serialize)]
+pub struct AbortedReadReport<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    /// Empty when the exporter never saw the transaction open.
+    pub transactional_id: &'a str,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// Offsets of its first and last record in the partition.
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// Its records the group delivered.
+    pub records: i64,
+    /// Every batch of the transaction was read: `records` is exact; else an upper bound.
+    pub exact: bool,
+    /// Unix time its abort marker was written.
+    pub aborted_at: f64,
+    /// The member that owned the partition when the group passed them; `null` where not
+    /// known.
+    pub member: Option<MemberReport<'a>>,
+}
+
+fn unix(at: SystemTime) -> f64 {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+impl<'a> MemberReport<'a> {
+    fn seen(m: &'a crate::derive::SeenMember) -> Self {
+        MemberReport {
+            member_id: &m.member_id,
+            client_id: &m.client_id,
+            client_host: &m.client_host,
+            group_instance_id: m.instance_id.as_deref(),
+        }
+    }
+}
+
+/// The groups of [`StuckReport::isolation`].
+fn isolation_reports<'a>(
+    clusters: &'a [(String, Option<Arc<ClusterSnapshot>>)],
+) -> Vec<GroupIsolation<'a>> {
+    use crate::derive::RulerLevel;
+    let mut reports = Vec::new();
+    for (name, snapshot) in clusters {
+        let Some(snapshot) = snapshot else { continue };
+        for group in &snapshot.groups {
+            let ruler = &group.ruler;
+            let read_some = ruler.aborted.iter().any(|(_, r)| r.records > 0);
+            if ruler.level == RulerLevel::Unknown && !read_some {
+                continue;
+            }
+            let members = group.detail.as_ref().map_or(Vec::new(), |d| {
+                d.members
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| MemberIsolation {
+                        member: MemberReport::of(m),
+                        isolation: ruler.member(i).map_or("unknown", |l| l.as_str()),
+                    })
+                    .collect()
+            });
+            reports.push(GroupIsolation {
+                cluster: name,
+                group: &group.name,
+                isolation: ruler.level.as_str(),
+                evidence: ruler
+                    .evidence
+                    .iter()
+                    .map(|e| EvidenceReport {
+                        isolation: e.isolation.as_str(),
+                        topic: &e.topic,
+                        partition: e.partition,
+                        committed_offset: e.committed_offset,
+                        last_stable_offset: e.last_stable_offset,
+                        high_watermark: e.high_watermark,
+                        seen_at: unix(e.seen_at),
+                        member: e.member.as_ref().map(MemberReport::seen),
+                    })
+                    .collect(),
+                members,
+                aborted_records_read: ruler
+                    .aborted
+                    .iter()
+                    .map(|(topic, r)| TopicAbortedRead {
+                        topic,
+                        records: r.records,
+                        transactions: r.transactions,
+                    })
+                    .collect(),
+                aborted_read: ruler
+                    .aborted_transactions
+                    .iter()
+                    .map(|t| AbortedReadReport {
+                        topic: &t.topic,
+                        partition: t.partition,
+                        transactional_id: &t.transactional_id,
+                        producer_id: t.producer_id,
+                        producer_epoch: t.producer_epoch,
+                        first_offset: t.first_offset,
+                        last_offset: t.last_offset,
+                        records: t.records,
+                        exact: t.exact,
+                        aborted_at: unix(t.aborted_at),
+                        member: t.member.as_ref().map(MemberReport::seen),
+                    })
+                    .collect(),
+            });
+        }
+    }
+    let rank = |isolation: &str| match isolation {
+        "mixed" => 0,
+        "read_uncommitted" => 1,
+        "unknown" => 2,
+        _ => 3,
+    };
+    let read = |g: &GroupIsolation| g.aborted_records_read.iter().map(|t| t.records).sum::<u64>();
+    reports.sort_by(|a, b| {
+        rank(a.isolation)
+            .cmp(&rank(b.isolation))
+            .then(read(b).cmp(&read(a)))
+            .then(a.cluster.cmp(b.cluster))
+            .then(a.group.cmp(b.group))
+    });
+    reports
 }
 
 /// One feature of one cluster, as the capability map knows it.
@@ -876,6 +1062,7 @@ impl<'a> StuckReport<'a> {
             transactions,
             groups,
             features,
+            isolation: isolation_reports(clusters),
         }
     }
 }
@@ -1177,9 +1364,122 @@ pub fn render_index(
         out.push_str("</table>\n");
         out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; rebalancing: its members are being reassigned; lagging: it commits, but its lag has only grown for <code>stall_after</code>; abandoned: it has members, none of which owns its partitions, and its offsets have not moved for <code>groups.abandon_after</code>. Each partition behind (or where an open transaction holds the group: what it withholds) names the member that owns it (client id, host), or says no member does, and in a KIP-848 or streams group the member it is moving to; the rebalances cell names the members that have not reached their target assignment yet, with the partitions each is to take and to give up. No commit for: since the committed offset last moved while there was something to read (first seen, since the first record left to read was written). The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
     }
+    render_isolation(&mut out, &report.isolation);
     render_cluster_transactions(&mut out, &report.transactions);
     out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own, never from a timestamp the producer wrote. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic. A transaction's age comes from its coordinator's start time, else the LogAppendTime of its first record, else the first cycle that saw it; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
     out
+}
+
+/// The groups that read uncommitted, wholly or in part, with what showed it and the
+/// aborted transactions they read; those shown to read committed are counted.
+fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
+    out.push_str("<h2>Isolation: groups that read uncommitted</h2>\n");
+    let committed = groups.iter().filter(|g| g.isolation == "read_committed").count();
+    let listed: Vec<&GroupIsolation> = groups
+        .iter()
+        .filter(|g| g.isolation != "read_committed" || !g.aborted_read.is_empty())
+        .collect();
+    if listed.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p>None shown: no group has committed past a last stable offset while it had members. {committed} shown to read committed.</p>"
+        );
+        return;
+    }
+    out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">group</th><th class=\"l\">isolation</th><th class=\"l\">shown by</th><th class=\"l\">members</th><th class=\"l\">aborted transactions it read</th></tr>\n");
+    for g in listed {
+        let shown_by = g
+            .evidence
+            .iter()
+            .map(|e| {
+                let what = if e.isolation == "read_uncommitted" {
+                    format!("committed {} past LSO {}", e.committed_offset, e.last_stable_offset)
+                } else {
+                    format!("held at LSO {} with records above", e.last_stable_offset)
+                };
+                format!(
+                    "{} on {}/{}{}",
+                    escape(&what),
+                    escape(e.topic),
+                    e.partition,
+                    e.member.as_ref().map_or(String::new(), |m| format!(
+                        " by {} on {}",
+                        escape(m.client_id),
+                        escape(m.client_host)
+                    ))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("<br>");
+        let side = |level: &str| {
+            g.members
+                .iter()
+                .filter(|m| m.isolation == level)
+                .map(|m| format!("{} on {}", escape(m.member.client_id), escape(m.member.client_host)))
+                .collect::<Vec<_>>()
+        };
+        let mut members = Vec::new();
+        for (level, words) in [
+            ("read_uncommitted", "reads uncommitted"),
+            ("read_committed", "reads committed"),
+            ("unknown", "not shown yet"),
+        ] {
+            let names = side(level);
+            if !names.is_empty() {
+                members.push(format!("{words}: {}", names.join(", ")));
+            }
+        }
+        let aborted = g
+            .aborted_read
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}{} records of <code>{}</code> (producer {}, epoch {}) at {}/{} offsets {}–{}, aborted {}{}",
+                    if t.exact { "" } else { "at most " },
+                    t.records,
+                    if t.transactional_id.is_empty() {
+                        "a transaction not seen open".to_string()
+                    } else {
+                        escape(t.transactional_id)
+                    },
+                    t.producer_id,
+                    t.producer_epoch,
+                    escape(t.topic),
+                    t.partition,
+                    t.first_offset,
+                    t.last_offset,
+                    rfc3339(t.aborted_at),
+                    t.member.as_ref().map_or(String::new(), |m| format!(
+                        ", read by {} on {}",
+                        escape(m.client_id),
+                        escape(m.client_host)
+                    ))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("<br>");
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l{}\">{}</td><td class=\"l\">{shown_by}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            escape(g.cluster),
+            escape(g.group),
+            if g.isolation == "mixed" { " hang" } else { "" },
+            g.isolation,
+            members.join("<br>"),
+            if aborted.is_empty() { "none".to_string() } else { aborted }
+        );
+    }
+    out.push_str("</table>\n");
+    let _ = writeln!(
+        out,
+        "<p>{committed} more shown to read committed. read_uncommitted: the group committed past the last stable offset while it had members; read_committed: it stood at a pinned last stable offset with records above it and live members for a minute; mixed: its members disagree (the Java consumer reads uncommitted by default, librdkafka committed). A group that reads uncommitted delivers records of transactions that are later aborted: its downstream must reconcile them by business key, not by offset. Lag 0 in two groups of different isolation says nothing about whether they read the same records.</p>"
+    );
+}
+
+/// Unix seconds as an RFC 3339 UTC time, to the second.
+fn rfc3339(unix: f64) -> String {
+    let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs_f64(unix.max(0.0));
+    humantime::format_rfc3339_seconds(at).to_string()
 }
 
 /// When a group will have caught up, per topic it is not caught up on, for one cell of
@@ -1468,6 +1768,7 @@ mod tests {
             detail: None,
             rebalance: None,
             rates: Vec::new(),
+            ruler: Default::default(),
             coordinator: None,
             name: name.into(),
             state: "Stable".into(),

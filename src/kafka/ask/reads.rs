@@ -51,7 +51,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::config::ClusterConfig;
-use crate::kafka::records::{parse_batches, CostTally, EosCost, LogExtent};
+use crate::kafka::records::{parse_batches, CostTally, EosCost, LogExtent, Sampled};
 use crate::kafka::wire::WireClient;
 use crate::kafka::{PartitionLog, Planned, RawSample, Stage};
 
@@ -226,6 +226,7 @@ impl Reads {
             counted.cost.retain(|topic, _| topics.contains(topic));
         }
         let mut failures: BTreeMap<usize, String> = BTreeMap::new();
+        let mut aborted = Vec::new();
         // Batch sizes are learned afresh now and then: producers change their settings.
         if state.cycle.is_multiple_of(100) {
             state.batch_bytes.clear();
@@ -491,11 +492,18 @@ impl Reads {
                                         Arc::make_mut(window).append(&batches, end, None);
                                         let mut counted =
                                             self.counted.lock().unwrap_or_else(|p| p.into_inner());
-                                        let cost = counted
-                                            .tallies
-                                            .entry(key.clone())
-                                            .or_default()
-                                            .count(&batches, item.offset, end);
+                                        let sampled = Sampled {
+                                            last_stable_offset: p.last_stable_offset,
+                                            high_watermark: p.high_watermark,
+                                        };
+                                        let tally = counted.tallies.entry(key.clone()).or_default();
+                                        let cost = tally.count(&batches, item.offset, end, sampled);
+                                        aborted.extend(
+                                            tally
+                                                .take_aborted()
+                                                .into_iter()
+                                                .map(|t| (key.0.clone(), key.1, t)),
+                                        );
                                         *counted.cost.entry(key.0.clone()).or_default() += cost;
                                     }
                                 }
@@ -548,6 +556,7 @@ impl Reads {
                 p.log = Some(PartitionLog { window, positions });
             }
         }
+        sample.aborted = aborted;
         sample.eos_cost = self
             .counted
             .lock()

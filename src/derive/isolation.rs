@@ -1,0 +1,587 @@
+//! Two rulers on one topic: which isolation level each group reads with, and the records
+//! of aborted transactions the groups that read uncommitted delivered. Pure derivations
+//! over the cycles the exporter saw ([`IsolationWatch`] holds what they need), run after
+//! [`crate::derive::derive`] and before [`crate::derive::progress`], whose statuses
+//! follow what is found here.
+//!
+//! No broker API tells a consumer's `isolation.level`; its offsets show it:
+//!
+//! - **read_uncommitted, proven**: the group's committed offset on a partition advanced,
+//!   between two cycles, to a position past that cycle's LSO (and not past the HW), while
+//!   the group had live members. A cycle samples committed offsets before the LSO, and the
+//!   LSO only grows, so the offset was past the LSO when it was committed: a
+//!   read_committed consumer is never given a record there. An offset reset is no
+//!   evidence (Kafka resets only the offsets of a group without members, and the offset
+//!   does not advance after it until the members read).
+//! - **read_committed, inferred**: the committed offset stands at a pinned LSO (HW > LSO)
+//!   with records above it to read, unmoved, while the group has live members, for
+//!   [`HOLD_FOR`]: longer than the default session timeout of both clients (45 s), so a
+//!   consumer that died has left the group by then. A live read_uncommitted consumer would
+//!   have read on. It is an inference: a consumer stuck in processing for that long looks
+//!   the same, so it never overrides a proof of read_uncommitted for the same member
+//!   (`isolation.level` is fixed for a consumer's life).
+//! - share groups: their `share.isolation.level`, read from the broker.
+//!
+//! Each piece of evidence names the member that owned the partition where the assignment
+//! is known (classic `consumer` protocol, KIP-848, streams), so that a group whose members
+//! disagree is **mixed**, with the members on each side. Evidence is remembered across
+//! cycles and forgotten once every member id of the group when it was seen has left (a
+//! redeploy may have changed the setting); a group without members keeps it until members
+//! return. The exporter's own restart forgets it: the alert rules carry it across with
+//! `max_over_time` over `kafka_consumergroup_isolation`.
+//!
+//! **Aborted records read.** When a window reads an abort marker
+//! ([`crate::kafka::records::CostTally`]), the transaction's record batches are known. A
+//! group that reads uncommitted has delivered every record of it its committed offset has
+//! passed (the highest committed offset seen: a consumer that seeks back and reads them
+//! again is counted once), and every record it passes later: both are counted per group
+//! and topic. Records below the log start were never delivered and count nowhere; a group
+//! that commits past the HW counts nothing there. Exact where every batch of the
+//! transaction was read; where the reading began inside it, the offsets from the
+//! transaction's first record (as DescribeProducers gave it while it was open) to where
+//! the reading began are counted as records: an upper bound, marked so.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::state::{
+    AbortedRead, AbortedTransactionRead, Derived, Evidence, GroupState, Owner, PartitionState,
+    Ruler, RulerLevel, SeenMember,
+};
+use crate::kafka::records::{AbortedTransaction, Span};
+use crate::kafka::{GroupListing, Isolation};
+
+/// How long a group must stand at a pinned LSO with records above it, with live members,
+/// to be taken as reading committed: longer than the default `session.timeout.ms` of the
+/// Java client and librdkafka (45 s), so that a consumer that died has left the group.
+pub const HOLD_FOR: Duration = Duration::from_secs(60);
+/// Aborted transactions a group lists at most (newest first).
+const RECENT: usize = 20;
+/// Aborted transactions remembered per partition at most.
+const HISTORY: usize = 32;
+/// Cycles a group missing from the lists is remembered at most while some broker fails
+/// to list its groups.
+const MISSING_CYCLES: u64 = 40;
+
+/// What the isolation of every group and the aborted transactions need from earlier
+/// cycles.
+#[derive(Debug, Default)]
+pub struct IsolationWatch {
+    groups: HashMap<String, Remembered>,
+    /// Partitions with aborted transactions, oldest first.
+    aborts: HashMap<(Arc<str>, i32), Vec<Learned>>,
+    /// The open transactions of the last cycle that listed them, per partition: producer
+    /// id, transactional id and first offset.
+    open: HashMap<(Arc<str>, i32), Vec<(i64, String, i64)>>,
+    cycle: u64,
+}
+
+impl IsolationWatch {
+    /// Groups remembered.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+}
+
+/// An aborted transaction and the cycle that learned of it.
+#[derive(Debug)]
+struct Learned {
+    transaction: AbortedTransaction,
+    transactional_id: String,
+    cycle: u64,
+}
+
+/// One piece of evidence and who was in the group when it was seen.
+#[derive(Debug)]
+struct Kept {
+    evidence: Evidence,
+    /// Hashes of the member ids in the group then: it is forgotten once none is left.
+    witnesses: Vec<u64>,
+}
+
+/// A group's position on a pinned partition in the last cycle.
+#[derive(Debug)]
+struct Position {
+    topic: Arc<str>,
+    partition: i32,
+    committed: i64,
+    /// Since when it has stood at the LSO with records above it and live members.
+    held_since: Option<Instant>,
+}
+
+#[derive(Debug, Default)]
+struct Remembered {
+    evidence: Vec<Kept>,
+    /// Its positions on pinned partitions, sorted by topic and partition.
+    positions: Vec<Position>,
+    /// Per topic, what it read of aborted transactions.
+    aborted: BTreeMap<Arc<str>, AbortedRead>,
+    recent: VecDeque<AbortedTransactionRead>,
+    /// The highest committed offset seen on each partition that has aborted transactions.
+    passed: HashMap<(Arc<str>, i32), i64>,
+    coordinator: Option<String>,
+    seen: u64,
+}
+
+fn id_hash(member_id: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    member_id.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Fills every group's [`Ruler`], advancing `watch`: `aborted` is what the cycle's windows
+/// read of abort markers ([`crate::kafka::RawSample::aborted`]); `reached`: the cycle
+/// reached the cluster (groups it no longer lists are forgotten only then).
+pub fn apply(
+    derived: &mut Derived,
+    watch: &mut IsolationWatch,
+    aborted: Vec<(Arc<str>, i32, AbortedTransaction)>,
+    now: Instant,
+    wall: SystemTime,
+    reached: bool,
+) {
+    watch.cycle += 1;
+    let cycle = watch.cycle;
+    learn_aborts(watch, aborted, &derived.partitions, cycle);
+    let partitions: HashMap<(&str, i32), &PartitionState> = derived
+        .partitions
+        .iter()
+        .map(|p| ((&*p.topic, p.partition), p))
+        .collect();
+    for group in &mut derived.groups {
+        let remembered = watch.groups.entry(group.name.clone()).or_default();
+        remembered.seen = cycle;
+        if remembered.coordinator != group.coordinator {
+            remembered.coordinator.clone_from(&group.coordinator);
+        }
+        if group.group_type == "share" {
+            group.ruler.level = group
+                .isolation
+                .map_or(RulerLevel::Unknown, RulerLevel::from);
+            continue;
+        }
+        forget_departed(remembered, group);
+        observe(remembered, group, &partitions, now, wall);
+        group.ruler = ruler_of(remembered, group);
+        count_aborted(remembered, group, &watch.aborts, &partitions, cycle);
+        group.ruler.aborted = remembered
+            .aborted
+            .iter()
+            .map(|(topic, read)| (topic.clone(), *read))
+            .collect();
+        group.ruler.aborted_transactions = remembered.recent.iter().cloned().collect();
+    }
+    if reached {
+        let listing = &derived.group_listing;
+        let complete = *listing == GroupListing::Complete;
+        watch.groups.retain(|_, r| {
+            r.seen == cycle
+                || (!complete
+                    && !listing.gone(r.coordinator.as_deref())
+                    && cycle - r.seen < MISSING_CYCLES)
+        });
+    }
+}
+
+/// Takes this cycle's aborted transactions into each partition's history, with the
+/// transactional id and first offset the last cycle's open transactions gave them; then
+/// remembers this cycle's open transactions and forgets what the log no longer holds.
+fn learn_aborts(
+    watch: &mut IsolationWatch,
+    aborted: Vec<(Arc<str>, i32, AbortedTransaction)>,
+    partitions: &[PartitionState],
+    cycle: u64,
+) {
+    for (topic, partition, mut transaction) in aborted {
+        let key = (topic, partition);
+        let seen_open = watch.open.get(&key).and_then(|open| {
+            open.iter()
+                .find(|(id, _, _)| *id == transaction.producer_id)
+        });
+        let mut transactional_id = String::new();
+        if let Some((_, id, start)) = seen_open {
+            transactional_id.clone_from(id);
+            let first = transaction.first_offset();
+            if *start == first {
+                // Read from its very first record.
+                transaction.exact = true;
+            } else if *start < first && !transaction.exact {
+                // Its records before the reading began: at most every offset there.
+                transaction.spans.insert(
+                    0,
+                    Span {
+                        base_offset: *start,
+                        last_offset: first - 1,
+                        records: first - start,
+                    },
+                );
+            }
+        }
+        let history = watch.aborts.entry(key).or_default();
+        let marker = transaction.marker_offset;
+        if history.iter().any(|l| {
+            l.transaction.marker_offset == marker
+                && l.transaction.producer_id == transaction.producer_id
+        }) {
+            continue;
+        }
+        history.push(Learned {
+            transaction,
+            transactional_id,
+            cycle,
+        });
+        if history.len() > HISTORY {
+            history.remove(0);
+        }
+    }
+    let present: HashMap<(&str, i32), &PartitionState> = partitions
+        .iter()
+        .map(|p| ((&*p.topic, p.partition), p))
+        .collect();
+    watch.aborts.retain(|(topic, partition), history| {
+        let Some(p) = present.get(&(&**topic, *partition)) else {
+            return false;
+        };
+        if let Some(log_start) = p.log_start_offset {
+            history.retain(|l| l.transaction.last_offset() >= log_start);
+        }
+        !history.is_empty()
+    });
+    for p in partitions {
+        let key = (p.topic.clone(), p.partition);
+        match &p.transactions {
+            Some(open) if !open.is_empty() => {
+                let listed = open
+                    .iter()
+                    .map(|t| (t.producer_id, t.transactional_id.clone(), t.start_offset))
+                    .collect();
+                watch.open.insert(key, listed);
+            }
+            Some(_) => {
+                watch.open.remove(&key);
+            }
+            // Not asked in this cycle: what the last one listed stays.
+            None => {}
+        }
+    }
+    watch
+        .open
+        .retain(|(topic, partition), _| present.contains_key(&(&**topic, *partition)));
+}
+
+/// Forgets the evidence seen while only members that have all left were in the group
+/// (judged on a description with members: one without keeps everything).
+fn forget_departed(remembered: &mut Remembered, group: &GroupState) {
+    let Some(detail) = group.detail.as_ref().filter(|d| !d.members.is_empty()) else {
+        return;
+    };
+    let present: HashSet<u64> = detail
+        .members
+        .iter()
+        .map(|m| id_hash(&m.member_id))
+        .collect();
+    remembered
+        .evidence
+        .retain(|kept| kept.witnesses.iter().any(|w| present.contains(w)));
+}
+
+/// Looks for evidence in this cycle's offsets and remembers the group's positions on
+/// pinned partitions.
+fn observe(
+    remembered: &mut Remembered,
+    group: &GroupState,
+    partitions: &HashMap<(&str, i32), &PartitionState>,
+    now: Instant,
+    wall: SystemTime,
+) {
+    let Some(offsets) = group.offsets.as_ref() else {
+        return; // unknown in this cycle: the positions stay
+    };
+    let live = group.members.is_some_and(|m| m > 0);
+    let members = group.detail.as_ref().map(|d| &d.members[..]).unwrap_or(&[]);
+    let witnesses: Vec<u64> = members.iter().map(|m| id_hash(&m.member_id)).collect();
+    let mut positions = Vec::new();
+    for g in offsets {
+        let Some(p) = partitions.get(&(&*g.topic, g.partition)) else {
+            continue;
+        };
+        let (Some(hw), Some(lso)) = (p.high_watermark, p.last_stable_offset) else {
+            // Bounds unknown in this cycle: the position stays as it was.
+            if let Ok(i) = find(&remembered.positions, &g.topic, g.partition) {
+                positions.push(std::mem::replace(
+                    &mut remembered.positions[i],
+                    Position {
+                        topic: g.topic.clone(),
+                        partition: g.partition,
+                        committed: g.committed_offset,
+                        held_since: None,
+                    },
+                ));
+            }
+            continue;
+        };
+        if hw <= lso {
+            continue;
+        }
+        let before = find(&remembered.positions, &g.topic, g.partition)
+            .ok()
+            .map(|i| {
+                (
+                    remembered.positions[i].committed,
+                    remembered.positions[i].held_since,
+                )
+            });
+        // The member that owns the partition, where the assignment is known; evidence on a
+        // partition no member owns (offsets left behind, or moving) says nothing.
+        let (attributable, owner) = match g.owner {
+            Owner::Member(i) => (true, members.get(i)),
+            Owner::Unknown => (true, None),
+            Owner::Nobody | Owner::Shared(_) | Owner::Assigning => (false, None),
+        };
+        let seen = |isolation| Evidence {
+            isolation,
+            topic: g.topic.clone(),
+            partition: g.partition,
+            committed_offset: g.committed_offset,
+            last_stable_offset: lso,
+            high_watermark: hw,
+            seen_at: wall,
+            member: owner.map(SeenMember::of),
+        };
+        let advanced = before.is_some_and(|(committed, _)| committed < g.committed_offset);
+        if live && attributable && advanced && g.committed_offset > lso && g.committed_offset <= hw
+        {
+            record(remembered, seen(Isolation::ReadUncommitted), &witnesses);
+        }
+        let at_lso = g.committed_offset == lso && g.lag.is_some_and(|l| l.hw_lag > 0);
+        let held_since = if live && attributable && at_lso {
+            Some(
+                before
+                    .filter(|(committed, _)| *committed == g.committed_offset)
+                    .and_then(|(_, held_since)| held_since)
+                    .unwrap_or(now),
+            )
+        } else {
+            None
+        };
+        if held_since.is_some_and(|since| now.saturating_duration_since(since) >= HOLD_FOR) {
+            record(remembered, seen(Isolation::ReadCommitted), &witnesses);
+        }
+        positions.push(Position {
+            topic: g.topic.clone(),
+            partition: g.partition,
+            committed: g.committed_offset,
+            held_since,
+        });
+    }
+    remembered.positions = positions;
+}
+
+fn find(positions: &[Position], topic: &str, partition: i32) -> Result<usize, usize> {
+    positions.binary_search_by(|p| (&*p.topic, p.partition).cmp(&(topic, partition)))
+}
+
+/// Keeps one piece of evidence per isolation level and member (or group, where the
+/// member is unknown), the latest. A proof of read_uncommitted replaces the inference of
+/// read_committed for the same member; the inference never replaces the proof.
+fn record(remembered: &mut Remembered, evidence: Evidence, witnesses: &[u64]) {
+    let member_id = |e: &Evidence| e.member.as_ref().map(|m| m.member_id.clone());
+    let who = member_id(&evidence);
+    if evidence.isolation == Isolation::ReadCommitted
+        && remembered.evidence.iter().any(|k| {
+            k.evidence.isolation == Isolation::ReadUncommitted && member_id(&k.evidence) == who
+        })
+    {
+        return;
+    }
+    remembered.evidence.retain(|k| {
+        member_id(&k.evidence) != who
+            || (k.evidence.isolation != evidence.isolation
+                && evidence.isolation == Isolation::ReadCommitted)
+    });
+    remembered.evidence.insert(
+        0,
+        Kept {
+            evidence,
+            witnesses: witnesses.to_vec(),
+        },
+    );
+}
+
+/// The group's level from what is remembered: its current members' evidence decides
+/// (both sides among them: mixed); where none of them has shown theirs, the group's
+/// remembered evidence does.
+fn ruler_of(remembered: &Remembered, group: &GroupState) -> Ruler {
+    let members: Vec<Option<Isolation>> = group
+        .detail
+        .as_ref()
+        .map(|d| {
+            d.members
+                .iter()
+                .map(|m| member_isolation(remembered, &m.member_id))
+                .collect()
+        })
+        .unwrap_or_default();
+    let sides = |isolations: &mut dyn Iterator<Item = Isolation>| {
+        let (mut uncommitted, mut committed) = (false, false);
+        for isolation in isolations {
+            match isolation {
+                Isolation::ReadUncommitted => uncommitted = true,
+                Isolation::ReadCommitted => committed = true,
+            }
+        }
+        match (uncommitted, committed) {
+            (true, true) => RulerLevel::Mixed,
+            (true, false) => RulerLevel::ReadUncommitted,
+            (false, true) => RulerLevel::ReadCommitted,
+            (false, false) => RulerLevel::Unknown,
+        }
+    };
+    let level = match sides(&mut members.iter().flatten().copied()) {
+        RulerLevel::Unknown => sides(&mut remembered.evidence.iter().map(|k| k.evidence.isolation)),
+        level => level,
+    };
+    Ruler {
+        level,
+        evidence: remembered
+            .evidence
+            .iter()
+            .map(|k| k.evidence.clone())
+            .collect(),
+        members,
+        aborted: Vec::new(),
+        aborted_transactions: Vec::new(),
+    }
+}
+
+/// What one member is shown to read with: proof first, then inference.
+fn member_isolation(remembered: &Remembered, member_id: &str) -> Option<Isolation> {
+    let of = |isolation| {
+        remembered.evidence.iter().any(|k| {
+            k.evidence.isolation == isolation
+                && k.evidence
+                    .member
+                    .as_ref()
+                    .is_some_and(|m| m.member_id == member_id)
+        })
+    };
+    if of(Isolation::ReadUncommitted) {
+        Some(Isolation::ReadUncommitted)
+    } else if of(Isolation::ReadCommitted) {
+        Some(Isolation::ReadCommitted)
+    } else {
+        None
+    }
+}
+
+/// Counts the records of aborted transactions the group passed in this cycle on each
+/// partition that has some, where the group (or the member that owns the partition)
+/// reads uncommitted; and keeps the topics it has offsets on at 0 while it does.
+fn count_aborted(
+    remembered: &mut Remembered,
+    group: &GroupState,
+    aborts: &HashMap<(Arc<str>, i32), Vec<Learned>>,
+    partitions: &HashMap<(&str, i32), &PartitionState>,
+    cycle: u64,
+) {
+    let Some(offsets) = group.offsets.as_ref() else {
+        return;
+    };
+    let level = group.ruler.level;
+    let members = group.detail.as_ref().map(|d| &d.members[..]).unwrap_or(&[]);
+    if level.reads_uncommitted() {
+        for g in offsets {
+            remembered.aborted.entry(g.topic.clone()).or_default();
+        }
+    }
+    let mut kept = HashSet::new();
+    for g in offsets {
+        let key = (g.topic.clone(), g.partition);
+        let Some(history) = aborts.get(&key) else {
+            continue;
+        };
+        kept.insert(key.clone());
+        let Some(p) = partitions.get(&(&*g.topic, g.partition)) else {
+            continue;
+        };
+        // A committed offset past the HW (set by hand, or a log truncated under it)
+        // passed nothing that was delivered.
+        if p.high_watermark.is_none_or(|hw| g.committed_offset > hw) {
+            continue;
+        }
+        let log_start = p.log_start_offset.unwrap_or(0);
+        let before = remembered.passed.get(&key).copied();
+        let passed = before.map_or(g.committed_offset, |b| b.max(g.committed_offset));
+        remembered.passed.insert(key, passed);
+        let (reads_uncommitted, member) = match g.owner {
+            Owner::Member(i) => (
+                match group.ruler.member(i) {
+                    Some(isolation) => isolation == Isolation::ReadUncommitted,
+                    None => level == RulerLevel::ReadUncommitted,
+                },
+                members.get(i),
+            ),
+            _ => (level == RulerLevel::ReadUncommitted, None),
+        };
+        if !reads_uncommitted {
+            continue;
+        }
+        for learned in history {
+            let transaction = &learned.transaction;
+            // Newly learned: everything below its position; else what it passed since.
+            let from = if learned.cycle == cycle {
+                log_start
+            } else if let Some(before) = before {
+                before.max(log_start)
+            } else {
+                continue;
+            };
+            let (records, exact) = transaction.records_in(from, passed);
+            if records <= 0 {
+                continue;
+            }
+            let first_time =
+                learned.cycle == cycle || transaction.records_in(log_start, from).0 == 0;
+            let read = remembered.aborted.entry(g.topic.clone()).or_default();
+            read.records = read.records.saturating_add(records as u64);
+            read.transactions += u64::from(first_time);
+            let same = |r: &AbortedTransactionRead| {
+                *r.topic == *g.topic
+                    && r.partition == g.partition
+                    && r.producer_id == transaction.producer_id
+                    && r.last_offset == transaction.last_offset()
+            };
+            match remembered.recent.iter().position(same) {
+                Some(i) => {
+                    let mut entry = remembered.recent.remove(i).expect("found above");
+                    entry.records = entry.records.saturating_add(records);
+                    entry.exact &= exact;
+                    remembered.recent.push_front(entry);
+                }
+                None => remembered.recent.push_front(AbortedTransactionRead {
+                    topic: g.topic.clone(),
+                    partition: g.partition,
+                    transactional_id: learned.transactional_id.clone(),
+                    producer_id: transaction.producer_id,
+                    producer_epoch: transaction.producer_epoch,
+                    first_offset: transaction.first_offset(),
+                    last_offset: transaction.last_offset(),
+                    records,
+                    exact,
+                    aborted_at: SystemTime::UNIX_EPOCH
+                        + Duration::from_millis(transaction.aborted_at_ms.max(0) as u64),
+                    member: member.map(SeenMember::of),
+                }),
+            }
+            remembered.recent.truncate(RECENT);
+        }
+    }
+    remembered.passed.retain(|key, _| kept.contains(key));
+}
