@@ -585,3 +585,376 @@ fn count_aborted(
     }
     remembered.passed.retain(|key, _| kept.contains(key));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::derive::{GroupPartitionState, Visibility};
+    use crate::kafka::{GroupDetail, RawMember};
+
+    fn partition(topic: &str, p: i32, log_start: i64, hw: i64, lso: i64) -> PartitionState {
+        PartitionState {
+            topic: Arc::from(topic),
+            partition: p,
+            log_start_offset: Some(log_start),
+            high_watermark: Some(hw),
+            last_stable_offset: Some(lso),
+            visibility: Some(Visibility {
+                hw_minus_lso: hw - lso,
+                lso_stuck_seconds: 0.0,
+                pinned: hw > lso,
+            }),
+            withheld_age_seconds: None,
+            transactions: None,
+            replication: None,
+        }
+    }
+
+    fn member(id: &str, client: &str) -> RawMember {
+        RawMember {
+            member_id: id.into(),
+            client_id: client.into(),
+            client_host: "/10.0.0.7".into(),
+            ..Default::default()
+        }
+    }
+
+    /// A group whose member `owner` (an index of `members`) owns each offset's partition;
+    /// `None`: the owner is not known.
+    fn group(
+        members: &[RawMember],
+        offsets: &[(&PartitionState, i64, Option<usize>)],
+    ) -> GroupState {
+        let offsets = offsets
+            .iter()
+            .map(|(p, committed, owner)| GroupPartitionState {
+                topic: p.topic.clone(),
+                partition: p.partition,
+                committed_offset: *committed,
+                lag: Some(
+                    crate::derive::lag(
+                        *committed,
+                        p.high_watermark.unwrap(),
+                        p.last_stable_offset.unwrap(),
+                        None,
+                    )
+                    .0,
+                ),
+                hw_time_lag: None,
+                lso_time_lag: None,
+                commit_stall_seconds: None,
+                retention_margin: None,
+                retention_margin_seconds: None,
+                lost_records: None,
+                owner: owner.map_or(Owner::Unknown, Owner::Member),
+                abandoned: false,
+            })
+            .collect();
+        GroupState {
+            name: "g".into(),
+            coordinator: Some("a:9092".into()),
+            group_type: "classic".into(),
+            protocol: "consumer".into(),
+            state: "Stable".into(),
+            members: Some(members.len()),
+            isolation: None,
+            broker_lags: Vec::new(),
+            offsets: Some(offsets),
+            granularity: Default::default(),
+            status: None,
+            detail: Some(GroupDetail {
+                epoch: None,
+                assignment_epoch: None,
+                members: members.to_vec(),
+            }),
+            rebalance: None,
+            rates: Vec::new(),
+            ruler: Default::default(),
+        }
+    }
+
+    struct Run {
+        watch: IsolationWatch,
+        t0: Instant,
+    }
+
+    impl Run {
+        fn new() -> Run {
+            Run {
+                watch: IsolationWatch::default(),
+                t0: Instant::now(),
+            }
+        }
+
+        fn cycle(
+            &mut self,
+            at: u64,
+            partitions: Vec<PartitionState>,
+            group: GroupState,
+            aborted: Vec<(Arc<str>, i32, AbortedTransaction)>,
+        ) -> GroupState {
+            let mut derived = Derived {
+                partitions,
+                groups: vec![group],
+                group_listing: GroupListing::Complete,
+                ..Default::default()
+            };
+            let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000 + at);
+            apply(
+                &mut derived,
+                &mut self.watch,
+                aborted,
+                self.t0 + Duration::from_secs(at),
+                wall,
+                true,
+            );
+            derived.groups.pop().unwrap()
+        }
+    }
+
+    #[test]
+    fn a_group_that_advances_past_the_lso_with_members_reads_uncommitted() {
+        let mut run = Run::new();
+        let java = [member("m-1", "java-consumer")];
+        // First sight, already past the LSO: no movement seen yet, nothing shown.
+        let p = partition("orders", 0, 0, 900_000, 880_000);
+        let g = run.cycle(0, vec![p.clone()], group(&java, &[(&p, 885_000, Some(0))]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::Unknown);
+        // It reads on past the open transaction: proof.
+        let p = partition("orders", 0, 0, 905_000, 880_000);
+        let g = run.cycle(15, vec![p.clone()], group(&java, &[(&p, 899_000, Some(0))]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
+        assert_eq!(g.ruler.members, [Some(Isolation::ReadUncommitted)]);
+        let e = &g.ruler.evidence[0];
+        assert_eq!(
+            (e.committed_offset, e.last_stable_offset, e.high_watermark),
+            (899_000, 880_000, 905_000)
+        );
+        assert_eq!(e.member.as_ref().unwrap().client_id, "java-consumer");
+        // Remembered while it stands at the LSO of the next transaction, on a partition
+        // where nothing is pinned, and never blocked there.
+        let p = partition("orders", 0, 0, 960_000, 950_000);
+        let g = run.cycle(30, vec![p.clone()], group(&java, &[(&p, 950_000, Some(0))]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
+        assert!(!g.waits_at_lso(&g.offsets.as_ref().unwrap()[0], &p));
+        // ... however long it stands there: the inference never beats the proof.
+        let g = run.cycle(200, vec![p.clone()], group(&java, &[(&p, 950_000, Some(0))]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
+        assert_eq!(g.ruler.evidence.len(), 1);
+    }
+
+    #[test]
+    fn an_offset_reset_or_a_commit_past_the_hw_is_no_evidence() {
+        let mut run = Run::new();
+        let p = partition("orders", 0, 0, 900, 880);
+        // Reset to the HW while the group is empty, then a member joins and commits the
+        // same offset: it never advanced past the LSO with members.
+        run.cycle(0, vec![p.clone()], group(&[], &[(&p, 800, None)]), vec![]);
+        let g = run.cycle(15, vec![p.clone()], group(&[], &[(&p, 900, None)]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::Unknown);
+        let one = [member("m-1", "rdkafka")];
+        let g = run.cycle(30, vec![p.clone()], group(&one, &[(&p, 900, Some(0))]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::Unknown);
+        // Committed by hand far past the HW: no evidence either.
+        let g = run.cycle(45, vec![p.clone()], group(&one, &[(&p, 5_000, Some(0))]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::Unknown);
+    }
+
+    #[test]
+    fn a_group_held_at_a_pinned_lso_for_a_minute_reads_committed() {
+        let mut run = Run::new();
+        let librdkafka = [member("m-1", "rdkafka")];
+        for (at, level) in [
+            (0, RulerLevel::Unknown),
+            (30, RulerLevel::Unknown),
+            (59, RulerLevel::Unknown),
+            (60, RulerLevel::ReadCommitted),
+        ] {
+            let p = partition("orders", 0, 0, 900 + at as i64, 880);
+            let g = run.cycle(at, vec![p.clone()], group(&librdkafka, &[(&p, 880, Some(0))]), vec![]);
+            assert_eq!(g.ruler.level, level, "at {at}");
+        }
+        // Without members, no hold counts: the consumer may have died there.
+        let mut run = Run::new();
+        for at in [0, 30, 90] {
+            let p = partition("orders", 0, 0, 900, 880);
+            let g = run.cycle(at, vec![p.clone()], group(&[], &[(&p, 880, None)]), vec![]);
+            assert_eq!(g.ruler.level, RulerLevel::Unknown, "at {at}");
+            assert!(!g.waits_at_lso(&g.offsets.as_ref().unwrap()[0], &p), "no members: not blocked");
+        }
+    }
+
+    #[test]
+    fn members_that_disagree_make_the_group_mixed() {
+        let mut run = Run::new();
+        let both = [member("m-java", "java"), member("m-rdkafka", "rdkafka")];
+        let mut g = None;
+        for at in [0u64, 15, 30, 45, 60, 75] {
+            let p0 = partition("orders", 0, 0, 1_000 + 10 * at as i64, 500);
+            let p1 = partition("orders", 1, 0, 1_000 + 10 * at as i64, 700);
+            g = Some(run.cycle(
+                at,
+                vec![p0.clone(), p1.clone()],
+                group(&both, &[(&p0, 900 + at as i64, Some(0)), (&p1, 700, Some(1))]),
+                vec![],
+            ));
+        }
+        let g = g.unwrap();
+        assert_eq!(g.ruler.level, RulerLevel::Mixed);
+        assert_eq!(
+            g.ruler.members,
+            [Some(Isolation::ReadUncommitted), Some(Isolation::ReadCommitted)]
+        );
+        // The read_committed member's partition is held by the transaction; the other's
+        // is not.
+        let offsets = g.offsets.as_ref().unwrap();
+        assert!(g.reads_uncommitted_at(&offsets[0]));
+        assert!(!g.reads_uncommitted_at(&offsets[1]));
+    }
+
+    #[test]
+    fn evidence_is_forgotten_once_every_member_it_was_seen_with_has_left() {
+        let mut run = Run::new();
+        let before = [member("a", "java"), member("b", "java")];
+        let p = partition("orders", 0, 0, 900, 800);
+        run.cycle(0, vec![p.clone()], group(&before, &[(&p, 810, Some(0))]), vec![]);
+        let g = run.cycle(15, vec![p.clone()], group(&before, &[(&p, 850, Some(0))]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
+        // A rolling restart: "a" is replaced, "b" stays: remembered (the group's).
+        let rolling = [member("c", "java"), member("b", "java")];
+        let g = run.cycle(30, vec![p.clone()], group(&rolling, &[(&p, 850, Some(0))]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
+        assert_eq!(g.ruler.members, [None, None], "neither member showed its own");
+        // Every consumer down: kept until members return.
+        let g = run.cycle(45, vec![p.clone()], group(&[], &[(&p, 850, None)]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
+        // All of them new: a redeploy may have changed the setting.
+        let redeployed = [member("d", "java"), member("e", "java")];
+        let g = run.cycle(60, vec![p.clone()], group(&redeployed, &[(&p, 850, Some(0))]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::Unknown);
+    }
+
+    fn aborted(producer_id: i64, spans: &[(i64, i64, i64)], marker: i64, exact: bool) -> AbortedTransaction {
+        AbortedTransaction {
+            producer_id,
+            producer_epoch: 3,
+            spans: spans
+                .iter()
+                .map(|&(base_offset, last_offset, records)| Span {
+                    base_offset,
+                    last_offset,
+                    records,
+                })
+                .collect(),
+            marker_offset: marker,
+            aborted_at_ms: 1_790_000_100_000,
+            exact,
+        }
+    }
+
+    fn read(g: &GroupState) -> (u64, u64) {
+        g.ruler
+            .aborted
+            .iter()
+            .find(|(t, _)| &**t == "orders")
+            .map_or((0, 0), |(_, r)| (r.records, r.transactions))
+    }
+
+    #[test]
+    fn a_read_uncommitted_group_counts_the_aborted_records_it_passed_once() {
+        let mut run = Run::new();
+        let java = [member("m-1", "java")];
+        // A transaction of producer 7 holds the LSO at 100; its records interleave with
+        // plain ones: 100..=109 (10), 120..=124 (5), 140..=146 (7); the group reads past.
+        let pinned = |hw| partition("orders", 0, 0, hw, 100);
+        let p = pinned(130);
+        run.cycle(0, vec![p.clone()], group(&java, &[(&p, 105, Some(0))]), vec![]);
+        let p = pinned(150);
+        let g = run.cycle(15, vec![p.clone()], group(&java, &[(&p, 130, Some(0))]), vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
+        assert_eq!(read(&g), (0, 0), "present at 0 while it reads uncommitted");
+        // The abort marker at 150 is read; the group stands at 130: 15 records passed.
+        let p = partition("orders", 0, 0, 160, 160);
+        let t = aborted(7, &[(100, 109, 10), (120, 124, 5), (140, 146, 7)], 150, true);
+        let g = run.cycle(30, vec![p.clone()], group(&java, &[(&p, 130, Some(0))]), vec![(p.topic.clone(), 0, t)]);
+        assert_eq!(read(&g), (15, 1));
+        let listed = &g.ruler.aborted_transactions[0];
+        assert_eq!(
+            (listed.first_offset, listed.last_offset, listed.records, listed.exact),
+            (100, 146, 15, true)
+        );
+        assert_eq!(listed.member.as_ref().unwrap().client_id, "java");
+        // It reads on past the rest: the other 7, the same transaction.
+        let g = run.cycle(45, vec![p.clone()], group(&java, &[(&p, 160, Some(0))]), vec![]);
+        assert_eq!(read(&g), (22, 1));
+        assert_eq!(g.ruler.aborted_transactions[0].records, 22);
+        // It seeks back and reads them again: counted once.
+        run.cycle(60, vec![p.clone()], group(&java, &[(&p, 100, Some(0))]), vec![]);
+        let g = run.cycle(75, vec![p.clone()], group(&java, &[(&p, 160, Some(0))]), vec![]);
+        assert_eq!(read(&g), (22, 1));
+        // Committed by hand far past the HW: nothing more.
+        let g = run.cycle(90, vec![p.clone()], group(&java, &[(&p, 10_000, Some(0))]), vec![]);
+        assert_eq!(read(&g), (22, 1));
+    }
+
+    #[test]
+    fn a_read_committed_group_and_deleted_records_count_nothing() {
+        let mut run = Run::new();
+        let rdkafka = [member("m-1", "rdkafka")];
+        for at in [0u64, 30, 60] {
+            let p = partition("orders", 0, 0, 150, 100);
+            run.cycle(at, vec![p.clone()], group(&rdkafka, &[(&p, 100, Some(0))]), vec![]);
+        }
+        let p = partition("orders", 0, 0, 160, 160);
+        let t = aborted(7, &[(100, 139, 40)], 150, true);
+        let g = run.cycle(75, vec![p.clone()], group(&rdkafka, &[(&p, 160, Some(0))]), vec![(p.topic.clone(), 0, t)]);
+        assert_eq!(g.ruler.level, RulerLevel::ReadCommitted);
+        assert_eq!(read(&g), (0, 0));
+        assert!(g.ruler.aborted_transactions.is_empty());
+
+        // A read_uncommitted group learns of a transaction whose first records were
+        // deleted below the log start: those were never delivered.
+        let mut run = Run::new();
+        let java = [member("m-1", "java")];
+        let p = partition("orders", 0, 0, 150, 100);
+        run.cycle(0, vec![p.clone()], group(&java, &[(&p, 101, Some(0))]), vec![]);
+        run.cycle(15, vec![p.clone()], group(&java, &[(&p, 140, Some(0))]), vec![]);
+        let p = partition("orders", 0, 120, 160, 160);
+        let t = aborted(7, &[(100, 139, 40)], 150, true);
+        let g = run.cycle(30, vec![p.clone()], group(&java, &[(&p, 160, Some(0))]), vec![(p.topic.clone(), 0, t)]);
+        assert_eq!(read(&g), (20, 1));
+    }
+
+    #[test]
+    fn a_transaction_seen_open_gives_its_id_and_its_first_offset() {
+        let mut run = Run::new();
+        let java = [member("m-1", "java")];
+        let open = |p: &mut PartitionState, start: i64| {
+            p.transactions = Some(vec![crate::derive::OpenTransaction {
+                producer_id: 7,
+                producer_epoch: 3,
+                start_offset: start,
+                transactional_id: "payments-tx".into(),
+                state: Some("Ongoing".into()),
+                age_seconds: Some(1.0),
+                age_clock: None,
+                timeout_ms: None,
+                coordinator: crate::derive::CoordinatorStatus::Open,
+                coordinator_broker: None,
+                hanging: false,
+            }]);
+        };
+        let mut p = partition("orders", 0, 0, 150, 100);
+        open(&mut p, 100);
+        run.cycle(0, vec![p.clone()], group(&java, &[(&p, 101, Some(0))]), vec![]);
+        run.cycle(15, vec![p.clone()], group(&java, &[(&p, 150, Some(0))]), vec![]);
+        // The window began at 120, inside the transaction: what it read is known, the
+        // offsets 100..120 before it at most records.
+        let p = partition("orders", 0, 0, 160, 160);
+        let t = aborted(7, &[(120, 139, 20)], 150, false);
+        let g = run.cycle(30, vec![p.clone()], group(&java, &[(&p, 160, Some(0))]), vec![(p.topic.clone(), 0, t)]);
+        let listed = &g.ruler.aborted_transactions[0];
+        assert_eq!(listed.transactional_id, "payments-tx");
+        assert_eq!((listed.first_offset, listed.records, listed.exact), (100, 40, false));
+    }
+}

@@ -786,23 +786,23 @@ mod tests {
         let groups = vec![group("g", "t", 3, Granularity::Partition)];
         // Partition series: 3 x (log start, HW, LSO, gap, stuck) = 15; the topic: count,
         // withheld, three sums, largest gap, largest stuck = 7 (no withheld age, no
-        // forensics). The group: info, members, 4 states; 3 partitions x (committed, 3
+        // forensics). The group: info, members, isolation level, 4 states; 3 partitions x (committed, 3
         // lags, hw time lag) = 15; the topic: committed sum, 3 lag sums, largest hw time
         // lag = 5.
         assert_eq!(
             counted(&partitions, &groups, PARTITION),
-            15 + 7 + 6 + 15 + 5 + CLUSTER
+            15 + 7 + 7 + 15 + 5 + CLUSTER
         );
         // `topic`: only partition 0's series, but the group asked for every partition.
         assert_eq!(
             counted(&partitions, &groups, TOPIC),
-            5 + 7 + 6 + 15 + 5 + CLUSTER
+            5 + 7 + 7 + 15 + 5 + CLUSTER
         );
         // A group of `topic` granularity: its position on partition 0 only.
         let groups = vec![group("g", "t", 3, Granularity::Topic)];
         assert_eq!(
             counted(&partitions, &groups, TOPIC),
-            5 + 7 + 6 + 5 + 5 + CLUSTER
+            5 + 7 + 7 + 5 + 5 + CLUSTER
         );
         // kafka_exporter's families: current and oldest offset per partition (no
         // replication known here), per group-partition and group-topic two each, and the
@@ -815,7 +815,7 @@ mod tests {
         };
         assert_eq!(
             counted(&partitions, &groups, compat),
-            5 + 7 + 6 + 5 + 5 + 3 * 2 + 3 * 2 + 2 + 1 + CLUSTER
+            5 + 7 + 7 + 5 + 5 + 3 * 2 + 3 * 2 + 2 + 1 + CLUSTER
         );
         // A transaction open on partition 2 whose LSO moved since the last cycle (a busy
         // exactly-once partition): withheld, not pinned, no partition series.
@@ -823,7 +823,7 @@ mod tests {
         assert!(!crate::derive::series::pinned(&partitions[2]));
         assert_eq!(
             counted(&partitions, &groups, TOPIC),
-            5 + 7 + 6 + 5 + 5 + CLUSTER
+            5 + 7 + 7 + 5 + 5 + CLUSTER
         );
     }
 
@@ -868,8 +868,8 @@ mod tests {
             .map(|name| group(name, "t", 10, Granularity::Partition))
             .collect();
         let whole = snapshot(partitions.clone(), groups.clone(), PARTITION);
-        // 10 x 5 + 7 for the topic; per group 6 + 10 x 5 + 5 = 61 (55 of them offsets).
-        let all = 57 + 3 * 61 + CLUSTER;
+        // 10 x 5 + 7 for the topic; per group 7 + 10 x 5 + 5 = 62 (55 of them offsets).
+        let all = 57 + 3 * 62 + CLUSTER;
         assert_eq!(series_count(&whole), all);
         let critical = |g: &str| g.ends_with("critical");
         let trimmed = guard(&whole, Some(1000), critical);
@@ -912,7 +912,7 @@ mod tests {
             .collect();
         assert_eq!(
             counted(&partitions, &groups, TOPIC),
-            7 + 3 * (6 + 5) + CLUSTER
+            7 + 3 * (7 + 5) + CLUSTER
         );
     }
 
