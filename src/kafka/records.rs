@@ -1051,6 +1051,80 @@ pub(crate) mod tests {
         );
     }
 
+    /// An abort marker gives the transaction's batches, exact where every batch of it
+    /// was read; a commit marker gives nothing.
+    #[test]
+    fn an_abort_marker_gives_where_the_transactions_records_lie() {
+        let sampled = |lso, hw| Sampled {
+            last_stable_offset: Some(lso),
+            high_watermark: Some(hw),
+        };
+        // Counting starts at 0 with LSO 0 and HW 5: producer 7's transaction is open
+        // there (its first record at 0), producer 8's begins later; both abort.
+        let mut tally = CostTally::default();
+        tally.count(&[txn(0, 3, 0, 7), data(3, 2, 0)], 0, 5, sampled(0, 5));
+        tally.count(
+            &[
+                txn(5, 4, 0, 8),
+                txn(9, 2, 0, 7),
+                marker(11, 7, Marker::Abort),
+                marker(12, 8, Marker::Commit),
+                txn(13, 6, 0, 8),
+                marker(19, 8, Marker::Abort),
+            ],
+            5,
+            20,
+            sampled(5, 20),
+        );
+        let aborted = tally.take_aborted();
+        assert_eq!(aborted.len(), 2);
+        let (first, second) = (&aborted[0], &aborted[1]);
+        assert_eq!((first.producer_id, first.first_offset(), first.last_offset()), (7, 0, 10));
+        assert_eq!((first.records(), first.marker_offset, first.exact), (5, 11, true));
+        assert_eq!(first.records_in(0, 2), (2, true));
+        assert_eq!((second.producer_id, second.records(), second.exact), (8, 6, true));
+        assert!(tally.take_aborted().is_empty(), "taken once");
+
+        // Counting starts at 50, above the LSO (40): a transaction open then may have
+        // begun below 50, and one whose marker was written before the read may have too.
+        let mut tally = CostTally::default();
+        tally.count(
+            &[txn(50, 3, 0, 1), marker(53, 1, Marker::Abort), txn(54, 2, 0, 2)],
+            50,
+            56,
+            sampled(40, 56),
+        );
+        tally.count(&[marker(56, 2, Marker::Abort), txn(57, 3, 0, 3), marker(60, 3, Marker::Abort)], 56, 61, sampled(56, 61));
+        let exact: Vec<(i64, bool)> = tally.take_aborted().iter().map(|t| (t.producer_id, t.exact)).collect();
+        // 1: aborted before the read; 2: open at the read, but above the LSO; 3: begun
+        // after it.
+        assert_eq!(exact, [(1, false), (2, false), (3, true)]);
+        // The same read starting at the LSO: 2 is exact.
+        let mut tally = CostTally::default();
+        tally.count(&[txn(54, 2, 0, 2)], 54, 56, sampled(54, 56));
+        tally.count(&[marker(56, 2, Marker::Abort)], 56, 57, sampled(56, 57));
+        assert!(tally.take_aborted()[0].exact);
+    }
+
+    /// A transaction of more batches than are kept apart stays exact in total; inside its
+    /// last span the records are a bound.
+    #[test]
+    fn a_long_transactions_spans_are_bounded() {
+        let mut tally = CostTally::default();
+        let mut batches = Vec::new();
+        for i in 0..100 {
+            batches.push(txn(2 * i, 1, 0, 9));
+            batches.push(data(2 * i + 1, 1, 0));
+        }
+        batches.push(marker(200, 9, Marker::Abort));
+        tally.count(&batches, 0, 201, Sampled { last_stable_offset: Some(0), high_watermark: Some(0) });
+        let t = &tally.take_aborted()[0];
+        assert_eq!((t.spans.len(), t.records(), t.exact), (MAX_SPANS, 100, true));
+        assert_eq!(t.records_in(0, 20), (10, true));
+        let (inside, exact) = t.records_in(0, 150);
+        assert!(!exact && inside >= 75, "{inside}");
+    }
+
     /// A window that starts over lower reads counted offsets again: only what lies past
     /// the counted end counts. One that starts over higher leaves a gap that counts
     /// nowhere, and a transaction it split is not counted as aborted.
