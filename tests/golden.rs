@@ -14,9 +14,9 @@ use kafka_lso_exporter::derive::inventory::{
 
 use kafka_lso_exporter::derive::series::{Exposition, Granularity};
 use kafka_lso_exporter::derive::{
-    AgeClock, Anomaly, Catchup, ClusterSnapshot, CoordinatorStatus, GroupPartitionState,
-    GroupState, Lag, OpenTransaction, Owner, PartitionState, Rebalances, TimeLag, TopicRate,
-    Visibility,
+    AbortedRead, AgeClock, Anomaly, Catchup, ClusterSnapshot, CoordinatorStatus, GroupPartitionState,
+    GroupState, Lag, OpenTransaction, Owner, PartitionState, Rebalances, Ruler, RulerLevel,
+    TimeLag, TopicRate, Visibility,
 };
 use kafka_lso_exporter::expose::{guard, series_count};
 use kafka_lso_exporter::expose::{to_prometheus_text, Metrics};
@@ -306,6 +306,10 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     produce_rate: Some(0.0),
                     catchup: Catchup::WaitsForTransaction,
                 }],
+                ruler: Ruler {
+                    level: RulerLevel::ReadCommitted,
+                    ..Default::default()
+                },
             },
             GroupState {
                 coordinator: None,
@@ -378,6 +382,20 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                     produce_rate: Some(10.0),
                     catchup: Catchup::Seconds(8.0),
                 }],
+                // Shown to read uncommitted; it delivered 27 records of 3 aborted
+                // transactions.
+                ruler: Ruler {
+                    level: RulerLevel::ReadUncommitted,
+                    members: vec![Some(kafka_lso_exporter::kafka::Isolation::ReadUncommitted), None],
+                    aborted: vec![(
+                        Arc::from("orders"),
+                        AbortedRead {
+                            records: 27,
+                            transactions: 3,
+                        },
+                    )],
+                    ..Default::default()
+                },
             },
         ],
         series_dropped: 0,
