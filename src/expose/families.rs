@@ -695,14 +695,14 @@ fn visit_group_isolation(out: &mut dyn Visitor, shown: &[Shown]) {
             for cluster in shown {
                 for group in &cluster.snapshot.groups {
                     let ruler = &group.ruler;
-                    if ruler.level == RulerLevel::Unknown
-                        || group.group_type == "share"
-                        || group.detail.is_none()
-                    {
+                    let Some(detail) = &group.detail else { continue };
+                    if ruler.level == RulerLevel::Unknown || group.group_type == "share" {
                         continue;
                     }
                     let count = |level: Option<crate::kafka::Isolation>| {
-                        ruler.members.iter().filter(|m| **m == level).count() as i64
+                        (0..detail.members.len())
+                            .filter(|i| ruler.member(*i) == level)
+                            .count() as i64
                     };
                     for (name, level) in [
                         ("read_committed", Some(crate::kafka::Isolation::ReadCommitted)),
