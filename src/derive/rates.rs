@@ -118,9 +118,10 @@ pub fn apply(
             let mut bound = 0i64;
             let mut lag = 0i64;
             let mut complete = true;
-            let uncommitted = run
-                .iter()
-                .any(|o| o.lag.is_some_and(|l| l.committed_beyond_lso > 0));
+            // By the level the group was shown to read with where known, not only by
+            // where it stands now: a read_uncommitted group at the LSO does not wait for
+            // the transaction, and its window does not restart each time it crosses it.
+            let uncommitted = run.iter().any(|o| group.ruler.reads_uncommitted_at(o));
             let mut waits = false;
             for o in run {
                 let (Some(l), Some(p)) = (o.lag, find(of_topic, o.partition)) else {

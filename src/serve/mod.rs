@@ -527,7 +527,8 @@ pub const OWNED_PARTITIONS: usize = 100;
 pub struct OwnedPartition<'a> {
     pub topic: &'a str,
     pub partition: i32,
-    /// Records it has to read: against the LSO, or the HW where it reads uncommitted;
+    /// Records it has to read: against the LSO, or the HW where it reads uncommitted (it
+    /// committed past the LSO, or was shown to read uncommitted);
     /// `null` when not known in this cycle.
     pub lag: Option<i64>,
     pub commit_stall_seconds: Option<f64>,
@@ -673,7 +674,7 @@ fn owned_partitions<'a>(
         .flatten()
         .filter_map(|o| {
             let lag = o.lag.map(|l| {
-                if l.committed_beyond_lso > 0 {
+                if group.reads_uncommitted_at(o) {
                     l.hw_lag
                 } else {
                     l.lso_lag
