@@ -14,9 +14,9 @@ use kafka_lso_exporter::derive::inventory::{
 
 use kafka_lso_exporter::derive::series::{Exposition, Granularity};
 use kafka_lso_exporter::derive::{
-    AbortedRead, AgeClock, Anomaly, Catchup, ClusterSnapshot, CoordinatorStatus, GroupPartitionState,
-    GroupState, Lag, OpenTransaction, Owner, PartitionState, Rebalances, Ruler, RulerLevel,
-    TimeLag, TopicRate, Visibility,
+    AbortedRead, AgeClock, Anomaly, Catchup, ClusterSnapshot, CoordinatorStatus,
+    GroupPartitionState, GroupState, Lag, OpenTransaction, Owner, PartitionState, Rebalances,
+    Ruler, RulerLevel, TimeLag, TopicRate, Visibility,
 };
 use kafka_lso_exporter::expose::{guard, series_count};
 use kafka_lso_exporter::expose::{to_prometheus_text, Metrics};
@@ -386,7 +386,10 @@ fn fixed_snapshot(exposition: Exposition) -> ClusterSnapshot {
                 // transactions.
                 ruler: Ruler {
                     level: RulerLevel::ReadUncommitted,
-                    members: vec![Some(kafka_lso_exporter::kafka::Isolation::ReadUncommitted), None],
+                    members: vec![
+                        Some(kafka_lso_exporter::kafka::Isolation::ReadUncommitted),
+                        None,
+                    ],
                     aborted: vec![(
                         Arc::from("orders"),
                         AbortedRead {

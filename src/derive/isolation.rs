@@ -73,9 +73,8 @@ pub struct IsolationWatch {
     groups: HashMap<String, Remembered>,
     /// Partitions with aborted transactions, oldest first.
     aborts: HashMap<(Arc<str>, i32), Vec<Learned>>,
-    /// The open transactions of the last cycle that listed them, per partition: producer
-    /// id, transactional id and first offset.
-    open: HashMap<(Arc<str>, i32), Vec<(i64, String, i64)>>,
+    /// The open transactions of the last cycle that listed them, per partition.
+    open: HashMap<(Arc<str>, i32), Vec<SeenOpen>>,
     cycle: u64,
 }
 
@@ -88,6 +87,14 @@ impl IsolationWatch {
     pub fn is_empty(&self) -> bool {
         self.groups.is_empty()
     }
+}
+
+/// An open transaction as a cycle listed it.
+#[derive(Debug)]
+struct SeenOpen {
+    producer_id: i64,
+    transactional_id: String,
+    start_offset: i64,
 }
 
 /// An aborted transaction and the cycle that learned of it.
@@ -130,23 +137,42 @@ struct Remembered {
     seen: u64,
 }
 
+/// Abort markers of one producer and epoch this close in time end one transaction.
+const SAME_ABORT_MS: u64 = 5_000;
+
+fn unix_ms(at: SystemTime) -> i64 {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 fn id_hash(member_id: &str) -> u64 {
     let mut hasher = DefaultHasher::new();
     member_id.hash(&mut hasher);
     hasher.finish()
 }
 
-/// Fills every group's [`Ruler`], advancing `watch`: `aborted` is what the cycle's windows
-/// read of abort markers ([`crate::kafka::RawSample::aborted`]); `reached`: the cycle
-/// reached the cluster (groups it no longer lists are forgotten only then).
-pub fn apply(
-    derived: &mut Derived,
-    watch: &mut IsolationWatch,
-    aborted: Vec<(Arc<str>, i32, AbortedTransaction)>,
-    now: Instant,
-    wall: SystemTime,
-    reached: bool,
-) {
+/// What one cycle gives [`apply`] besides its groups and partitions.
+pub struct Cycle<'a> {
+    /// What the cycle's windows read of abort markers ([`crate::kafka::RawSample::aborted`]).
+    pub aborted: Vec<(Arc<str>, i32, AbortedTransaction)>,
+    /// A group's committed offset on a partition in the cycle before (group, topic,
+    /// partition), as the commit watch remembers it ([`super::progress::CommitWatch`]).
+    pub committed_before: &'a dyn Fn(&str, &str, i32) -> Option<i64>,
+    pub now: Instant,
+    pub wall: SystemTime,
+    /// The cycle reached the cluster: groups it no longer lists are forgotten only then.
+    pub reached: bool,
+}
+
+/// Fills every group's [`Ruler`], advancing `watch`.
+pub fn apply(derived: &mut Derived, watch: &mut IsolationWatch, cycle: Cycle) {
+    let Cycle {
+        aborted,
+        committed_before,
+        now,
+        wall,
+        reached,
+    } = cycle;
     watch.cycle += 1;
     let cycle = watch.cycle;
     learn_aborts(watch, aborted, &derived.partitions, cycle);
@@ -168,7 +194,13 @@ pub fn apply(
             continue;
         }
         forget_departed(remembered, group);
-        observe(remembered, group, &partitions, now, wall);
+        observe(
+            remembered,
+            group,
+            &partitions,
+            committed_before,
+            (now, wall),
+        );
         group.ruler = ruler_of(remembered, group);
         count_aborted(remembered, group, &watch.aborts, &partitions, cycle);
         group.ruler.aborted = remembered
@@ -203,11 +235,12 @@ fn learn_aborts(
         let key = (topic, partition);
         let seen_open = watch.open.get(&key).and_then(|open| {
             open.iter()
-                .find(|(id, _, _)| *id == transaction.producer_id)
+                .find(|o| o.producer_id == transaction.producer_id)
         });
         let mut transactional_id = String::new();
-        if let Some((_, id, start)) = seen_open {
-            transactional_id.clone_from(id);
+        if let Some(seen) = seen_open {
+            transactional_id.clone_from(&seen.transactional_id);
+            let start = &seen.start_offset;
             let first = transaction.first_offset();
             if *start == first {
                 // Read from its very first record.
@@ -260,7 +293,11 @@ fn learn_aborts(
             Some(open) if !open.is_empty() => {
                 let listed = open
                     .iter()
-                    .map(|t| (t.producer_id, t.transactional_id.clone(), t.start_offset))
+                    .map(|t| SeenOpen {
+                        producer_id: t.producer_id,
+                        transactional_id: t.transactional_id.clone(),
+                        start_offset: t.start_offset,
+                    })
                     .collect();
                 watch.open.insert(key, listed);
             }
@@ -298,8 +335,8 @@ fn observe(
     remembered: &mut Remembered,
     group: &GroupState,
     partitions: &HashMap<(&str, i32), &PartitionState>,
-    now: Instant,
-    wall: SystemTime,
+    committed_before: &dyn Fn(&str, &str, i32) -> Option<i64>,
+    (now, wall): (Instant, SystemTime),
 ) {
     let Some(offsets) = group.offsets.as_ref() else {
         return; // unknown in this cycle: the positions stay
@@ -355,7 +392,12 @@ fn observe(
             seen_at: wall,
             member: owner.map(SeenMember::of),
         };
-        let advanced = before.is_some_and(|(committed, _)| committed < g.committed_offset);
+        // Advanced since the cycle before, wherever it stood then (the partition need not
+        // have been pinned: a consumer that read through a transaction opened between two
+        // cycles).
+        let advanced = committed_before(&group.name, &g.topic, g.partition)
+            .or(before.map(|(committed, _)| committed))
+            .is_some_and(|committed| committed < g.committed_offset);
         if live && attributable && advanced && g.committed_offset > lso && g.committed_offset <= hw
         {
             record(remembered, seen(Isolation::ReadUncommitted), &witnesses);
@@ -547,8 +589,18 @@ fn count_aborted(
             if records <= 0 {
                 continue;
             }
-            let first_time =
-                learned.cycle == cycle || transaction.records_in(log_start, from).0 == 0;
+            // A transaction across several partitions of the topic is one: its markers
+            // carry the same producer and epoch, written within a moment of each other.
+            let aborted_at_ms = transaction.aborted_at_ms;
+            let elsewhere = remembered.recent.iter().any(|r| {
+                *r.topic == *g.topic
+                    && r.partition != g.partition
+                    && r.producer_id == transaction.producer_id
+                    && r.producer_epoch == transaction.producer_epoch
+                    && unix_ms(r.aborted_at).abs_diff(aborted_at_ms) <= SAME_ABORT_MS
+            });
+            let first_time = !elsewhere
+                && (learned.cycle == cycle || transaction.records_in(log_start, from).0 == 0);
             let read = remembered.aborted.entry(g.topic.clone()).or_default();
             read.records = read.records.saturating_add(records as u64);
             read.transactions += u64::from(first_time);
@@ -703,10 +755,13 @@ mod tests {
             apply(
                 &mut derived,
                 &mut self.watch,
-                aborted,
-                self.t0 + Duration::from_secs(at),
-                wall,
-                true,
+                Cycle {
+                    aborted,
+                    committed_before: &|_, _, _| None,
+                    now: self.t0 + Duration::from_secs(at),
+                    wall,
+                    reached: true,
+                },
             );
             derived.groups.pop().unwrap()
         }
@@ -718,11 +773,21 @@ mod tests {
         let java = [member("m-1", "java-consumer")];
         // First sight, already past the LSO: no movement seen yet, nothing shown.
         let p = partition("orders", 0, 0, 900_000, 880_000);
-        let g = run.cycle(0, vec![p.clone()], group(&java, &[(&p, 885_000, Some(0))]), vec![]);
+        let g = run.cycle(
+            0,
+            vec![p.clone()],
+            group(&java, &[(&p, 885_000, Some(0))]),
+            vec![],
+        );
         assert_eq!(g.ruler.level, RulerLevel::Unknown);
         // It reads on past the open transaction: proof.
         let p = partition("orders", 0, 0, 905_000, 880_000);
-        let g = run.cycle(15, vec![p.clone()], group(&java, &[(&p, 899_000, Some(0))]), vec![]);
+        let g = run.cycle(
+            15,
+            vec![p.clone()],
+            group(&java, &[(&p, 899_000, Some(0))]),
+            vec![],
+        );
         assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
         assert_eq!(g.ruler.members, [Some(Isolation::ReadUncommitted)]);
         let e = &g.ruler.evidence[0];
@@ -734,11 +799,21 @@ mod tests {
         // Remembered while it stands at the LSO of the next transaction, on a partition
         // where nothing is pinned, and never blocked there.
         let p = partition("orders", 0, 0, 960_000, 950_000);
-        let g = run.cycle(30, vec![p.clone()], group(&java, &[(&p, 950_000, Some(0))]), vec![]);
+        let g = run.cycle(
+            30,
+            vec![p.clone()],
+            group(&java, &[(&p, 950_000, Some(0))]),
+            vec![],
+        );
         assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
         assert!(!g.waits_at_lso(&g.offsets.as_ref().unwrap()[0], &p));
         // ... however long it stands there: the inference never beats the proof.
-        let g = run.cycle(200, vec![p.clone()], group(&java, &[(&p, 950_000, Some(0))]), vec![]);
+        let g = run.cycle(
+            200,
+            vec![p.clone()],
+            group(&java, &[(&p, 950_000, Some(0))]),
+            vec![],
+        );
         assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
         assert_eq!(g.ruler.evidence.len(), 1);
     }
@@ -753,10 +828,20 @@ mod tests {
         let g = run.cycle(15, vec![p.clone()], group(&[], &[(&p, 900, None)]), vec![]);
         assert_eq!(g.ruler.level, RulerLevel::Unknown);
         let one = [member("m-1", "rdkafka")];
-        let g = run.cycle(30, vec![p.clone()], group(&one, &[(&p, 900, Some(0))]), vec![]);
+        let g = run.cycle(
+            30,
+            vec![p.clone()],
+            group(&one, &[(&p, 900, Some(0))]),
+            vec![],
+        );
         assert_eq!(g.ruler.level, RulerLevel::Unknown);
         // Committed by hand far past the HW: no evidence either.
-        let g = run.cycle(45, vec![p.clone()], group(&one, &[(&p, 5_000, Some(0))]), vec![]);
+        let g = run.cycle(
+            45,
+            vec![p.clone()],
+            group(&one, &[(&p, 5_000, Some(0))]),
+            vec![],
+        );
         assert_eq!(g.ruler.level, RulerLevel::Unknown);
     }
 
@@ -771,7 +856,12 @@ mod tests {
             (60, RulerLevel::ReadCommitted),
         ] {
             let p = partition("orders", 0, 0, 900 + at as i64, 880);
-            let g = run.cycle(at, vec![p.clone()], group(&librdkafka, &[(&p, 880, Some(0))]), vec![]);
+            let g = run.cycle(
+                at,
+                vec![p.clone()],
+                group(&librdkafka, &[(&p, 880, Some(0))]),
+                vec![],
+            );
             assert_eq!(g.ruler.level, level, "at {at}");
         }
         // Without members, no hold counts: the consumer may have died there.
@@ -780,7 +870,10 @@ mod tests {
             let p = partition("orders", 0, 0, 900, 880);
             let g = run.cycle(at, vec![p.clone()], group(&[], &[(&p, 880, None)]), vec![]);
             assert_eq!(g.ruler.level, RulerLevel::Unknown, "at {at}");
-            assert!(!g.waits_at_lso(&g.offsets.as_ref().unwrap()[0], &p), "no members: not blocked");
+            assert!(
+                !g.waits_at_lso(&g.offsets.as_ref().unwrap()[0], &p),
+                "no members: not blocked"
+            );
         }
     }
 
@@ -795,7 +888,10 @@ mod tests {
             g = Some(run.cycle(
                 at,
                 vec![p0.clone(), p1.clone()],
-                group(&both, &[(&p0, 900 + at as i64, Some(0)), (&p1, 700, Some(1))]),
+                group(
+                    &both,
+                    &[(&p0, 900 + at as i64, Some(0)), (&p1, 700, Some(1))],
+                ),
                 vec![],
             ));
         }
@@ -803,7 +899,10 @@ mod tests {
         assert_eq!(g.ruler.level, RulerLevel::Mixed);
         assert_eq!(
             g.ruler.members,
-            [Some(Isolation::ReadUncommitted), Some(Isolation::ReadCommitted)]
+            [
+                Some(Isolation::ReadUncommitted),
+                Some(Isolation::ReadCommitted)
+            ]
         );
         // The read_committed member's partition is held by the transaction; the other's
         // is not.
@@ -817,24 +916,53 @@ mod tests {
         let mut run = Run::new();
         let before = [member("a", "java"), member("b", "java")];
         let p = partition("orders", 0, 0, 900, 800);
-        run.cycle(0, vec![p.clone()], group(&before, &[(&p, 810, Some(0))]), vec![]);
-        let g = run.cycle(15, vec![p.clone()], group(&before, &[(&p, 850, Some(0))]), vec![]);
+        run.cycle(
+            0,
+            vec![p.clone()],
+            group(&before, &[(&p, 810, Some(0))]),
+            vec![],
+        );
+        let g = run.cycle(
+            15,
+            vec![p.clone()],
+            group(&before, &[(&p, 850, Some(0))]),
+            vec![],
+        );
         assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
         // A rolling restart: "a" is replaced, "b" stays: remembered (the group's).
         let rolling = [member("c", "java"), member("b", "java")];
-        let g = run.cycle(30, vec![p.clone()], group(&rolling, &[(&p, 850, Some(0))]), vec![]);
+        let g = run.cycle(
+            30,
+            vec![p.clone()],
+            group(&rolling, &[(&p, 850, Some(0))]),
+            vec![],
+        );
         assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
-        assert_eq!(g.ruler.members, [None, None], "neither member showed its own");
+        assert_eq!(
+            g.ruler.members,
+            [None, None],
+            "neither member showed its own"
+        );
         // Every consumer down: kept until members return.
         let g = run.cycle(45, vec![p.clone()], group(&[], &[(&p, 850, None)]), vec![]);
         assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
         // All of them new: a redeploy may have changed the setting.
         let redeployed = [member("d", "java"), member("e", "java")];
-        let g = run.cycle(60, vec![p.clone()], group(&redeployed, &[(&p, 850, Some(0))]), vec![]);
+        let g = run.cycle(
+            60,
+            vec![p.clone()],
+            group(&redeployed, &[(&p, 850, Some(0))]),
+            vec![],
+        );
         assert_eq!(g.ruler.level, RulerLevel::Unknown);
     }
 
-    fn aborted(producer_id: i64, spans: &[(i64, i64, i64)], marker: i64, exact: bool) -> AbortedTransaction {
+    fn aborted(
+        producer_id: i64,
+        spans: &[(i64, i64, i64)],
+        marker: i64,
+        exact: bool,
+    ) -> AbortedTransaction {
         AbortedTransaction {
             producer_id,
             producer_epoch: 3,
@@ -868,32 +996,77 @@ mod tests {
         // plain ones: 100..=109 (10), 120..=124 (5), 140..=146 (7); the group reads past.
         let pinned = |hw| partition("orders", 0, 0, hw, 100);
         let p = pinned(130);
-        run.cycle(0, vec![p.clone()], group(&java, &[(&p, 105, Some(0))]), vec![]);
+        run.cycle(
+            0,
+            vec![p.clone()],
+            group(&java, &[(&p, 105, Some(0))]),
+            vec![],
+        );
         let p = pinned(150);
-        let g = run.cycle(15, vec![p.clone()], group(&java, &[(&p, 130, Some(0))]), vec![]);
+        let g = run.cycle(
+            15,
+            vec![p.clone()],
+            group(&java, &[(&p, 130, Some(0))]),
+            vec![],
+        );
         assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
         assert_eq!(read(&g), (0, 0), "present at 0 while it reads uncommitted");
         // The abort marker at 150 is read; the group stands at 130: 15 records passed.
         let p = partition("orders", 0, 0, 160, 160);
-        let t = aborted(7, &[(100, 109, 10), (120, 124, 5), (140, 146, 7)], 150, true);
-        let g = run.cycle(30, vec![p.clone()], group(&java, &[(&p, 130, Some(0))]), vec![(p.topic.clone(), 0, t)]);
+        let t = aborted(
+            7,
+            &[(100, 109, 10), (120, 124, 5), (140, 146, 7)],
+            150,
+            true,
+        );
+        let g = run.cycle(
+            30,
+            vec![p.clone()],
+            group(&java, &[(&p, 130, Some(0))]),
+            vec![(p.topic.clone(), 0, t)],
+        );
         assert_eq!(read(&g), (15, 1));
         let listed = &g.ruler.aborted_transactions[0];
         assert_eq!(
-            (listed.first_offset, listed.last_offset, listed.records, listed.exact),
+            (
+                listed.first_offset,
+                listed.last_offset,
+                listed.records,
+                listed.exact
+            ),
             (100, 146, 15, true)
         );
         assert_eq!(listed.member.as_ref().unwrap().client_id, "java");
         // It reads on past the rest: the other 7, the same transaction.
-        let g = run.cycle(45, vec![p.clone()], group(&java, &[(&p, 160, Some(0))]), vec![]);
+        let g = run.cycle(
+            45,
+            vec![p.clone()],
+            group(&java, &[(&p, 160, Some(0))]),
+            vec![],
+        );
         assert_eq!(read(&g), (22, 1));
         assert_eq!(g.ruler.aborted_transactions[0].records, 22);
         // It seeks back and reads them again: counted once.
-        run.cycle(60, vec![p.clone()], group(&java, &[(&p, 100, Some(0))]), vec![]);
-        let g = run.cycle(75, vec![p.clone()], group(&java, &[(&p, 160, Some(0))]), vec![]);
+        run.cycle(
+            60,
+            vec![p.clone()],
+            group(&java, &[(&p, 100, Some(0))]),
+            vec![],
+        );
+        let g = run.cycle(
+            75,
+            vec![p.clone()],
+            group(&java, &[(&p, 160, Some(0))]),
+            vec![],
+        );
         assert_eq!(read(&g), (22, 1));
         // Committed by hand far past the HW: nothing more.
-        let g = run.cycle(90, vec![p.clone()], group(&java, &[(&p, 10_000, Some(0))]), vec![]);
+        let g = run.cycle(
+            90,
+            vec![p.clone()],
+            group(&java, &[(&p, 10_000, Some(0))]),
+            vec![],
+        );
         assert_eq!(read(&g), (22, 1));
     }
 
@@ -903,11 +1076,21 @@ mod tests {
         let rdkafka = [member("m-1", "rdkafka")];
         for at in [0u64, 30, 60] {
             let p = partition("orders", 0, 0, 150, 100);
-            run.cycle(at, vec![p.clone()], group(&rdkafka, &[(&p, 100, Some(0))]), vec![]);
+            run.cycle(
+                at,
+                vec![p.clone()],
+                group(&rdkafka, &[(&p, 100, Some(0))]),
+                vec![],
+            );
         }
         let p = partition("orders", 0, 0, 160, 160);
         let t = aborted(7, &[(100, 139, 40)], 150, true);
-        let g = run.cycle(75, vec![p.clone()], group(&rdkafka, &[(&p, 160, Some(0))]), vec![(p.topic.clone(), 0, t)]);
+        let g = run.cycle(
+            75,
+            vec![p.clone()],
+            group(&rdkafka, &[(&p, 160, Some(0))]),
+            vec![(p.topic.clone(), 0, t)],
+        );
         assert_eq!(g.ruler.level, RulerLevel::ReadCommitted);
         assert_eq!(read(&g), (0, 0));
         assert!(g.ruler.aborted_transactions.is_empty());
@@ -917,11 +1100,26 @@ mod tests {
         let mut run = Run::new();
         let java = [member("m-1", "java")];
         let p = partition("orders", 0, 0, 150, 100);
-        run.cycle(0, vec![p.clone()], group(&java, &[(&p, 101, Some(0))]), vec![]);
-        run.cycle(15, vec![p.clone()], group(&java, &[(&p, 140, Some(0))]), vec![]);
+        run.cycle(
+            0,
+            vec![p.clone()],
+            group(&java, &[(&p, 101, Some(0))]),
+            vec![],
+        );
+        run.cycle(
+            15,
+            vec![p.clone()],
+            group(&java, &[(&p, 140, Some(0))]),
+            vec![],
+        );
         let p = partition("orders", 0, 120, 160, 160);
         let t = aborted(7, &[(100, 139, 40)], 150, true);
-        let g = run.cycle(30, vec![p.clone()], group(&java, &[(&p, 160, Some(0))]), vec![(p.topic.clone(), 0, t)]);
+        let g = run.cycle(
+            30,
+            vec![p.clone()],
+            group(&java, &[(&p, 160, Some(0))]),
+            vec![(p.topic.clone(), 0, t)],
+        );
         assert_eq!(read(&g), (20, 1));
     }
 
@@ -946,15 +1144,96 @@ mod tests {
         };
         let mut p = partition("orders", 0, 0, 150, 100);
         open(&mut p, 100);
-        run.cycle(0, vec![p.clone()], group(&java, &[(&p, 101, Some(0))]), vec![]);
-        run.cycle(15, vec![p.clone()], group(&java, &[(&p, 150, Some(0))]), vec![]);
+        run.cycle(
+            0,
+            vec![p.clone()],
+            group(&java, &[(&p, 101, Some(0))]),
+            vec![],
+        );
+        run.cycle(
+            15,
+            vec![p.clone()],
+            group(&java, &[(&p, 150, Some(0))]),
+            vec![],
+        );
         // The window began at 120, inside the transaction: what it read is known, the
         // offsets 100..120 before it at most records.
         let p = partition("orders", 0, 0, 160, 160);
         let t = aborted(7, &[(120, 139, 20)], 150, false);
-        let g = run.cycle(30, vec![p.clone()], group(&java, &[(&p, 160, Some(0))]), vec![(p.topic.clone(), 0, t)]);
+        let g = run.cycle(
+            30,
+            vec![p.clone()],
+            group(&java, &[(&p, 160, Some(0))]),
+            vec![(p.topic.clone(), 0, t)],
+        );
         let listed = &g.ruler.aborted_transactions[0];
         assert_eq!(listed.transactional_id, "payments-tx");
-        assert_eq!((listed.first_offset, listed.records, listed.exact), (100, 40, false));
+        assert_eq!(
+            (listed.first_offset, listed.records, listed.exact),
+            (100, 40, false)
+        );
+    }
+
+    #[test]
+    fn read_through_between_two_cycles_is_proof_and_one_transaction_counts_once_per_topic() {
+        // The cycle before saw it at 4 with nothing pinned (the commit watch remembers
+        // that); now the LSO stands at 4 and it committed 9.
+        let mut watch = IsolationWatch::default();
+        let java = [member("m-1", "java")];
+        let p0 = partition("orders", 0, 0, 9, 4);
+        let p1 = partition("orders", 1, 0, 7, 2);
+        let mut derived = Derived {
+            partitions: vec![p0.clone(), p1.clone()],
+            groups: vec![group(&java, &[(&p0, 9, Some(0)), (&p1, 7, Some(0))])],
+            group_listing: GroupListing::Complete,
+            ..Default::default()
+        };
+        let before = |_: &str, _: &str, partition: i32| Some(if partition == 0 { 4 } else { 2 });
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000);
+        apply(
+            &mut derived,
+            &mut watch,
+            Cycle {
+                aborted: Vec::new(),
+                committed_before: &before,
+                now: Instant::now(),
+                wall,
+                reached: true,
+            },
+        );
+        assert_eq!(derived.groups[0].ruler.level, RulerLevel::ReadUncommitted);
+        // One transaction on both partitions aborts: two markers, one transaction.
+        let (p0, p1) = (
+            partition("orders", 0, 0, 10, 10),
+            partition("orders", 1, 0, 8, 8),
+        );
+        let marker = |t: &mut AbortedTransaction, ms: i64| t.aborted_at_ms = ms;
+        let mut t0 = aborted(7, &[(4, 8, 5)], 9, true);
+        let mut t1 = aborted(7, &[(2, 6, 5)], 7, true);
+        marker(&mut t0, 1_790_000_001_000);
+        marker(&mut t1, 1_790_000_001_004);
+        let mut derived = Derived {
+            partitions: vec![p0.clone(), p1.clone()],
+            groups: vec![group(&java, &[(&p0, 10, Some(0)), (&p1, 8, Some(0))])],
+            group_listing: GroupListing::Complete,
+            ..Default::default()
+        };
+        apply(
+            &mut derived,
+            &mut watch,
+            Cycle {
+                aborted: vec![(p0.topic.clone(), 0, t0), (p1.topic.clone(), 1, t1)],
+                committed_before: &|_, _, _| None,
+                now: Instant::now(),
+                wall,
+                reached: true,
+            },
+        );
+        assert_eq!(read(&derived.groups[0]), (10, 1));
+        assert_eq!(
+            derived.groups[0].ruler.aborted_transactions.len(),
+            2,
+            "one per partition"
+        );
     }
 }

@@ -192,13 +192,20 @@ impl Deriver {
                 |c| listing.gone(c),
             );
         }
+        // Before the commit watch takes this cycle's offsets: it still holds the last ones.
+        let commits = &self.commits;
         isolation::apply(
             &mut derived,
             &mut self.isolation,
-            aborted,
-            now,
-            wall,
-            reached,
+            isolation::Cycle {
+                aborted,
+                committed_before: &|group, topic, partition| {
+                    commits.committed(group, topic, partition)
+                },
+                now,
+                wall,
+                reached,
+            },
         );
         progress::apply(
             &mut derived,

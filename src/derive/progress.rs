@@ -122,6 +122,17 @@ impl CommitWatch {
     pub fn is_empty(&self) -> bool {
         self.groups.values().all(|g| g.partitions.is_empty())
     }
+
+    /// The group's committed offset on the partition as the last cycle that knew it saw
+    /// it; `None` before the first.
+    pub fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<i64> {
+        let entries = self.groups.get(group)?;
+        let i = entries
+            .partitions
+            .binary_search_by(|(t, p, _)| (&**t, *p).cmp(&(topic, partition)))
+            .ok()?;
+        Some(entries.partitions[i].2.committed)
+    }
 }
 
 /// Records a group has to read on a partition: up to the HW when it reads uncommitted

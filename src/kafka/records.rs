@@ -1079,23 +1079,49 @@ pub(crate) mod tests {
         let aborted = tally.take_aborted();
         assert_eq!(aborted.len(), 2);
         let (first, second) = (&aborted[0], &aborted[1]);
-        assert_eq!((first.producer_id, first.first_offset(), first.last_offset()), (7, 0, 10));
-        assert_eq!((first.records(), first.marker_offset, first.exact), (5, 11, true));
+        assert_eq!(
+            (first.producer_id, first.first_offset(), first.last_offset()),
+            (7, 0, 10)
+        );
+        assert_eq!(
+            (first.records(), first.marker_offset, first.exact),
+            (5, 11, true)
+        );
         assert_eq!(first.records_in(0, 2), (2, true));
-        assert_eq!((second.producer_id, second.records(), second.exact), (8, 6, true));
+        assert_eq!(
+            (second.producer_id, second.records(), second.exact),
+            (8, 6, true)
+        );
         assert!(tally.take_aborted().is_empty(), "taken once");
 
         // Counting starts at 50, above the LSO (40): a transaction open then may have
         // begun below 50, and one whose marker was written before the read may have too.
         let mut tally = CostTally::default();
         tally.count(
-            &[txn(50, 3, 0, 1), marker(53, 1, Marker::Abort), txn(54, 2, 0, 2)],
+            &[
+                txn(50, 3, 0, 1),
+                marker(53, 1, Marker::Abort),
+                txn(54, 2, 0, 2),
+            ],
             50,
             56,
             sampled(40, 56),
         );
-        tally.count(&[marker(56, 2, Marker::Abort), txn(57, 3, 0, 3), marker(60, 3, Marker::Abort)], 56, 61, sampled(56, 61));
-        let exact: Vec<(i64, bool)> = tally.take_aborted().iter().map(|t| (t.producer_id, t.exact)).collect();
+        tally.count(
+            &[
+                marker(56, 2, Marker::Abort),
+                txn(57, 3, 0, 3),
+                marker(60, 3, Marker::Abort),
+            ],
+            56,
+            61,
+            sampled(56, 61),
+        );
+        let exact: Vec<(i64, bool)> = tally
+            .take_aborted()
+            .iter()
+            .map(|t| (t.producer_id, t.exact))
+            .collect();
         // 1: aborted before the read; 2: open at the read, but above the LSO; 3: begun
         // after it.
         assert_eq!(exact, [(1, false), (2, false), (3, true)]);
@@ -1117,9 +1143,20 @@ pub(crate) mod tests {
             batches.push(data(2 * i + 1, 1, 0));
         }
         batches.push(marker(200, 9, Marker::Abort));
-        tally.count(&batches, 0, 201, Sampled { last_stable_offset: Some(0), high_watermark: Some(0) });
+        tally.count(
+            &batches,
+            0,
+            201,
+            Sampled {
+                last_stable_offset: Some(0),
+                high_watermark: Some(0),
+            },
+        );
         let t = &tally.take_aborted()[0];
-        assert_eq!((t.spans.len(), t.records(), t.exact), (MAX_SPANS, 100, true));
+        assert_eq!(
+            (t.spans.len(), t.records(), t.exact),
+            (MAX_SPANS, 100, true)
+        );
         assert_eq!(t.records_in(0, 20), (10, true));
         let (inside, exact) = t.records_in(0, 150);
         assert!(!exact && inside >= 75, "{inside}");

@@ -425,7 +425,12 @@ fn isolation_reports<'a>(
         "unknown" => 2,
         _ => 3,
     };
-    let read = |g: &GroupIsolation| g.aborted_records_read.iter().map(|t| t.records).sum::<u64>();
+    let read = |g: &GroupIsolation| {
+        g.aborted_records_read
+            .iter()
+            .map(|t| t.records)
+            .sum::<u64>()
+    };
     reports.sort_by(|a, b| {
         rank(a.isolation)
             .cmp(&rank(b.isolation))
@@ -1375,7 +1380,10 @@ pub fn render_index(
 /// aborted transactions they read; those shown to read committed are counted.
 fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
     out.push_str("<h2>Isolation: groups that read uncommitted</h2>\n");
-    let committed = groups.iter().filter(|g| g.isolation == "read_committed").count();
+    let committed = groups
+        .iter()
+        .filter(|g| g.isolation == "read_committed")
+        .count();
     let listed: Vec<&GroupIsolation> = groups
         .iter()
         .filter(|g| g.isolation != "read_committed" || !g.aborted_read.is_empty())
@@ -1394,7 +1402,10 @@ fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
             .iter()
             .map(|e| {
                 let what = if e.isolation == "read_uncommitted" {
-                    format!("committed {} past LSO {}", e.committed_offset, e.last_stable_offset)
+                    format!(
+                        "committed {} past LSO {}",
+                        e.committed_offset, e.last_stable_offset
+                    )
                 } else {
                     format!("held at LSO {} with records above", e.last_stable_offset)
                 };
@@ -1416,7 +1427,13 @@ fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
             g.members
                 .iter()
                 .filter(|m| m.isolation == level)
-                .map(|m| format!("{} on {}", escape(m.member.client_id), escape(m.member.client_host)))
+                .map(|m| {
+                    format!(
+                        "{} on {}",
+                        escape(m.member.client_id),
+                        escape(m.member.client_host)
+                    )
+                })
                 .collect::<Vec<_>>()
         };
         let mut members = Vec::new();
