@@ -258,12 +258,7 @@ pub fn apply(
             let pinned = partition
                 .and_then(|p| p.visibility)
                 .is_some_and(|v| v.hw_minus_lso > 0);
-            // Nothing to read below the LSO of a pinned partition, and not past it: held by
-            // the transaction while a consumer waits there. Without live members nothing
-            // waits, and nothing would read on once the transaction ends: what lies above
-            // the LSO is what it has to read, and its stall clock runs.
-            let stopped_at_lso = pinned && !uncommitted && group.members == Some(0);
-            let Some(behind) = readable(g, log_start, uncommitted || stopped_at_lso) else {
+            let Some(behind) = readable(g, log_start, uncommitted) else {
                 // Its bounds unknown in this cycle (a leader moving): what was learned
                 // of it stays, as for a group whose offsets are unknown.
                 if let Ok(i) = slot {
@@ -331,7 +326,7 @@ pub fn apply(
                 if moved || entry.stalled_since.is_none() {
                     let rebuilt = previous
                         .is_none()
-                        .then(|| first_unread_age(g, uncommitted || stopped_at_lso))
+                        .then(|| first_unread_age(g, uncommitted))
                         .flatten()
                         .and_then(|age| now.checked_sub(Duration::from_secs_f64(age)));
                     entry.stalled_since = stamp(rebuilt.unwrap_or(now));
@@ -350,6 +345,7 @@ pub fn apply(
                 .elapsed(now, origin)
                 .unwrap_or(Duration::ZERO);
             g.commit_stall_seconds = Some(stall.as_secs_f64());
+            // Nothing to read below the LSO of a pinned partition, and not reading past it.
             let blocked = pinned && !uncommitted && behind == 0;
             let here = if stall >= stall_after && behind > entry.lag_then {
                 GroupStatus::Stopped

@@ -719,13 +719,15 @@ impl GroupState {
     /// aborted records.
     ///
     /// A group shown to read uncommitted there ([`GroupState::reads_uncommitted_at`]) is
-    /// never held: records past the LSO reach it. Nor is a group without live members: no
-    /// consumer waits, and none would read on once the transaction ends (its commit stall
-    /// runs instead).
+    /// never held: records past the LSO reach it. A group without live members is held as
+    /// any other: jobs that assign partitions themselves (Flink, Spark) commit without ever
+    /// joining, and a read_committed consumer that is down could read nothing more either
+    /// until the transaction ends; then its commit stall starts at once, dated by the first
+    /// record it has left.
     pub fn waits_at_lso(&self, offset: &GroupPartitionState, partition: &PartitionState) -> bool {
         let lag_says = offset.lag.is_some_and(|l| l.waits_at_lso());
         if self.group_type != "share" {
-            return lag_says && !self.reads_uncommitted_at(offset) && self.members != Some(0);
+            return lag_says && !self.reads_uncommitted_at(offset);
         }
         if self.isolation != Some(crate::kafka::Isolation::ReadCommitted) {
             return false;
