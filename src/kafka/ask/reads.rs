@@ -12,7 +12,9 @@
 //! Two kinds of read, both planned per partition leader:
 //! - **Windows**, on transactional partitions only. Where some group sits at most
 //!   `read_window` records below the HW, the log is read from the lowest such offset up
-//!   to the HW (read_uncommitted) and kept as a [`LogExtent`]. The next cycle extends it
+//!   to the HW (read_uncommitted) and kept as a [`LogExtent`]; on a partition an open
+//!   transaction pins, from the LSO where that is as near the HW, so that every batch of
+//!   the open transactions is read before their markers. The next cycle extends it
 //!   while its end still reaches that group; once the group has moved past it (an
 //!   exactly-once group commits every 100 ms), reading afresh from the group is smaller
 //!   than catching up, and the window starts over there. A window's reads are capped per
@@ -779,16 +781,21 @@ fn committed_offsets(sample: &RawSample) -> Vec<Vec<i64>> {
     committed
 }
 
-/// The lowest committed offset at most `window` below the HW (and in the log), where a
-/// window would be read if the partition may hold markers.
+/// Where a window would be read if the partition may hold markers: the lowest committed
+/// offset at most `window` below the HW (and in the log); and on a pinned partition, from
+/// the LSO where it is that near the HW and some group is too (at the HW included), so
+/// that every batch of the open transactions is read: when one aborts, its marker finds
+/// them all (the records a read_uncommitted group delivered,
+/// [`crate::derive::isolation`]), also those a group read past before a window began.
 fn window_start(p: &crate::kafka::RawPartition, offsets: &[i64], window: i64) -> Option<i64> {
     let hw = p.high_watermark?;
     let log_start = p.log_start_offset.unwrap_or(0);
-    offsets
-        .iter()
-        .copied()
-        .filter(|&o| o < hw && o >= log_start && hw - o <= window)
-        .min()
+    let near = |o: i64| o >= log_start && o <= hw && hw - o <= window;
+    let lowest = offsets.iter().copied().filter(|&o| o < hw && near(o)).min();
+    let pinned = p
+        .last_stable_offset
+        .filter(|&lso| lso < hw && near(lso) && offsets.iter().any(|&o| near(o)));
+    lowest.into_iter().chain(pinned).min()
 }
 
 /// Partitions where some group sits within `window` of the HW.
@@ -942,6 +949,21 @@ mod tests {
         let needs = plan(&sample, 1_000, &transactional);
         assert_eq!(needs[1].window_from, None);
         assert_eq!(positions(&needs[1]), vec![(1_000, true), (4_000, false)]);
+        // A group near the end of a pinned partition, above the LSO (it reads
+        // uncommitted) or at the HW: the window starts at the LSO, so that every batch of
+        // the open transaction is read before its marker.
+        for offset in [4_800, 5_000] {
+            let sample = RawSample {
+                groups: vec![group("ru", "pinned", offset)],
+                ..sample.clone()
+            };
+            let needs = plan(&sample, 1_000, &transactional);
+            assert_eq!(needs[1].window_from, Some(4_000), "group at {offset}");
+            // Narrower than the gap: the group's own window only (none at the HW).
+            let needs = plan(&sample, 500, &transactional);
+            let own = (offset < 5_000).then_some(offset);
+            assert_eq!(needs[1].window_from, own, "group at {offset}");
+        }
     }
 
     fn positions(need: &Need) -> Vec<(i64, bool)> {
