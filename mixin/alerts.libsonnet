@@ -72,6 +72,37 @@ local text = import 'lib/text.libsonnet';
     local margin = bridge('kafka_consumergroup_topic_min_retention_margin_seconds', retentionStages),
     local retention = bridge('kafka_topic_retention_seconds', retentionStages),
     local runbook(alert) = c.runbookURLBase + alert + '.md',
+    local r = std.join(', ', c.replicaLabels),
+
+    // A group's isolation as the exporter judges it (kafka_consumergroup_isolation_level, one
+    // series per group, its `isolation_level` label read_committed, read_uncommitted, mixed or
+    // unknown), remembered: the groups whose isolation was one of `seen` at some time within
+    // isolationMemoryWindow, unless it is one of `now` at present. An exporter restarted, or
+    // a replica that took the cluster over, judges every group `unknown` until it sees new
+    // evidence, and its series carry other replica labels: the window and the aggregation
+    // over the replica labels carry the judgement across both; a judgement the exporter
+    // makes now (`now`) ends the memory at once.
+    local mw = c.isolationMemoryWindow,
+    local isolationRemembered(seen, now) = std.rstripChars(|||
+      (
+        max without (%(r)s, isolation_level) (max_over_time(kafka_consumergroup_isolation_level%(seen)s[%(mw)s])) == 1
+          unless on (%(cl)s, group) (max without (%(r)s, isolation_level) (kafka_consumergroup_isolation_level%(now)s) == 1)
+      )
+    ||| % { r: r, cl: cl, mw: mw, seen: sel(['isolation_level=~"%s"' % seen]), now: sel(['isolation_level=~"%s"' % now]) }, '\n'),
+    // Groups that have no live member now (absent, when the group could not be described,
+    // is not 0).
+    local withoutMembers = 'max without (%s) (kafka_consumergroup_members%s) == 0' % [r, sel([])],
+    // Topics that carried transactions within transactionalTopicWindow: a partition's HW
+    // ahead of its LSO, an open transaction seen by forensics, or a commit or abort marker
+    // read. All three are per-topic series, there in both granularities.
+    local tw = c.transactionalTopicWindow,
+    local transactionalTopics = std.rstripChars(|||
+      (
+        max without (%(r)s) (max_over_time(kafka_topic_withheld_partitions%(s)s[%(tw)s])) > 0
+        or max without (%(r)s) (max_over_time(kafka_topic_open_transactions%(s)s[%(tw)s])) > 0
+        or max without (%(r)s, marker) (max_over_time(kafka_topic_transaction_markers_total%(s)s[%(tw)s])) > 0
+      )
+    ||| % { r: r, s: sel([]), tw: tw }, '\n'),
 
     // Appended to descriptions: the open transaction whose start offset is the partition's
     // last stable offset (the one holding it), when transaction forensics names it. Not
@@ -117,6 +148,15 @@ local text = import 'lib/text.libsonnet';
     local twoPhase =
       '{{ range printf `kafka_coordinator_transaction_two_phase' + sel([cl + '=%q', 'transactional_id=%q', 'producer_id=%q', 'producer_epoch=%q']) + ' == 1`'
       + ' $labels.' + cl + ' $labels.transactional_id $labels.producer_id $labels.producer_epoch | query }}',
+    // The group's isolation as the exporter judges it now.
+    local isolationNow =
+      '{{ range printf `topk(1, max by (isolation_level) (kafka_consumergroup_isolation_level' + sel([cl + '=%q', 'group=%q']) + ' == 1))`'
+      + ' $labels.' + cl + ' $labels.group | query }} The exporter judges its isolation {{ .Labels.isolation_level }} now.{{ end }}',
+    // The group's live members per isolation level.
+    local isolationMembers =
+      '{{ with printf `max by (isolation_level) (kafka_consumergroup_isolation_level_members' + sel([cl + '=%q', 'group=%q']) + ' > 0)`'
+      + ' $labels.' + cl + ' $labels.group | query | sortByLabel `isolation_level` }} Live members now:'
+      + '{{ range $i, $m := . }}{{ if $i }},{{ end }} {{ $m.Value }} {{ $m.Labels.isolation_level }}{{ end }}.{{ end }}',
     // The series the max_series guard limits; a feature's status and reason.
     local seriesOf =
       '{{ range printf `max(kafka_lso_exporter_series' + sel([cl + '=%q']) + ')` $labels.' + cl + ' | query }}'
@@ -147,6 +187,12 @@ local text = import 'lib/text.libsonnet';
       stuckCritical: own.seconds(c.stuckCriticalSeconds),
       blockedStuck: own.seconds(c.blockedStuckSeconds),
       readsUncommittedFor: own.duration(c.readsUncommittedFor),
+      isolationMemoryWindow: text.duration(c.isolationMemoryWindow),
+      transactionalTopicWindow: text.duration(c.transactionalTopicWindow),
+      abortedRecordsReadWindow: text.duration(c.abortedRecordsReadWindow),
+      mixedIsolationFor: own.duration(c.mixedIsolationFor),
+      isolationNow: isolationNow,
+      isolationMembers: isolationMembers,
       hangingFor: own.duration(c.hangingFor),
       clusterDownFor: own.duration(c.clusterDownFor),
       staleSeconds: own.seconds(c.staleSeconds),
@@ -233,6 +279,15 @@ local text = import 'lib/text.libsonnet';
           // LSO stuck for blockedStuckSeconds. The value is the group's hw_lag: the records
           // it waits for. The stuck clock's comparison stays last: the Helm chart's threshold
           // override replaces the number of the last comparison.
+          //
+          // Never for a group remembered to read uncommitted: such a group committed at the
+          // LSO is reading, not waiting, and cannot be told from a blocked one by its
+          // offsets. A group without live members stays blocked: jobs that assign partitions
+          // themselves (Flink, Spark) commit without ever joining, and a read_committed
+          // consumer that is down could read nothing more until the transaction ends either
+          // (then KafkaConsumerGroupCommitStalled takes over). A mixed group (members of both isolation levels) only while
+          // the exporter calls it blocked: the exporter knows which member owns which
+          // partition, and does not call a partition its read_uncommitted member owns blocked.
           {
             alert: 'KafkaConsumerGroupBlockedByTransaction',
             expr: |||
@@ -240,10 +295,23 @@ local text = import 'lib/text.libsonnet';
                 (kafka_consumergroup_hw_lag%(s)s > 0)
                   and on (%(cl)s, group, topic, partition) (kafka_consumergroup_lso_lag%(s)s == 0)
                   and on (%(cl)s, group, topic, partition) (kafka_consumergroup_committed_beyond_lso%(s)s == 0)
+                  unless on (%(cl)s, group) %(readUncommitted)s
+                  unless on (%(cl)s, group) (
+                    %(mixed)s
+                      unless on (%(cl)s, group) (max without (%(r)s) (kafka_consumergroup_status%(blocked)s) == 1)
+                  )
                   and on (%(cl)s, topic, partition) (kafka_partition_hw_minus_lso%(s)s > 0)
                   and on (%(cl)s, topic, partition) (kafka_partition_lso_stuck_seconds%(s)s > %(stuck)s)
               )
-            ||| % { s: sel([]), cl: cl, stuck: text.number(c.blockedStuckSeconds), r: std.join(', ', c.replicaLabels) },
+            ||| % {
+              s: sel([]),
+              cl: cl,
+              stuck: text.number(c.blockedStuckSeconds),
+              r: r,
+                            readUncommitted: promql.indent(isolationRemembered('read_uncommitted', 'read_committed|mixed'), 4),
+              mixed: promql.indent(isolationRemembered('mixed', 'read_committed|read_uncommitted'), 6),
+              blocked: sel(['status="blocked"']),
+            },
             labels: { severity: 'warning' },
             annotations: {
               summary: 'Group {{ $labels.group }} is caught up on {{ $labels.topic }}/{{ $labels.partition }} and still {{ $value }} records behind',
@@ -257,20 +325,120 @@ local text = import 'lib/text.libsonnet';
               runbook_url: runbook('KafkaConsumerGroupBlockedByTransaction'),
             },
           },
+          // Reads uncommitted, per group and topic: committed past the topic's LSOs now (its
+          // per-topic sum, bridged: a read_uncommitted group is past an LSO that moves every
+          // cycle too, where `topic` granularity has no per-partition series), or judged
+          // read_uncommitted or mixed by the exporter within isolationMemoryWindow (unless it
+          // judges the group read_committed now) while it has offsets on a topic that carried
+          // transactions within transactionalTopicWindow. The memory carries the alert and
+          // its `for` across an exporter restart and a hand-over between replicas; a group
+          // past the LSO between two proofs (committed at the LSO, or below it while it
+          // catches up) keeps firing. Never for a group without live members: an offset reset
+          // past the LSO (--to-latest while a transaction is open) is not a consumer reading.
+          // The value: the most offsets the group stood past the topic's LSOs within the
+          // memory window (0 when the exporter's judgement alone marks it).
           {
             alert: 'KafkaConsumerGroupReadsUncommitted',
-            expr: bridged('kafka_consumergroup_topic_committed_beyond_lso', groupStages, '> 0'),
+            expr: |||
+              (
+                max without (%(r)s) (max_over_time(kafka_consumergroup_topic_committed_beyond_lso%(s)s[%(mw)s]))
+                  and on (%(cl)s, group, topic) (
+                    %(beyond)s
+                  )
+                or
+                max without (%(r)s) (max_over_time(kafka_consumergroup_topic_committed_beyond_lso%(s)s[%(mw)s]))
+                  and on (%(cl)s, topic) %(transactional)s
+                  and on (%(cl)s, group) %(remembered)s
+              )
+              unless on (%(cl)s, group) (%(withoutMembers)s)
+            ||| % {
+              r: r,
+              s: sel([]),
+              cl: cl,
+              mw: mw,
+              beyond: promql.indent(bridged('kafka_consumergroup_topic_committed_beyond_lso', groupStages, '> 0'), 6),
+              transactional: promql.indent(transactionalTopics, 4),
+              remembered: promql.indent(isolationRemembered('read_uncommitted|mixed', 'read_committed'), 4),
+              withoutMembers: withoutMembers,
+            },
             'for': c.readsUncommittedFor,
             labels: { severity: 'warning' },
             annotations: {
               summary: 'Group {{ $labels.group }} reads uncommitted records of {{ $labels.topic }}',
               description: describe(|||
-                On cluster {{ $labels.%(cl)s }}, consumer group {{ $labels.group }} has committed
-                {{ $value }} offsets past the last stable offsets of topic {{ $labels.topic }} (summed over its partitions)
-                for more than %(readsUncommittedFor)s: it consumes with isolation.level=read_uncommitted on a
-                transactional topic and processes records that may still be aborted.
+                On cluster {{ $labels.%(cl)s }}, consumer group {{ $labels.group }} has consumed the transactional
+                topic {{ $labels.topic }} with isolation.level=read_uncommitted for more than %(readsUncommittedFor)s:
+                it processes records whose transaction may still be aborted, and those of transactions that were
+                (KafkaConsumerGroupReadAbortedRecords counts them). {{ if gt $value 0.0 }}Within the last
+                %(isolationMemoryWindow)s its committed offsets stood up to {{ $value }} offsets past the topic's last
+                stable offsets (summed over its partitions).{{ else }}Its committed offsets have not been past this
+                topic's last stable offsets within the last %(isolationMemoryWindow)s: the exporter's judgement of the
+                group marks it (isolation.level is one setting for every topic a consumer reads).{{ end }}%(isolationNow)s
+                The alert remembers for %(isolationMemoryWindow)s a group the exporter
+                judged read_uncommitted or mixed, across an exporter restart or a hand-over to another replica (which
+                judge it unknown until they see new evidence), unless the exporter judges it read_committed now.
+                The status page / and /api/v1/stuck (isolation) name its members and the evidence.
               |||),
               runbook_url: runbook('KafkaConsumerGroupReadsUncommitted'),
+            },
+          },
+          // Records of aborted transactions a group read (it reads uncommitted and its
+          // committed offsets passed them), per group and topic. The counter's series
+          // appears when the exporter first knows the group reads uncommitted, at 0, and
+          // starts again at 0 on another replica (a hand-over) or after a restart, which
+          // increase() takes as a reset; a series that is new within the window counts
+          // with its whole value, in case it appeared above 0.
+          {
+            alert: 'KafkaConsumerGroupReadAbortedRecords',
+            expr: |||
+              sum without (%(r)s) (increase(kafka_consumergroup_aborted_records_read_total%(s)s[%(w)s])) > 0
+              or
+              max without (%(r)s) (kafka_consumergroup_aborted_records_read_total%(s)s unless kafka_consumergroup_aborted_records_read_total%(s)s offset %(w)s) > 0
+            ||| % { r: r, s: sel([]), w: c.abortedRecordsReadWindow },
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Group {{ $labels.group }} read {{ $value | printf "%.0f" }} records of aborted transactions of {{ $labels.topic }}',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, consumer group {{ $labels.group }} read about
+                {{ $value | printf "%%.0f" }} records of aborted transactions of topic {{ $labels.topic }} in the last
+                %(abortedRecordsReadWindow)s: it reads uncommitted, and its committed offsets passed records whose
+                transaction was aborted. read_committed consumers never see them, so whatever the group did with
+                them downstream has no counterpart there and must be compensated: reconcile by business key, not by
+                offset. The status page / and /api/v1/stuck (isolation, aborted_read) list each aborted
+                transaction it read, with its partition, transactional id, offset range, records and when it aborted.
+              |||),
+              runbook_url: runbook('KafkaConsumerGroupReadAbortedRecords'),
+            },
+          },
+          // Members of both isolation levels in one group, as the exporter judges them.
+          // Bridged through a gap of pagingGapWindow (an exporter restart), resolved at once
+          // when the exporter judges the group read_committed or read_uncommitted.
+          {
+            alert: 'KafkaConsumerGroupMixedIsolation',
+            expr: |||
+              max without (%(r)s, isolation_level) (last_over_time(kafka_consumergroup_isolation_level%(mixed)s[%(w)s])) == 1
+                unless on (%(cl)s, group) (max without (%(r)s, isolation_level) (kafka_consumergroup_isolation_level%(other)s) == 1)
+            ||| % {
+              r: r,
+              cl: cl,
+              w: w,
+              mixed: sel(['isolation_level="mixed"']),
+              other: sel(['isolation_level=~"read_committed|read_uncommitted"']),
+            },
+            'for': c.mixedIsolationFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Group {{ $labels.group }} has members of both isolation levels',
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, the members of consumer group {{ $labels.group }} have not all read
+                with the same isolation.level for more than %(mixedIsolationFor)s: the exporter saw some read
+                uncommitted (they committed past the last stable offset) and some read committed (they waited at an
+                LSO an open transaction held).%(isolationMembers)s Each partition is read with the setting of the member
+                that owns it, so what the group processes of a transactional topic changes with every rebalance. The
+                status page / names the members on each side (client id and host). Give every member one setting: the
+                Java client defaults to read_uncommitted, librdkafka to read_committed.
+              |||),
+              runbook_url: runbook('KafkaConsumerGroupMixedIsolation'),
             },
           },
           {

@@ -37,8 +37,29 @@
     // KafkaConsumerGroupBlockedByTransaction: seconds the LSO a caught-up group waits on
     // has been stuck.
     blockedStuckSeconds: 120,
-    // KafkaConsumerGroupReadsUncommitted: how long a group must stay past the LSO.
+    // KafkaConsumerGroupReadsUncommitted: how long a group must stay past the LSO, or
+    // be known to read uncommitted on a transactional topic, before the alert fires.
     readsUncommittedFor: '5m',
+    // How long the alerts remember a group's isolation (kafka_consumergroup_isolation_level):
+    // KafkaConsumerGroupReadsUncommitted keeps firing for a group the exporter proved to
+    // read uncommitted (or mixed), and KafkaConsumerGroupBlockedByTransaction stays quiet
+    // for it, this long after the exporter last said so, unless the exporter has since
+    // found the group reading committed. An exporter restarted, or a replica that took the
+    // cluster over, knows nothing of a group's isolation until it sees new evidence (a
+    // read_uncommitted group must commit past an LSO again); the memory bridges that.
+    isolationMemoryWindow: '1h',
+    // KafkaConsumerGroupReadsUncommitted: a topic is transactional if, within this window,
+    // one of its partitions had its HW ahead of its LSO (kafka_topic_withheld_partitions),
+    // the exporter saw an open transaction in it (kafka_topic_open_transactions, needs
+    // forensics) or read a commit or abort marker (kafka_topic_transaction_markers_total).
+    transactionalTopicWindow: '1h',
+    // KafkaConsumerGroupReadAbortedRecords: the window over which records of aborted
+    // transactions a group read (kafka_consumergroup_aborted_records_read_total) count;
+    // the alert fires for this long after the last of them.
+    abortedRecordsReadWindow: '1h',
+    // KafkaConsumerGroupMixedIsolation: how long a group must have members of both
+    // isolation levels (kafka_consumergroup_isolation_level{isolation_level="mixed"}).
+    mixedIsolationFor: '5m',
     // KafkaTransactionHanging: how long a partition must hold a hanging transaction.
     hangingFor: '5m',
     // Every alert with a `for` bridges gaps in its series shorter than this window, so

@@ -7,6 +7,15 @@ local text = import '../lib/text.libsonnet';
     local c = $._config,
     local g = grafana.new(c),
     local q = promql.new(c).fmt,
+    // q, with the isolation selectors: %(isolation)s the groups' isolation series,
+    // %(uncommitted)s those of groups judged read_uncommitted or mixed; and %(abortedWindow)s
+    // the window of KafkaConsumerGroupReadAbortedRecords.
+    local groupMatchers = [c.clusterLabel + '=~"$cluster"', 'group=~"$group"'],
+    local qi(text) = std.rstripChars(text, '\n') % (promql.new(c).vars + {
+      isolation: promql.selector(c, groupMatchers),
+      uncommitted: promql.selector(c, groupMatchers + ['isolation_level=~"read_uncommitted|mixed"']),
+      abortedWindow: c.abortedRecordsReadWindow,
+    }),
 
     'kafka-lso-consumer-groups.json':
       g.dashboard(
@@ -69,7 +78,7 @@ local text = import '../lib/text.libsonnet';
             id: 2,
             type: 'stat',
             title: 'Groups reading uncommitted',
-            description: 'Groups with committed offsets past the LSO: they use read_uncommitted on a transactional topic and may process records that are later aborted.',
+            description: 'Groups with committed offsets past the LSO of a selected topic, or that the exporter judges read_uncommitted or mixed (kafka_consumergroup_isolation_level) and that have offsets on a selected topic: they use read_uncommitted and may process records that are later aborted. The row Isolation below names them.',
             datasource: g.datasource,
             gridPos: { x: 4, y: 0, w: 4, h: 4 },
             fieldConfig: {
@@ -103,10 +112,15 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.target('A', q(|||
-                count(count by (%(c)s, group) (
-                  kafka_consumergroup_topic_committed_beyond_lso%(groupTopic)s > 0
-                ))
+              g.target('A', qi(|||
+                count(
+                  count by (%(c)s, group) (kafka_consumergroup_topic_committed_beyond_lso%(groupTopic)s > 0)
+                  or
+                  count by (%(c)s, group) (
+                    kafka_consumergroup_topic_hw_lag%(groupTopic)s
+                    and on (%(c)s, group) (kafka_consumergroup_isolation_level%(uncommitted)s == 1)
+                  )
+                )
                 or
                 0 * count(kafka_lso_exporter_up%(cluster)s == 1)
               |||), legend='__auto'),
@@ -1806,6 +1820,137 @@ local text = import '../lib/text.libsonnet';
                 max by (%(c)s, group, topic) (kafka_consumergroup_topic_lost_records%(groupTopic)s) > 0
                 or on (%(c)s)
                 label_replace(0 * kafka_lso_exporter_up%(cluster)s, "group", "(none lost)", "", "")
+              |||), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
+            ],
+            thresholds=[{ color: 'red', value: 1 }],
+          ),
+          // Isolation: one topic read with two rulers. A read_committed group counts offsets
+          // up to the LSO, a read_uncommitted one up to the HW, and reads the records of
+          // aborted transactions; their lags and offsets do not compare.
+          g.row(34, 'Isolation: the groups of a topic by the ruler they read with', 115),
+          g.table(
+            35,
+            'Groups of the topic and their isolation',
+            'Every group with offsets on the selected topics, with its isolation.level as the exporter judges it from evidence (kafka_consumergroup_isolation_level): read_uncommitted once a group with live members committed past the LSO, read_committed once it waited at an LSO an open transaction held for a minute, mixed when its live members are proven on both sides, unknown until then (not reported: an exporter without the series). Two groups reading one topic with different isolation levels legitimately disagree, by the records of aborted transactions and whatever is still open, and lag 0 in both proves nothing: reconcile them by business key, never by offset. Aborted records read: records of aborted transactions the group read in the dashboard\'s time range (kafka_consumergroup_aborted_records_read_total); the status page / lists each transaction and its offset range. KafkaConsumerGroupReadsUncommitted, KafkaConsumerGroupMixedIsolation and KafkaConsumerGroupReadAbortedRecords fire on these.',
+            { x: 0, y: 116, w: 14, h: 9 },
+            [
+              g.tableTarget('A', qi(|||
+                max by (%(c)s, topic, group, isolation_level) (
+                  kafka_consumergroup_topic_lso_lag%(groupTopic)s
+                  * on (%(c)s, group) group_left (isolation_level)
+                  topk by (%(c)s, group) (1, max by (%(c)s, group, isolation_level) (kafka_consumergroup_isolation_level%(isolation)s == 1))
+                )
+                or on (%(c)s, topic, group)
+                label_replace(max by (%(c)s, topic, group) (kafka_consumergroup_topic_lso_lag%(groupTopic)s), "isolation_level", "not reported", "", "")
+              |||)),
+              g.tableTarget('B', q('max by (%(c)s, topic, group) (kafka_consumergroup_topic_hw_lag%(groupTopic)s)')),
+              g.tableTarget('C', q('max by (%(c)s, topic, group) (kafka_consumergroup_topic_committed_beyond_lso%(groupTopic)s)')),
+              g.tableTarget('D', q('sum by (%(c)s, topic, group) (increase(kafka_consumergroup_aborted_records_read_total%(groupTopic)s[$__range]))')),
+            ],
+            [
+              { id: 'merge', options: {} },
+              {
+                id: 'organize',
+                options: {
+                  excludeByName: { Time: true },
+                  indexByName: {
+                    [c.clusterLabel]: 0,
+                    topic: 1,
+                    group: 2,
+                    isolation_level: 3,
+                    'Value #A': 4,
+                    'Value #B': 5,
+                    'Value #C': 6,
+                    'Value #D': 7,
+                  },
+                  renameByName: {
+                    isolation_level: 'Isolation',
+                    'Value #A': 'LSO lag',
+                    'Value #B': 'HW lag',
+                    'Value #C': 'Beyond LSO',
+                    'Value #D': 'Aborted records read',
+                  },
+                },
+              },
+            ],
+            overrides=[
+              g.groupLinkColumn,
+              {
+                matcher: { id: 'byName', options: 'Isolation' },
+                properties: [
+                  {
+                    id: 'mappings',
+                    value: [
+                      {
+                        type: 'value',
+                        options: {
+                          read_committed: { color: 'green', index: 0 },
+                          read_uncommitted: { color: 'orange', index: 1 },
+                          mixed: { color: 'red', index: 2 },
+                          unknown: { color: 'text', index: 3 },
+                          'not reported': { color: 'text', index: 4 },
+                        },
+                      },
+                    ],
+                  },
+                  {
+                    id: 'custom.cellOptions',
+                    value: { type: 'color-text' },
+                  },
+                ],
+              },
+              {
+                matcher: { id: 'byName', options: 'Beyond LSO' },
+                properties: [
+                  {
+                    id: 'thresholds',
+                    value: {
+                      mode: 'absolute',
+                      steps: [
+                        { color: 'green', value: null },
+                        { color: 'orange', value: 1 },
+                      ],
+                    },
+                  },
+                  {
+                    id: 'custom.cellOptions',
+                    value: { type: 'color-text' },
+                  },
+                ],
+              },
+              {
+                matcher: { id: 'byName', options: 'Aborted records read' },
+                properties: [
+                  {
+                    id: 'thresholds',
+                    value: {
+                      mode: 'absolute',
+                      steps: [
+                        { color: 'green', value: null },
+                        { color: 'red', value: 1 },
+                      ],
+                    },
+                  },
+                  {
+                    id: 'custom.cellOptions',
+                    value: { type: 'color-background', mode: 'basic' },
+                  },
+                ],
+              },
+            ],
+            noValue='No group has offsets on the selected topics',
+            sortBy=[{ displayName: 'Aborted records read', desc: true }],
+          ),
+          g.timeseries(
+            36,
+            'Aborted records read by group and topic',
+            'Records of aborted transactions each group read within the last %(w)s, at each instant (increase of kafka_consumergroup_aborted_records_read_total over %(w)s, what KafkaConsumerGroupReadAbortedRecords fires on): a read_uncommitted group whose committed offsets passed records whose transaction was then aborted. read_committed consumers never see those records; whatever the group did with them must be compensated downstream. The counter starts at 0 when the exporter starts or takes the cluster over, for groups it knows to read uncommitted. A cluster where no group read any shows one line at 0.' % { w: text.duration(c.abortedRecordsReadWindow) },
+            { x: 14, y: 116, w: 10, h: 9 },
+            [
+              g.target('A', qi(|||
+                sum by (%(c)s, group, topic) (increase(kafka_consumergroup_aborted_records_read_total%(groupTopic)s[%(abortedWindow)s])) > 0
+                or on (%(c)s)
+                label_replace(0 * kafka_lso_exporter_up%(cluster)s, "group", "(none read)", "", "")
               |||), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
             ],
             thresholds=[{ color: 'red', value: 1 }],

@@ -12,6 +12,7 @@ local mixin = (import '../mixin.libsonnet') + {
     stuckWarningSeconds: 3,
     blockedStuckSeconds: 2,
     readsUncommittedFor: '2s',
+    mixedIsolationFor: '2s',
     hangingFor: '2s',
     // The recording rules' window, as the exporter's groups.rate_window in the test.
     rateWindow: '20s',
