@@ -432,7 +432,25 @@ async fn a_new_instance_fences_and_healthy_commits_do_not() {
     rd_first.begin_transaction().unwrap();
     send(&rd_first, &topic, 0, 1);
 
-    let exporter = exporter(&topic, 2).await;
+    // A slower rhythm than the other tests': the fences below are made right after a cycle
+    // ends, so that no cycle lists the ids during the ~100 ms their aborts take (a fence
+    // caught in its abort cannot be told from a producer's own abort, and is not counted).
+    let exporter = Exporter::start(
+        &anchored(&topic),
+        "^$",
+        &[
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_MIN_AGE",
+                "2s",
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL",
+                "1000",
+            ),
+            ("KAFKA_LSO_EXPORTER_INTERVAL", "3s"),
+        ],
+    )
+    .await;
     let watched = wait_listed(&exporter, &fenced_id).await;
     let fenced_epoch = watched["producer_epoch"].as_i64().unwrap();
     wait_listed(&exporter, &v1_id).await;
@@ -470,7 +488,14 @@ async fn a_new_instance_fences_and_healthy_commits_do_not() {
     }
     eprintln!("healthy producer: epoch {was} -> {is} over 21 commits");
 
-    // The fences: a new instance initialises each id while the old one's is open.
+    // The fences: a new instance initialises each id while the old one's is open, right
+    // after a cycle ended.
+    let ended = last_cycle(&exporter.scrape().await).unwrap_or(0.0);
+    exporter
+        .wait_for("a cycle ends", Duration::from_secs(15), |s| {
+            last_cycle(s).filter(|at| *at > ended)
+        })
+        .await;
     assert_eq!(second.run("init"), "ok");
     let rd_second = transactional_producer(&v1_id);
     let fenced = exporter
@@ -526,6 +551,14 @@ async fn a_new_instance_fences_and_healthy_commits_do_not() {
     drop(rd_second);
     assert_eq!(healthy.run("abort"), "ok");
     exporter.stop().await;
+}
+
+/// When the exporter's last cycle that reached the cluster ended (Unix seconds).
+fn last_cycle(scrape: &Scrape) -> Option<f64> {
+    scrape.value(
+        "kafka_lso_exporter_last_success_timestamp_seconds",
+        &[("kafka_cluster", "test")],
+    )
 }
 
 /// The epoch and state `kafka-transactions.sh describe` shows for `id`.

@@ -1,11 +1,18 @@
 //! Transaction forensics against a real broker: the exporter names the transaction that
 //! pins each LSO (transactional id, producer id and epoch, start offset, true age), counts
 //! open and hanging transactions, lists the groups they block on `/` and
-//! `/api/v1/stuck`, and agrees with Kafka's own `kafka-transactions.sh describe-producers`.
+//! `/api/v1/stuck`, and agrees with Kafka's own `kafka-transactions.sh describe-producers`;
+//! a healthy producer committing and aborting many transactions, restarted once, is never
+//! counted fenced and dates each transaction from its own start, with the Java client
+//! (transaction version 2 on Kafka 4.x: an epoch bump at every commit and abort) and with
+//! librdkafka (version 1).
 
 mod common;
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -399,4 +406,318 @@ async fn event_time_an_hour_old_neither_hangs_nor_moves_the_stuck_clock() {
         exporter.stop().await;
     }
     held.abort_transaction(Duration::from_secs(30)).unwrap();
+}
+
+/// tests/java/TransactionalProducer.java: a Java producer (transaction version 2 where the
+/// broker has it), driven one command a line.
+struct JavaProducer {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+}
+
+impl JavaProducer {
+    fn start(transactional_id: &str) -> JavaProducer {
+        let mut child = Command::new(repo_root().join("scripts/kafka-local"))
+            .args(["tool", "tests/java/TransactionalProducer.java"])
+            .args([&bootstrap(), transactional_id])
+            .current_dir(repo_root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Java producer");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                // The client logs to standard output too.
+                let answer = line == "ready" || line == "ok" || line.starts_with("error ");
+                if answer && tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        JavaProducer {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn ready(&self) {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the Java producer starts within 60 s");
+        assert_eq!(line, "ready");
+    }
+
+    /// Runs `command`, which must answer "ok".
+    fn run(&mut self, command: &str) {
+        writeln!(self.stdin, "{command}").unwrap();
+        self.stdin.flush().unwrap();
+        let answer = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the Java producer answers within 60 s");
+        assert_eq!(answer, "ok", "Java producer: {command}");
+    }
+}
+
+impl Drop for JavaProducer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A transactional producer of either client, driven the same way.
+enum Transactional {
+    /// Transaction version 2 on Kafka 4.x, version 1 on 3.x.
+    Java(JavaProducer),
+    /// Transaction version 1.
+    Librdkafka(Producer_),
+}
+
+impl Transactional {
+    fn begin(&mut self) {
+        match self {
+            Transactional::Java(p) => p.run("begin"),
+            Transactional::Librdkafka(p) => p.begin_transaction().unwrap(),
+        }
+    }
+
+    fn send(&mut self, topic: &str) {
+        match self {
+            Transactional::Java(p) => p.run(&format!("send {topic} 0 1")),
+            Transactional::Librdkafka(p) => send(p, topic, 0, 1),
+        }
+    }
+
+    fn end(&mut self, commit: bool) {
+        match (self, commit) {
+            (Transactional::Java(p), true) => p.run("commit"),
+            (Transactional::Java(p), false) => p.run("abort"),
+            (Transactional::Librdkafka(p), true) => {
+                p.commit_transaction(Duration::from_secs(30)).unwrap()
+            }
+            (Transactional::Librdkafka(p), false) => {
+                p.abort_transaction(Duration::from_secs(30)).unwrap()
+            }
+        }
+    }
+}
+
+/// When the exporter's last cycle that reached the cluster ended (Unix seconds).
+fn last_cycle(scrape: &Scrape) -> Option<f64> {
+    scrape.value(
+        "kafka_lso_exporter_last_success_timestamp_seconds",
+        &[("kafka_cluster", "test")],
+    )
+}
+
+/// Returns once a whole cycle of the exporter ran after the call: every scrape from then
+/// on shows what the cluster was after the call began.
+async fn whole_cycle(exporter: &Exporter) {
+    let first = last_cycle(&exporter.scrape().await).unwrap_or(0.0);
+    let ended = exporter
+        .wait_for("a cycle ends", Duration::from_secs(15), |s| {
+            last_cycle(s).filter(|at| *at > first)
+        })
+        .await;
+    exporter
+        .wait_for("the next cycle ends", Duration::from_secs(15), |s| {
+            last_cycle(s).filter(|at| *at > ended)
+        })
+        .await;
+}
+
+/// The fencings of `id` on /metrics (0 while the series is absent).
+fn fencings(scrape: &Scrape, id: &str) -> f64 {
+    scrape
+        .value(
+            "kafka_transaction_fencings_total",
+            &[("transactional_id", id)],
+        )
+        .unwrap_or(0.0)
+}
+
+/// A healthy producer commits and aborts many transactions in a row (six at a time, too
+/// quick for most to be sampled, then one held open until sampled), and is restarted once,
+/// right after an abort the exporter saw: the new instance's InitProducerId leaves the id
+/// `Empty` two epochs up under transaction version 2 (one under version 1), what a fence
+/// leaves too, and is seen so while the exporter still follows the aborted transaction.
+/// Never a fencing; every held transaction is dated from its own start (its age, the
+/// partition's oldest age, the LSO's stuck clock and the coordinator's age all at most
+/// the time since it began: nothing carried from the previous one); nothing hangs.
+async fn healthy_producer_restarted_after_an_abort(client: &str) {
+    require_kafka();
+    let topic = unique(&format!("fx-healthy-{client}"));
+    let id = unique(&format!("fx-healthy-{client}"));
+    create_topic(&topic, 1).await;
+    // The Java instance that takes over is started at once (a JVM compiles the source
+    // first) and initialised only at the restart.
+    let (mut producer, mut next) = match client {
+        "java" => {
+            let (first, next) = (JavaProducer::start(&id), JavaProducer::start(&id));
+            first.ready();
+            next.ready();
+            let mut first = Transactional::Java(first);
+            if let Transactional::Java(p) = &mut first {
+                p.run("init");
+            }
+            (first, Some(next))
+        }
+        _ => (Transactional::Librdkafka(transactional_producer(&id)), None),
+    };
+    let exporter = Exporter::start(
+        &anchored(&topic),
+        "^$",
+        &[
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_MIN_AGE",
+                "1s",
+            ),
+            (
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__TRANSACTION_LIST_DETAIL",
+                "1000",
+            ),
+        ],
+    )
+    .await;
+    let p0 = partition_labels(&topic, "0");
+    let coordinator_age = |s: &Scrape| {
+        s.series(
+            "kafka_coordinator_transaction_age_seconds",
+            &[("transactional_id", id.as_str())],
+        )
+        .map(|(_, age)| age)
+        .next()
+    };
+    let mut epochs = Vec::new();
+    let rounds = 6;
+    for round in 0..rounds {
+        for n in 0..6 {
+            producer.begin();
+            producer.send(&topic);
+            producer.end(n % 2 == 0);
+        }
+        let began = Instant::now();
+        producer.begin();
+        producer.send(&topic);
+        // The partition's only writer: its record is the last one.
+        let start_offset = (high_watermark(&topic, 0) - 1).to_string();
+        whole_cycle(&exporter).await;
+        let (scrape, labels, age, coordinator) = exporter
+            .wait_for(
+                "the held transaction sampled and listed",
+                Duration::from_secs(15),
+                |s| {
+                    let open = open_info(s, &topic, "0");
+                    let (labels, age) = open
+                        .iter()
+                        .find(|(l, _)| l["start_offset"] == start_offset)?
+                        .clone();
+                    Some((s.clone(), labels, age, coordinator_age(s)?))
+                },
+            )
+            .await;
+        let since = began.elapsed().as_secs_f64() + 0.5;
+        let context = format!(
+            "round {round}, {since:.1}s since it began:\n{}",
+            scrape.text
+        );
+        assert_eq!(labels["transactional_id"], id, "{context}");
+        assert_eq!(open_info(&scrape, &topic, "0").len(), 1, "{context}");
+        let clocks = [
+            ("open age", Some(age)),
+            (
+                "oldest age",
+                scrape.value("kafka_partition_oldest_transaction_age_seconds", &p0),
+            ),
+            (
+                "LSO stuck",
+                scrape.value("kafka_partition_lso_stuck_seconds", &p0),
+            ),
+            ("coordinator age", Some(coordinator)),
+        ];
+        for (clock, value) in clocks {
+            let value = value.unwrap_or_else(|| panic!("{clock} absent; {context}"));
+            assert!(
+                (0.0..=since).contains(&value),
+                "{clock} {value}s, not this transaction's; {context}"
+            );
+        }
+        assert_eq!(
+            scrape.value("kafka_partition_hanging_transactions", &p0),
+            Some(0.0),
+            "{context}"
+        );
+        assert_eq!(fencings(&scrape, &id), 0.0, "{context}");
+        epochs.push(labels["producer_epoch"].parse::<i64>().unwrap());
+
+        let commit = round % 2 == 0;
+        producer.end(commit);
+        if round == 3 {
+            assert!(!commit);
+            // The exporter follows the aborted transaction up (it sees the abort), then
+            // the restart: the old instance goes away without a word, the new one
+            // initialises, and a cycle sees it Empty before it begins.
+            whole_cycle(&exporter).await;
+            producer = match next.take() {
+                Some(mut java) => {
+                    drop(producer);
+                    java.run("init");
+                    Transactional::Java(java)
+                }
+                None => {
+                    drop(producer);
+                    Transactional::Librdkafka(transactional_producer(&id))
+                }
+            };
+            whole_cycle(&exporter).await;
+        }
+    }
+    whole_cycle(&exporter).await;
+    whole_cycle(&exporter).await;
+    let scrape = exporter.scrape().await;
+    assert_eq!(fencings(&scrape, &id), 0.0, "{}", scrape.text);
+    assert!(
+        open_info(&scrape, &topic, "0").is_empty(),
+        "{}",
+        scrape.text
+    );
+    assert_eq!(
+        scrape.value("kafka_partition_hanging_transactions", &p0),
+        Some(0.0)
+    );
+    assert_eq!(
+        scrape.value("kafka_partition_lso_stuck_seconds", &p0),
+        Some(0.0)
+    );
+    // Transaction version 2 bumps the epoch at every commit and abort (seven per round),
+    // version 1 only at the restart.
+    eprintln!("{client}: epochs of the held transactions {epochs:?}");
+    let java_v2 = client == "java" && kafka_version() >= (4, 4);
+    for (round, pair) in epochs.windows(2).enumerate() {
+        let (was, is) = (pair[0], pair[1]);
+        match (java_v2, round == 3) {
+            (true, _) => assert!(is >= was + 7, "{client}: epochs {epochs:?}"),
+            (false, false) => assert!(is == was || is >= was + 7, "{client}: epochs {epochs:?}"),
+            (false, true) => assert!(is > was, "{client}: epochs {epochs:?}"),
+        }
+    }
+    exporter.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn healthy_java_producer_restarted_after_an_abort_is_never_fenced() {
+    healthy_producer_restarted_after_an_abort("java").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn healthy_librdkafka_producer_restarted_after_an_abort_is_never_fenced() {
+    healthy_producer_restarted_after_an_abort("librdkafka").await;
 }

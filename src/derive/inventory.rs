@@ -5,26 +5,56 @@
 //! coordinator moves per transactional id.
 //!
 //! **Fencing.** A producer instance is fenced when another one initialises the same
-//! transactional id (InitProducerId): the coordinator bumps the epoch, aborts the open
-//! transaction if there is one, and the old instance's next request fails with
-//! PRODUCER_FENCED. Under transaction version 2 (KIP-890, Java clients 4.x on Kafka 4.x)
-//! the coordinator also bumps the epoch at the end of *every* transaction, so "the epoch
-//! went up" says nothing. What a healthy producer never shows is the state an
-//! InitProducerId leaves behind: a transactional id the exporter saw `Ongoing` that is next
-//! seen `Empty` (only the abort states, PrepareAbort or CompleteAbort, may be seen in
-//! between) or `PrepareEpochFence`, with another producer id or epoch, counts one
-//! ([`is_fencing`]). That is "the open transaction was ended by a new producer
-//! initialisation": a new instance fenced it, or the application ended it and restarted
-//! between two observations (a rolling deploy of an idle exactly-once application). The
-//! coordinator's states do not tell the two apart: a fence passes through
-//! PrepareEpochFence, PrepareAbort and CompleteAbort within a second, and a commit
-//! followed by a restart under transaction version 2 leaves the same `Empty` two epochs up.
-//! Only the one case that cannot be a fence is left out: the same producer id exactly one
-//! epoch up (transaction version 1: the producer ended the transaction itself, which
-//! keeps the epoch, and a restart bumped it once; a fence bumps it once to abort and once
-//! more for the new instance). A new instance that already began a transaction of its own
-//! by the next cycle is indistinguishable from a healthy producer that committed twice,
-//! and is not counted.
+//! transactional id (InitProducerId) while it has a transaction open: the old instance's
+//! next request fails with PRODUCER_FENCED. What the coordinator's states show of each
+//! event (Kafka's TransactionCoordinator.scala and TransactionMetadata, and as observed on
+//! Kafka 4.4 and 3.9 with DescribeTransactions polled every few milliseconds), from an
+//! `Ongoing` transaction at epoch e:
+//!
+//! | event | transaction version 1 | transaction version 2 (KIP-890) |
+//! |---|---|---|
+//! | the producer commits | `PrepareCommit`, `CompleteCommit` at e | the same at e+1 |
+//! | the producer aborts | `PrepareAbort`, `CompleteAbort` at e | the same at e+1 |
+//! | ... then restarts (InitProducerId) | `Empty` e+1 | `Empty` e+2 |
+//! | the coordinator's timeout abort | `CompleteAbort` e+1 | `CompleteAbort` e+1 |
+//! | ... then the application re-creates its producer | `Empty` e+2 | `Empty` e+2 |
+//! | a new instance fences it | `PrepareAbort`, `CompleteAbort` e+1 for ~100 ms, then `Empty` e+2 | the same |
+//!
+//! Version 2 is what Java clients 4.x use on Kafka 4.x; librdkafka and Java clients on
+//! Kafka 3.x use version 1. At the last epoch (32766) a version-2 commit or abort rotates
+//! the producer id: the end states show a new producer id at epoch 0. A fence and the
+//! timeout abort both bump the epoch through `PrepareEpochFence`, which the coordinator
+//! keeps as a pending state only: DescribeTransactions and ListTransactions never report
+//! it. (Kafka 4.0 without KAFKA-19367 bumped a version-2 fence's abort twice: e+2, then
+//! `Empty` e+3.)
+//!
+//! So the states alone cannot tell a fence from a version-2 abort followed by a restart,
+//! nor from a timeout abort followed by a re-initialisation: all go from `Ongoing` e to an
+//! abort at e+1 to `Empty` e+2. The rule ([`verdict`]), for an id the watch last saw
+//! `Ongoing`:
+//!
+//! - next seen `Empty` under another producer id or epoch, except exactly one epoch up
+//!   (version 1: the producer ended its transaction itself, then restarted), with no end
+//!   of the transaction seen in between: **counted**, as "the open transaction was ended by
+//!   a new producer initialisation". A fence, or the application ended the transaction (or
+//!   the coordinator timed it out) and the producer was initialised again between two
+//!   observations (a rolling deploy of an idle exactly-once application): nothing tells
+//!   them apart.
+//! - the abort seen first (`PrepareAbort` or `CompleteAbort` at e or e+1, or at epoch 0 of
+//!   a new producer id): the transaction ended by an abort the watch saw, and whatever
+//!   initialises the id next is **not counted**, although a fence caught in its ~100 ms
+//!   abort looks the same. A version-2 producer's own abort, and the coordinator's timeout
+//!   abort, leave exactly that, and they are far more common than a fence caught in the
+//!   act. Two exceptions, where only a fence fits: the abort (or `PrepareEpochFence`, were
+//!   it ever reported) one epoch up, seen before the transaction could have timed out
+//!   ([`TIMEOUT_SLACK`] before its start time plus its timeout), of a producer known to use
+//!   version 1 (an earlier transaction of the same producer id and epoch was seen to end,
+//!   or a later one to begin, without a bump): counted at once. An abort further up (the
+//!   Kafka 4.0 version-2 fence) leaves the transaction watched: the `Empty` after it counts.
+//! - a commit, or another transaction of the same instance (`Ongoing` under another epoch,
+//!   or the same epoch and another start time): ended healthily, never counted. A new
+//!   instance that already began a transaction of its own by the next observation looks
+//!   like a healthy version-2 producer that committed twice, and is not counted.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
@@ -133,6 +163,9 @@ pub struct Seen {
     pub producer_epoch: i16,
     pub state: String,
     pub coordinator: i32,
+    /// The coordinator's start time of the transaction (ms since the epoch; -1 when none).
+    pub start_time_ms: i64,
+    pub timeout_ms: i32,
 }
 
 impl From<&CoordinatorTransaction> for Seen {
@@ -142,22 +175,90 @@ impl From<&CoordinatorTransaction> for Seen {
             producer_epoch: t.producer_epoch,
             state: t.state.clone(),
             coordinator: t.coordinator,
+            start_time_ms: t.start_time_ms,
+            timeout_ms: t.timeout_ms,
         }
     }
 }
 
-/// `true` when `now` shows that a new producer initialisation ended the transaction that
-/// `before` showed open (see the module docs): a new instance fenced it, or the
-/// application restarted. A healthy producer, whatever its transaction version, never goes
-/// from `Ongoing` to `Empty` or `PrepareEpochFence`.
-pub fn is_fencing(before: &Seen, now: &Seen) -> bool {
-    let restart_after_own_end = now.state == "Empty"
-        && now.producer_id == before.producer_id
-        && i32::from(now.producer_epoch) == i32::from(before.producer_epoch) + 1;
-    before.state == "Ongoing"
-        && matches!(now.state.as_str(), "Empty" | "PrepareEpochFence")
-        && (now.producer_id != before.producer_id || now.producer_epoch != before.producer_epoch)
-        && !restart_after_own_end
+/// An abort (or the coordinator's epoch fence) seen earlier than this before the open
+/// transaction's start time plus its timeout cannot be the coordinator's timeout abort
+/// (room for the coordinator's clock to differ from the exporter's).
+pub const TIMEOUT_SLACK: Duration = Duration::from_secs(2);
+
+/// What an observation says of the transaction a watch last saw `Ongoing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Still open, or on the way to an abort that may yet turn out a fence's: watched on.
+    Open,
+    /// Ended without a fencing: committed, aborted (by its producer, by the coordinator's
+    /// timeout, or by a fence that looks the same: see the module docs), or followed by
+    /// another transaction of the same instance. `version_1`: it ended without an epoch
+    /// bump, which only transaction version 1 does.
+    Ended { version_1: bool },
+    /// Ended by a new producer initialisation: a fence, or a restart between two
+    /// observations that nothing tells from one.
+    Fenced,
+}
+
+/// How `now`, seen at `at_ms` (wall clock, ms since the epoch), relates to the transaction
+/// `open` (seen `Ongoing`); `version_1`: its producer is known to use transaction version
+/// 1 (see the module docs).
+pub fn verdict(open: &Seen, now: &Seen, version_1: bool, at_ms: i64) -> Verdict {
+    let same_id = now.producer_id == open.producer_id;
+    let (was, is) = (
+        i32::from(open.producer_epoch),
+        i32::from(now.producer_epoch),
+    );
+    let bumped = |by: i32| same_id && is == was + by;
+    // Only the coordinator's timeout abort and a new instance's InitProducerId fence an
+    // open transaction's epoch; the first cannot have happened yet.
+    let before_timeout = open.start_time_ms >= 0
+        && open.timeout_ms >= 0
+        && at_ms.saturating_add(TIMEOUT_SLACK.as_millis() as i64)
+            < open
+                .start_time_ms
+                .saturating_add(i64::from(open.timeout_ms));
+    match now.state.as_str() {
+        "Ongoing" if bumped(0) => {
+            let another = open.start_time_ms >= 0
+                && now.start_time_ms >= 0
+                && now.start_time_ms != open.start_time_ms;
+            if another {
+                Verdict::Ended { version_1: true }
+            } else {
+                Verdict::Open
+            }
+        }
+        // Another transaction: version 2's next epoch, a rotated producer id, or a new
+        // instance's first one (not told apart from two commits).
+        "Ongoing" => Verdict::Ended { version_1: false },
+        "PrepareCommit" | "CompleteCommit" => Verdict::Ended {
+            version_1: bumped(0),
+        },
+        "PrepareAbort" | "CompleteAbort" | "PrepareEpochFence" => {
+            let fence_state = now.state == "PrepareEpochFence";
+            if bumped(0) {
+                Verdict::Ended { version_1: true }
+            } else if bumped(1) {
+                if before_timeout && (version_1 || fence_state) {
+                    Verdict::Fenced
+                } else {
+                    Verdict::Ended { version_1: false }
+                }
+            } else if !same_id && now.producer_epoch == 0 {
+                // Version 2 at the last epoch: the abort rotated the producer id.
+                Verdict::Ended { version_1: false }
+            } else {
+                Verdict::Open
+            }
+        }
+        "Empty" if bumped(1) => Verdict::Ended { version_1: true },
+        "Empty" if bumped(0) => Verdict::Open,
+        "Empty" => Verdict::Fenced,
+        // Dead (expired) or a state this exporter does not know.
+        _ => Verdict::Ended { version_1: false },
+    }
 }
 
 /// A fencing the exporter saw: the id, the epoch it had, and the producer it has now.
@@ -182,10 +283,12 @@ pub struct WatchCounters {
 #[derive(Debug, Clone)]
 struct Watched {
     last: Seen,
-    /// The last `Ongoing` view while only the way to an abort was seen since: a fence
-    /// passes through PrepareEpochFence, PrepareAbort and CompleteAbort before the new
-    /// instance's InitProducerId leaves the id `Empty`.
+    /// The last `Ongoing` view, while nothing seen since ended that transaction (see
+    /// [`verdict`]).
     open: Option<Seen>,
+    /// A producer id and epoch seen to end a transaction without an epoch bump: that
+    /// instance uses transaction version 1.
+    version_1: Option<(i64, i16)>,
     fencings: u64,
     moves: u64,
     seen_at: Instant,
@@ -207,35 +310,47 @@ impl TransactionWatch {
     /// before, counting a fencing or a coordinator move.
     pub fn observe(&mut self, t: &CoordinatorTransaction, now: Instant, wall: SystemTime) {
         let seen = Seen::from(t);
+        let at_ms = wall
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let ongoing = (seen.state == "Ongoing").then(|| seen.clone());
         match self.ids.get_mut(&t.transactional_id) {
             Some(watched) => {
-                let fenced = watched
-                    .open
-                    .as_ref()
-                    .is_some_and(|open| is_fencing(open, &seen));
-                if fenced {
-                    watched.fencings += 1;
-                    self.recent.insert(
-                        0,
-                        Fencing {
-                            transactional_id: t.transactional_id.clone(),
-                            fenced_producer_id: watched.open.as_ref().map_or(-1, |o| o.producer_id),
-                            fenced_epoch: watched.open.as_ref().map_or(-1, |o| o.producer_epoch),
-                            producer_id: seen.producer_id,
-                            producer_epoch: seen.producer_epoch,
-                            at: wall,
-                        },
-                    );
-                    self.recent.truncate(RECENT_FENCINGS);
+                if let Some(open) = watched.open.take() {
+                    let version_1 =
+                        watched.version_1 == Some((open.producer_id, open.producer_epoch));
+                    watched.open = match verdict(&open, &seen, version_1, at_ms) {
+                        // The same transaction again, or on the way to an abort.
+                        Verdict::Open => ongoing.or(Some(open)),
+                        Verdict::Ended { version_1 } => {
+                            if version_1 {
+                                watched.version_1 = Some((open.producer_id, open.producer_epoch));
+                            }
+                            ongoing
+                        }
+                        Verdict::Fenced => {
+                            watched.fencings += 1;
+                            self.recent.insert(
+                                0,
+                                Fencing {
+                                    transactional_id: t.transactional_id.clone(),
+                                    fenced_producer_id: open.producer_id,
+                                    fenced_epoch: open.producer_epoch,
+                                    producer_id: seen.producer_id,
+                                    producer_epoch: seen.producer_epoch,
+                                    at: wall,
+                                },
+                            );
+                            self.recent.truncate(RECENT_FENCINGS);
+                            ongoing
+                        }
+                    };
+                } else {
+                    watched.open = ongoing;
                 }
                 if watched.last.coordinator != seen.coordinator {
                     watched.moves += 1;
                 }
-                watched.open = match seen.state.as_str() {
-                    "Ongoing" => Some(seen.clone()),
-                    "PrepareAbort" | "CompleteAbort" if !fenced => watched.open.take(),
-                    _ => None,
-                };
                 watched.last = seen;
                 watched.seen_at = now;
             }
@@ -243,8 +358,9 @@ impl TransactionWatch {
                 self.ids.insert(
                     t.transactional_id.clone(),
                     Watched {
-                        open: (seen.state == "Ongoing").then(|| seen.clone()),
+                        open: ongoing,
                         last: seen,
+                        version_1: None,
                         fencings: 0,
                         moves: 0,
                         seen_at: now,
@@ -465,13 +581,22 @@ mod tests {
     use super::*;
     use crate::kafka::ListedTransaction;
 
+    /// A view of a transaction started at 100 s (wall clock) with a 60 s timeout.
     fn seen(producer_id: i64, producer_epoch: i16, state: &str) -> Seen {
         Seen {
             producer_id,
             producer_epoch,
             state: state.into(),
             coordinator: 1,
+            start_time_ms: 100_000,
+            timeout_ms: 60_000,
         }
+    }
+
+    /// The verdict at 101 s, long before the timeout, of a producer whose transaction
+    /// version is not known.
+    fn judge(before: &Seen, now: &Seen) -> Verdict {
+        verdict(before, now, false, 101_000)
     }
 
     fn described(
@@ -495,7 +620,8 @@ mod tests {
     }
 
     #[test]
-    fn fencing_is_a_new_instance_never_a_healthy_commit() {
+    fn verdicts_follow_kafkas_epochs() {
+        use Verdict::*;
         // Transaction version 2: every commit bumps the epoch; none is a fencing.
         let mut before = seen(7, 3, "Ongoing");
         for epoch in 4..20 {
@@ -506,93 +632,164 @@ mod tests {
                 "CompleteAbort",
             ] {
                 let now = seen(7, epoch, state);
-                assert!(!is_fencing(&before, &now), "{before:?} -> {now:?}");
+                assert_ne!(judge(&before, &now), Fenced, "{before:?} -> {now:?}");
                 before = now;
             }
             before = seen(7, epoch, "Ongoing");
         }
-        // Epoch exhausted: a new producer id with a completed transaction.
-        assert!(!is_fencing(
-            &seen(7, 32766, "Ongoing"),
-            &seen(8, 0, "CompleteCommit")
-        ));
-        // Transaction version 1: commits keep the epoch.
-        assert!(!is_fencing(
-            &seen(7, 3, "Ongoing"),
-            &seen(7, 3, "CompleteCommit")
-        ));
-        // The coordinator's timeout abort bumps the epoch, but leaves CompleteAbort.
-        assert!(!is_fencing(
-            &seen(7, 3, "Ongoing"),
-            &seen(7, 4, "CompleteAbort")
-        ));
-        // A new instance: observed on Kafka 4.4 with Java clients (epoch 0 -> 2, Empty).
-        assert!(is_fencing(&seen(7, 0, "Ongoing"), &seen(7, 2, "Empty")));
-        // One epoch up is a transaction-version-1 producer that ended its transaction
-        // itself (same epoch), then restarted (one bump): a fence bumps twice.
-        assert!(!is_fencing(&seen(7, 0, "Ongoing"), &seen(7, 1, "Empty")));
-        assert!(is_fencing(
-            &seen(7, 0, "Ongoing"),
-            &seen(7, 1, "PrepareEpochFence")
-        ));
-        assert!(is_fencing(&seen(7, 5, "Ongoing"), &seen(9, 0, "Empty")));
-        // Only from a transaction seen open, and only once.
-        assert!(!is_fencing(
-            &seen(7, 1, "PrepareEpochFence"),
-            &seen(7, 2, "Empty")
-        ));
-        assert!(!is_fencing(&seen(7, 2, "Empty"), &seen(7, 2, "Empty")));
-        assert!(!is_fencing(
-            &seen(7, 2, "CompleteCommit"),
-            &seen(7, 3, "Empty")
-        ));
+        // Epoch exhausted: the end of the transaction rotates the producer id.
+        for state in ["CompleteCommit", "PrepareAbort", "CompleteAbort", "Ongoing"] {
+            assert_eq!(
+                judge(&seen(7, 32766, "Ongoing"), &seen(8, 0, state)),
+                Ended { version_1: false },
+                "{state}"
+            );
+        }
+        // Transaction version 1: commits and aborts keep the epoch.
+        for state in [
+            "PrepareCommit",
+            "CompleteCommit",
+            "PrepareAbort",
+            "CompleteAbort",
+        ] {
+            assert_eq!(
+                judge(&seen(7, 3, "Ongoing"), &seen(7, 3, state)),
+                Ended { version_1: true },
+                "{state}"
+            );
+        }
+        // The next transaction at the same epoch (version 1), or the same one again.
+        let mut later = seen(7, 3, "Ongoing");
+        later.start_time_ms += 5_000;
+        assert_eq!(
+            judge(&seen(7, 3, "Ongoing"), &later),
+            Ended { version_1: true }
+        );
+        assert_eq!(judge(&seen(7, 3, "Ongoing"), &seen(7, 3, "Ongoing")), Open);
+        // An abort one epoch up: a version-2 producer's own, the coordinator's timeout
+        // abort, or a fence caught in the act; told apart only for a producer known to use
+        // version 1, before the timeout.
+        for state in ["PrepareAbort", "CompleteAbort"] {
+            let (open, now) = (seen(7, 3, "Ongoing"), seen(7, 4, state));
+            assert_eq!(judge(&open, &now), Ended { version_1: false });
+            assert_eq!(verdict(&open, &now, true, 101_000), Fenced);
+            assert_eq!(verdict(&open, &now, true, 157_999), Fenced);
+            assert_eq!(
+                verdict(&open, &now, true, 158_000),
+                Ended { version_1: false }
+            );
+            assert_eq!(
+                verdict(&open, &now, true, 170_000),
+                Ended { version_1: false }
+            );
+        }
+        // The coordinator's fencing state (pending only: never reported by Kafka).
+        let (open, fencing) = (seen(7, 3, "Ongoing"), seen(7, 4, "PrepareEpochFence"));
+        assert_eq!(judge(&open, &fencing), Fenced);
+        assert_eq!(
+            verdict(&open, &fencing, false, 170_000),
+            Ended { version_1: false }
+        );
+        // A start time or timeout not known: it may have timed out.
+        let mut unknown = seen(7, 3, "Ongoing");
+        unknown.start_time_ms = -1;
+        assert_eq!(
+            verdict(&unknown, &seen(7, 4, "CompleteAbort"), true, 101_000),
+            Ended { version_1: false }
+        );
+        // A two-phase (KIP-939) transaction is never timed out.
+        let mut two_phase = seen(7, 3, "Ongoing");
+        two_phase.timeout_ms = TWO_PHASE_TIMEOUT_MS;
+        assert_eq!(
+            verdict(
+                &two_phase,
+                &seen(7, 4, "CompleteAbort"),
+                true,
+                i64::from(i32::MAX)
+            ),
+            Fenced
+        );
+        // An abort further up (Kafka 4.0's version-2 fence): watched on.
+        assert_eq!(
+            judge(&seen(7, 3, "Ongoing"), &seen(7, 5, "PrepareAbort")),
+            Open
+        );
+        // A new initialisation straight after the open transaction: observed on Kafka 4.4
+        // and 3.9 as epoch 0 `Ongoing`, then epoch 2 `Empty`.
+        assert_eq!(judge(&seen(7, 0, "Ongoing"), &seen(7, 2, "Empty")), Fenced);
+        assert_eq!(judge(&seen(7, 5, "Ongoing"), &seen(9, 0, "Empty")), Fenced);
+        // One epoch up is a version-1 producer that ended its transaction itself (same
+        // epoch), then restarted (one bump): a fence bumps twice.
+        assert_eq!(
+            judge(&seen(7, 0, "Ongoing"), &seen(7, 1, "Empty")),
+            Ended { version_1: true }
+        );
+        // An id expired by its coordinator.
+        assert_eq!(
+            judge(&seen(7, 0, "Ongoing"), &seen(7, 0, "Dead")),
+            Ended { version_1: false }
+        );
     }
 
     #[test]
     fn the_watch_counts_fencings_and_moves_once_each() {
         let mut watch = TransactionWatch::default();
         let t0 = Instant::now();
-        let wall = SystemTime::now();
-        watch.observe(&described("etl", "Ongoing", 0, 1, 60_000, 1), t0, wall);
-        watch.observe(&described("etl", "Ongoing", 0, 1, 60_000, 1), t0, wall);
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let start = 999_000;
+        watch.observe(&described("etl", "Ongoing", 0, start, 60_000, 1), t0, wall);
+        watch.observe(&described("etl", "Ongoing", 0, start, 60_000, 1), t0, wall);
         assert_eq!(watch.events("etl"), (0, 0));
-        watch.observe(
-            &described("etl", "PrepareEpochFence", 1, 1, 60_000, 1),
-            t0,
-            wall,
-        );
+        // A new instance between two cycles: Empty two epochs up.
         watch.observe(&described("etl", "Empty", 2, -1, 60_000, 1), t0, wall);
         assert_eq!(watch.events("etl"), (1, 0));
         assert_eq!(watch.recent()[0].fenced_epoch, 0);
-        assert_eq!(watch.recent()[0].producer_epoch, 1);
-        // A fence seen half way: the abort it forces, then the new instance's Empty.
-        watch.observe(&described("etl", "Ongoing", 2, 3, 60_000, 1), t0, wall);
+        assert_eq!(watch.recent()[0].producer_epoch, 2);
+        // Once only.
+        watch.observe(&described("etl", "Empty", 2, -1, 60_000, 1), t0, wall);
+        assert_eq!(watch.events("etl"), (1, 0));
+        // A version-1 producer (two transactions at epoch 2) fenced, caught half way: the
+        // abort the fence forces, one epoch up, long before the timeout; then the new
+        // instance's Empty, not counted again.
+        watch.observe(&described("etl", "Ongoing", 2, start, 60_000, 1), t0, wall);
         watch.observe(
-            &described("etl", "CompleteAbort", 3, 3, 60_000, 1),
+            &described("etl", "CompleteCommit", 2, start, 60_000, 1),
             t0,
             wall,
         );
-        watch.observe(&described("etl", "Empty", 4, -1, 60_000, 1), t0, wall);
+        watch.observe(
+            &described("etl", "Ongoing", 2, start + 500, 60_000, 1),
+            t0,
+            wall,
+        );
+        watch.observe(
+            &described("etl", "CompleteAbort", 3, start + 500, 60_000, 1),
+            t0,
+            wall,
+        );
         assert_eq!(watch.events("etl"), (2, 0));
         assert_eq!(watch.recent()[0].fenced_epoch, 2);
+        assert_eq!(watch.recent()[0].producer_epoch, 3);
+        watch.observe(&described("etl", "Empty", 4, -1, 60_000, 1), t0, wall);
+        assert_eq!(watch.events("etl"), (2, 0));
         // A healthy transaction-version-2 producer aborting, then going on: no fencing;
         // nor does a later Empty after a commit count.
-        watch.observe(&described("etl", "Ongoing", 4, 5, 60_000, 1), t0, wall);
+        watch.observe(&described("etl", "Ongoing", 4, start, 60_000, 1), t0, wall);
         watch.observe(
-            &described("etl", "CompleteAbort", 5, 5, 60_000, 1),
+            &described("etl", "CompleteAbort", 5, start, 60_000, 1),
             t0,
             wall,
         );
-        watch.observe(&described("etl", "Ongoing", 5, 6, 60_000, 1), t0, wall);
+        watch.observe(&described("etl", "Ongoing", 5, start, 60_000, 1), t0, wall);
         watch.observe(
-            &described("etl", "CompleteCommit", 6, 6, 60_000, 1),
+            &described("etl", "CompleteCommit", 6, start, 60_000, 1),
             t0,
             wall,
         );
         watch.observe(&described("etl", "Empty", 7, -1, 60_000, 1), t0, wall);
         assert_eq!(watch.events("etl"), (2, 0));
-        watch.observe(&described("etl", "Ongoing", 7, 8, 60_000, 2), t0, wall);
-        watch.observe(&described("etl", "Ongoing", 7, 8, 60_000, 2), t0, wall);
+        watch.observe(&described("etl", "Ongoing", 7, start, 60_000, 2), t0, wall);
+        watch.observe(&described("etl", "Ongoing", 7, start, 60_000, 2), t0, wall);
         assert_eq!(watch.events("etl"), (2, 1));
         assert_eq!(
             watch.counters(),
@@ -614,10 +811,11 @@ mod tests {
         watch.observe(&described("app", "Ongoing", 3, 1, 60_000, 1), t0, wall);
         watch.observe(&described("app", "Empty", 4, -1, 60_000, 1), t0, wall);
         assert_eq!(watch.events("app"), (0, 0));
-        // Transaction version 2: the commit bumps to 4, InitProducerId to 5; the same
-        // Empty two epochs up as a fence leaves. Counted: the open transaction was ended
-        // by a new producer initialisation (a fence or a restart; nothing tells them
-        // apart), which the HELP text, the docs and `/` say.
+        // Transaction version 2: the commit (or abort) bumps to 4, InitProducerId to 5;
+        // with no cycle in between, the very Empty two epochs up that a fence leaves (Kafka
+        // 4.4: Ongoing 0, Empty 2). Counted: the open transaction was ended by a new
+        // producer initialisation (a fence or a restart; nothing tells them apart), which
+        // the HELP text, the docs and `/` say.
         let mut watch = TransactionWatch::default();
         watch.observe(&described("app", "Ongoing", 3, 1, 60_000, 1), t0, wall);
         watch.observe(&described("app", "Empty", 5, -1, 60_000, 1), t0, wall);
@@ -659,6 +857,190 @@ mod tests {
             }
             assert_eq!(watch.events("app"), (0, 0), "bump {bump}");
         }
+    }
+
+    /// Feeds `watch` one id's observations `(state, producer id, epoch, start time)` of a
+    /// transaction with a 60 s timeout, one cycle a second from `t0_ms` (wall clock);
+    /// returns its fencings.
+    fn fencings_after(
+        watch: &mut TransactionWatch,
+        seen: &[(&str, i64, i16, i64)],
+        t0_ms: u64,
+    ) -> u64 {
+        let t0 = Instant::now();
+        for (i, (state, producer_id, epoch, start)) in seen.iter().enumerate() {
+            let mut t = described("app", state, *epoch, *start, 60_000, 1);
+            t.producer_id = *producer_id;
+            let at = SystemTime::UNIX_EPOCH + Duration::from_millis(t0_ms + 1_000 * i as u64);
+            watch.observe(&t, t0 + Duration::from_secs(i as u64), at);
+        }
+        watch.events("app").0
+    }
+
+    #[test]
+    fn an_abort_the_watch_saw_then_a_restart_is_no_fencing() {
+        // (a) Transaction version 2, as Kafka 4.4 with a Java 4.4 producer does it: the
+        // abort bumps the epoch (PrepareAbort and CompleteAbort one up), the restart's
+        // InitProducerId once more: Empty two epochs up, what a fence leaves too. The watch
+        // saw the abort complete first: the application's own abort, not counted.
+        for abort in [
+            vec![("PrepareAbort", 7, 3, 100_000)],
+            vec![("CompleteAbort", 7, 3, 100_000)],
+            vec![
+                ("PrepareAbort", 7, 3, 100_000),
+                ("CompleteAbort", 7, 3, 100_000),
+            ],
+        ] {
+            let mut seen = vec![("Ongoing", 7, 2, 100_000)];
+            seen.extend(abort.iter().copied());
+            seen.push(("Empty", 7, 4, -1));
+            let mut watch = TransactionWatch::default();
+            assert_eq!(fencings_after(&mut watch, &seen, 101_000), 0, "{seen:?}");
+            // ... and the restarted instance goes on healthily.
+            let more = [
+                ("Ongoing", 7, 4, 110_000),
+                ("CompleteCommit", 7, 5, 110_000),
+                ("Ongoing", 7, 5, 111_000),
+                ("CompleteAbort", 7, 6, 111_000),
+                ("Empty", 7, 7, -1),
+            ];
+            assert_eq!(fencings_after(&mut watch, &more, 110_000), 0, "{seen:?}");
+        }
+        // Transaction version 1 (librdkafka; Java on Kafka 3.x): the abort keeps the epoch,
+        // the restart bumps it once.
+        let seen = [
+            ("Ongoing", 7, 2, 100_000),
+            ("CompleteAbort", 7, 2, 100_000),
+            ("Empty", 7, 3, -1),
+        ];
+        assert_eq!(
+            fencings_after(&mut TransactionWatch::default(), &seen, 101_000),
+            0
+        );
+        // Transaction version 2 at the last epoch: the abort rotates the producer id (epoch
+        // 0 of a new one), the restart bumps that.
+        let seen = [
+            ("Ongoing", 7, 32766, 100_000),
+            ("CompleteAbort", 8, 0, 100_000),
+            ("Empty", 8, 1, -1),
+        ];
+        assert_eq!(
+            fencings_after(&mut TransactionWatch::default(), &seen, 101_000),
+            0
+        );
+    }
+
+    #[test]
+    fn a_timeout_abort_then_reinitialisation_is_no_fencing() {
+        // (b) The coordinator aborts a transaction older than its timeout (60 s here) and
+        // bumps the epoch to do so (it fences the epoch, then aborts), under either
+        // transaction version; the producer's next call fails and the application creates
+        // a new producer, whose InitProducerId bumps once more. Seen on Kafka 4.4: Ongoing
+        // 0, CompleteAbort 1, Empty 2.
+        let seen = [
+            ("Ongoing", 7, 0, 100_000),
+            ("Ongoing", 7, 0, 100_000),
+            ("CompleteAbort", 7, 1, 100_000),
+            ("CompleteAbort", 7, 1, 100_000),
+            ("Empty", 7, 2, -1),
+        ];
+        assert_eq!(
+            fencings_after(&mut TransactionWatch::default(), &seen, 159_000),
+            0
+        );
+        // The same for a producer known to use transaction version 1 (an earlier
+        // transaction ended at the same epoch): an abort one epoch up after the timeout is
+        // the coordinator's.
+        let seen = [
+            ("Ongoing", 7, 0, 90_000),
+            ("CompleteCommit", 7, 0, 90_000),
+            ("Ongoing", 7, 0, 100_000),
+            ("PrepareAbort", 7, 1, 100_000),
+            ("Empty", 7, 2, -1),
+        ];
+        assert_eq!(
+            fencings_after(&mut TransactionWatch::default(), &seen, 157_000),
+            0
+        );
+        // The coordinator's state while it fences the epoch (Kafka never reports it: it is
+        // pending only, but were it seen): after the timeout, the coordinator's own.
+        let seen = [
+            ("Ongoing", 7, 0, 100_000),
+            ("PrepareEpochFence", 7, 1, 100_000),
+            ("Empty", 7, 2, -1),
+        ];
+        assert_eq!(
+            fencings_after(&mut TransactionWatch::default(), &seen, 159_000),
+            0
+        );
+    }
+
+    #[test]
+    fn true_fencings_stay_counted() {
+        // A second instance initialises while the first has a transaction open: seen on
+        // Kafka 4.4 as Ongoing 0, PrepareAbort 1, CompleteAbort 1 (about 100 ms, the new
+        // instance's retry backoff), Empty 2; a cycle sees Ongoing, then Empty.
+        for epochs in [(0, 2), (5, 7)] {
+            let seen = [
+                ("Ongoing", 7, epochs.0, 100_000),
+                ("Empty", 7, epochs.1, -1),
+            ];
+            let mut watch = TransactionWatch::default();
+            assert_eq!(fencings_after(&mut watch, &seen, 101_000), 1);
+            assert_eq!(watch.recent()[0].fenced_epoch, epochs.0);
+            assert_eq!(watch.recent()[0].producer_epoch, epochs.1);
+        }
+        // At the last epoch the new instance gets a new producer id.
+        let seen = [("Ongoing", 7, 32766, 100_000), ("Empty", 9, 0, -1)];
+        assert_eq!(
+            fencings_after(&mut TransactionWatch::default(), &seen, 101_000),
+            1
+        );
+        // A fence caught half way, for a producer known to use transaction version 1 (an
+        // earlier transaction of the same epoch ended without a bump), long before its
+        // timeout: its own abort keeps the epoch, only a fence bumps it. Counted once.
+        for earlier in ["CompleteCommit", "CompleteAbort", "Ongoing"] {
+            let seen = [
+                ("Ongoing", 7, 4, 90_000),
+                (earlier, 7, 4, 90_000),
+                ("Ongoing", 7, 4, 100_000),
+                ("CompleteAbort", 7, 5, 100_000),
+                ("Empty", 7, 6, -1),
+                ("Ongoing", 7, 6, 104_000),
+            ];
+            let seen = if earlier == "Ongoing" {
+                vec![seen[0], seen[2], seen[3], seen[4], seen[5]]
+            } else {
+                seen.to_vec()
+            };
+            assert_eq!(
+                fencings_after(&mut TransactionWatch::default(), &seen, 101_000),
+                1,
+                "{seen:?}"
+            );
+        }
+        // A fence on a broker whose transaction-version-2 fence aborts one epoch further
+        // up (Kafka 4.0 before KAFKA-19367): PrepareAbort two up, Empty three up.
+        let seen = [
+            ("Ongoing", 7, 3, 100_000),
+            ("PrepareAbort", 7, 5, 100_000),
+            ("Empty", 7, 6, -1),
+        ];
+        assert_eq!(
+            fencings_after(&mut TransactionWatch::default(), &seen, 101_000),
+            1
+        );
+        // The coordinator's fencing state, were it reported, before the timeout: only an
+        // InitProducerId puts an open transaction there.
+        let seen = [
+            ("Ongoing", 7, 0, 100_000),
+            ("PrepareEpochFence", 7, 1, 100_000),
+            ("Empty", 7, 2, -1),
+        ];
+        assert_eq!(
+            fencings_after(&mut TransactionWatch::default(), &seen, 101_000),
+            1
+        );
     }
 
     #[test]
