@@ -206,6 +206,7 @@ impl ClusterLoop {
                         seconds = elapsed.as_secs_f64(),
                         commit_watch = remembered.0,
                         transaction_watch = remembered.1,
+                        isolation_watch = remembered.2,
                         "cycle done"
                     ),
                     Some(false) => tracing::info!(

@@ -145,6 +145,18 @@ fn unix_ms(at: SystemTime) -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+impl Remembered {
+    /// Nothing to remember: no evidence, no position on a pinned partition, nothing read
+    /// of aborted transactions.
+    fn is_empty(&self) -> bool {
+        self.evidence.is_empty()
+            && self.positions.is_empty()
+            && self.aborted.is_empty()
+            && self.recent.is_empty()
+            && self.passed.is_empty()
+    }
+}
+
 fn id_hash(member_id: &str) -> u64 {
     let mut hasher = DefaultHasher::new();
     member_id.hash(&mut hasher);
@@ -182,16 +194,21 @@ pub fn apply(derived: &mut Derived, watch: &mut IsolationWatch, cycle: Cycle) {
         .map(|p| ((&*p.topic, p.partition), p))
         .collect();
     for group in &mut derived.groups {
-        let remembered = watch.groups.entry(group.name.clone()).or_default();
-        remembered.seen = cycle;
-        if remembered.coordinator != group.coordinator {
-            remembered.coordinator.clone_from(&group.coordinator);
-        }
         if group.group_type == "share" {
             group.ruler.level = group
                 .isolation
                 .map_or(RulerLevel::Unknown, RulerLevel::from);
             continue;
+        }
+        // Only groups with something to remember are kept: most groups never show their
+        // isolation, and cost nothing here.
+        let mut fresh = Remembered::default();
+        let existing = watch.groups.get_mut(group.name.as_str());
+        let new = existing.is_none();
+        let remembered = existing.unwrap_or(&mut fresh);
+        remembered.seen = cycle;
+        if remembered.coordinator != group.coordinator {
+            remembered.coordinator.clone_from(&group.coordinator);
         }
         forget_departed(remembered, group);
         observe(
@@ -209,6 +226,12 @@ pub fn apply(derived: &mut Derived, watch: &mut IsolationWatch, cycle: Cycle) {
             .map(|(topic, read)| (topic.clone(), *read))
             .collect();
         group.ruler.aborted_transactions = remembered.recent.iter().cloned().collect();
+        let keep = !remembered.is_empty();
+        if new && keep {
+            watch.groups.insert(group.name.clone(), fresh);
+        } else if !new && !keep {
+            watch.groups.remove(group.name.as_str());
+        }
     }
     if reached {
         let listing = &derived.group_listing;

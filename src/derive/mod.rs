@@ -117,8 +117,9 @@ impl ClusterSnapshot {
 pub struct Step {
     pub derived: Derived,
     pub transactions: inventory::TransactionsView,
-    /// Entries of the commit watch and the transaction watch after the cycle.
-    pub remembered: (usize, usize),
+    /// Entries of the commit watch, the transaction watch and the isolation watch (groups)
+    /// after the cycle.
+    pub remembered: (usize, usize, usize),
     /// The cluster's features after the cycle, and those that changed in it.
     pub features: BTreeMap<Feature, FeatureState>,
     pub feature_changes: Vec<features::Change>,
@@ -243,7 +244,7 @@ impl Deriver {
                 counters: self.watch.counters(),
                 recent_fencings: self.watch.recent().to_vec(),
             },
-            remembered: (self.commits.len(), self.watch.len()),
+            remembered: (self.commits.len(), self.watch.len(), self.isolation.len()),
             derived,
             features: self.features.states().clone(),
             feature_changes,
