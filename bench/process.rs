@@ -8,6 +8,8 @@ use std::process::{Command, Stdio};
 /// The release binary sampling the local cluster (`bootstrap`) every `interval` and
 /// serving on `port`, keeping the topics and groups the regexes `topics` and `groups`
 /// match. Its log (stderr) is piped, stdout discarded; add environment as needed.
+/// `BENCH_EXPORTER=PATH` runs the binary at PATH instead (another revision's release
+/// build, for a before-and-after on the same workload: `bench/run cycle-against=REV`).
 pub fn exporter(
     bootstrap: &str,
     cluster: &str,
@@ -16,7 +18,9 @@ pub fn exporter(
     topics: &str,
     groups: &str,
 ) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"));
+    let binary = std::env::var_os("BENCH_EXPORTER")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_kafka-lso-exporter").into());
+    let mut command = Command::new(binary);
     command
         .args(["--bootstrap-servers", bootstrap, "--cluster-name", cluster])
         .args([
