@@ -30,16 +30,21 @@
 //! return. The exporter's own restart forgets it: the alert rules carry it across with
 //! `max_over_time` over `kafka_consumergroup_isolation`.
 //!
-//! **Aborted records read.** When a window reads an abort marker
-//! ([`crate::kafka::records::CostTally`]), the transaction's record batches are known. A
-//! group that reads uncommitted has delivered every record of it its committed offset has
-//! passed (the highest committed offset seen: a consumer that seeks back and reads them
-//! again is counted once), and every record it passes later: both are counted per group
-//! and topic. Records below the log start were never delivered and count nowhere; a group
-//! that commits past the HW counts nothing there. Exact where every batch of the
-//! transaction was read; where the reading began inside it, the offsets from the
-//! transaction's first record (as DescribeProducers gave it while it was open) to where
-//! the reading began are counted as records: an upper bound, marked so.
+//! **Aborted records read.** While a partition is pinned or has aborted transactions, the
+//! exporter keeps, per group, the offset ranges the group delivered there: each advance
+//! of its highest committed offset, made while it had live members in this cycle and the
+//! one before, and while it (or the member owning the partition) reads uncommitted. An
+//! advance without members (an offset reset), past the HW (a commit by hand), or across
+//! records below the log start (deleted before it read them) delivered nothing there; a
+//! consumer that seeks back and reads again adds nothing. When a window reads an abort
+//! marker ([`crate::kafka::records::CostTally`]), the transaction's record batches are
+//! known: its records within the delivered ranges are what the group delivered, counted
+//! per group and topic, each once, also those it passes later. The count is exact where
+//! every batch of the transaction was read; where the reading began inside it, the
+//! offsets from its first record (as DescribeProducers gave it while it was open) to where
+//! the reading began count as records (at most); where neither tells where it began, what
+//! was read counts (at least). A transaction that begins and aborts between two cycles in
+//! a part of the log no window read is not seen at all.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -48,8 +53,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::state::{
-    AbortedRead, AbortedTransactionRead, Derived, Evidence, GroupState, Owner, PartitionState,
-    Ruler, RulerLevel, SeenMember,
+    AbortedRead, AbortedTransactionRead, Bound, Derived, Evidence, GroupState, Owner,
+    PartitionState, Ruler, RulerLevel, SeenMember,
 };
 use crate::kafka::records::{AbortedTransaction, Span};
 use crate::kafka::{GroupListing, Isolation};
@@ -61,7 +66,17 @@ pub const HOLD_FOR: Duration = Duration::from_secs(60);
 /// Aborted transactions a group lists at most (newest first).
 const RECENT: usize = 20;
 /// Aborted transactions remembered per partition at most.
-const HISTORY: usize = 32;
+const HISTORY: usize = 256;
+/// Pieces of evidence a group keeps at most (the newest).
+const EVIDENCE: usize = 16;
+/// Offset ranges a group is remembered to have delivered per partition at most.
+const RANGES: usize = 16;
+/// Aborted transactions a group remembers having counted, to count one over several
+/// partitions of a topic once.
+const COUNTED_TRANSACTIONS: usize = 1024;
+/// Abort markers of one producer and epoch this close in time end one transaction (the
+/// coordinator writes them at once; the leaders' clocks differ a little).
+const SAME_ABORT_MS: u64 = 1_000;
 /// Cycles a group missing from the lists is remembered at most while some broker fails
 /// to list its groups.
 const MISSING_CYCLES: u64 = 40;
@@ -71,10 +86,12 @@ const MISSING_CYCLES: u64 = 40;
 #[derive(Debug, Default)]
 pub struct IsolationWatch {
     groups: HashMap<String, Remembered>,
-    /// Partitions with aborted transactions, oldest first.
-    aborts: HashMap<(Arc<str>, i32), Vec<Learned>>,
+    /// Partitions with aborted transactions.
+    aborts: HashMap<(Arc<str>, i32), History>,
     /// The open transactions of the last cycle that listed them, per partition.
     open: HashMap<(Arc<str>, i32), Vec<SeenOpen>>,
+    /// Hashes of the groups that had live members in the last cycle that described them.
+    live: HashSet<u64>,
     cycle: u64,
 }
 
@@ -93,8 +110,18 @@ impl IsolationWatch {
 #[derive(Debug)]
 struct SeenOpen {
     producer_id: i64,
+    producer_epoch: i32,
     transactional_id: String,
     start_offset: i64,
+}
+
+/// A partition's aborted transactions, oldest first, and how far markers were learned.
+#[derive(Debug, Default)]
+struct History {
+    learned: Vec<Learned>,
+    /// The highest marker offset learned: a marker read again (a window read anew after
+    /// its tally was dropped) is not learned twice.
+    learned_to: i64,
 }
 
 /// An aborted transaction and the cycle that learned of it.
@@ -102,7 +129,7 @@ struct SeenOpen {
 struct Learned {
     transaction: AbortedTransaction,
     transactional_id: String,
-    cycle: u64,
+    bound: Bound,
 }
 
 /// One piece of evidence and who was in the group when it was seen.
@@ -113,53 +140,53 @@ struct Kept {
     witnesses: Vec<u64>,
 }
 
-/// A group's position on a pinned partition in the last cycle.
-#[derive(Debug)]
-struct Position {
-    topic: Arc<str>,
-    partition: i32,
+/// A group on a partition that is pinned or has aborted transactions.
+#[derive(Debug, Default)]
+struct Track {
+    /// Its committed offset in the last cycle that knew it.
     committed: i64,
-    /// Since when it has stood at the LSO with records above it and live members.
+    /// Since when it has stood at a pinned LSO with records above it and live members.
     held_since: Option<Instant>,
+    /// Its highest committed offset seen.
+    passed: i64,
+    /// Its committed offset when it was first watched here: what it read below is not
+    /// known.
+    since: i64,
+    /// Offset ranges `[from, to)` it delivered while reading uncommitted, sorted, apart.
+    delivered: Vec<(i64, i64)>,
+    /// Per aborted transaction (its marker offset), its records counted so far.
+    counted: Vec<(i64, i64)>,
 }
 
 #[derive(Debug, Default)]
 struct Remembered {
     evidence: Vec<Kept>,
-    /// Its positions on pinned partitions, sorted by topic and partition.
-    positions: Vec<Position>,
+    tracks: HashMap<(Arc<str>, i32), Track>,
     /// Per topic, what it read of aborted transactions.
     aborted: BTreeMap<Arc<str>, AbortedRead>,
     recent: VecDeque<AbortedTransactionRead>,
-    /// The highest committed offset seen on each partition that has aborted transactions.
-    passed: HashMap<(Arc<str>, i32), i64>,
+    /// The aborted transactions counted (topic, producer id, epoch, abort time in ms).
+    counted: VecDeque<(Arc<str>, i64, i16, i64)>,
+    /// The level of the last cycle that described the group's members.
+    level: RulerLevel,
     coordinator: Option<String>,
     seen: u64,
 }
 
-/// Abort markers of one producer and epoch this close in time end one transaction.
-const SAME_ABORT_MS: u64 = 5_000;
-
-fn unix_ms(at: SystemTime) -> i64 {
-    at.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 impl Remembered {
-    /// Nothing to remember: no evidence, no position on a pinned partition, nothing read
-    /// of aborted transactions.
+    /// Nothing to remember: no evidence, no partition watched, nothing read of aborted
+    /// transactions.
     fn is_empty(&self) -> bool {
         self.evidence.is_empty()
-            && self.positions.is_empty()
+            && self.tracks.is_empty()
             && self.aborted.is_empty()
             && self.recent.is_empty()
-            && self.passed.is_empty()
     }
 }
 
-fn id_hash(member_id: &str) -> u64 {
+fn id_hash(text: &str) -> u64 {
     let mut hasher = DefaultHasher::new();
-    member_id.hash(&mut hasher);
+    text.hash(&mut hasher);
     hasher.finish()
 }
 
@@ -172,7 +199,7 @@ pub struct Cycle<'a> {
     pub committed_before: &'a dyn Fn(&str, &str, i32) -> Option<i64>,
     pub now: Instant,
     pub wall: SystemTime,
-    /// The cycle reached the cluster: groups it no longer lists are forgotten only then.
+    /// The cycle reached the cluster: what it no longer lists is forgotten only then.
     pub reached: bool,
 }
 
@@ -187,18 +214,26 @@ pub fn apply(derived: &mut Derived, watch: &mut IsolationWatch, cycle: Cycle) {
     } = cycle;
     watch.cycle += 1;
     let cycle = watch.cycle;
-    learn_aborts(watch, aborted, &derived.partitions, cycle);
+    learn_aborts(watch, aborted);
     let partitions: HashMap<(&str, i32), &PartitionState> = derived
         .partitions
         .iter()
         .map(|p| ((&*p.topic, p.partition), p))
         .collect();
+    let mut live = HashSet::new();
     for group in &mut derived.groups {
         if group.group_type == "share" {
             group.ruler.level = group
                 .isolation
                 .map_or(RulerLevel::Unknown, RulerLevel::from);
             continue;
+        }
+        let name = id_hash(&group.name);
+        // Members unknown (the describe failed): as they were.
+        let live_before = watch.live.contains(&name);
+        let live_now = group.members.map_or(live_before, |m| m > 0);
+        if live_now {
+            live.insert(name);
         }
         // Only groups with something to remember are kept: most groups never show their
         // isolation, and cost nothing here.
@@ -211,15 +246,17 @@ pub fn apply(derived: &mut Derived, watch: &mut IsolationWatch, cycle: Cycle) {
             remembered.coordinator.clone_from(&group.coordinator);
         }
         forget_departed(remembered, group);
-        observe(
-            remembered,
-            group,
-            &partitions,
+        let observed = Observed {
+            partitions: &partitions,
+            aborts: &watch.aborts,
             committed_before,
-            (now, wall),
-        );
+            now,
+            wall,
+            live: (live_before, live_now),
+        };
+        observe(remembered, group, &observed);
         group.ruler = ruler_of(remembered, group);
-        count_aborted(remembered, group, &watch.aborts, &partitions, cycle);
+        deliver_and_count(remembered, group, &observed);
         group.ruler.aborted = remembered
             .aborted
             .iter()
@@ -234,70 +271,73 @@ pub fn apply(derived: &mut Derived, watch: &mut IsolationWatch, cycle: Cycle) {
         }
     }
     if reached {
-        let listing = &derived.group_listing;
-        let complete = *listing == GroupListing::Complete;
-        watch.groups.retain(|_, r| {
-            r.seen == cycle
-                || (!complete
-                    && !listing.gone(r.coordinator.as_deref())
-                    && cycle - r.seen < MISSING_CYCLES)
-        });
+        watch.live = live;
+        forget(watch, derived, cycle);
+    } else {
+        watch.live.extend(live);
     }
 }
 
 /// Takes this cycle's aborted transactions into each partition's history, with the
-/// transactional id and first offset the last cycle's open transactions gave them; then
-/// remembers this cycle's open transactions and forgets what the log no longer holds.
-fn learn_aborts(
-    watch: &mut IsolationWatch,
-    aborted: Vec<(Arc<str>, i32, AbortedTransaction)>,
-    partitions: &[PartitionState],
-    cycle: u64,
-) {
+/// transactional id and first offset the last cycle's open transactions gave them.
+fn learn_aborts(watch: &mut IsolationWatch, aborted: Vec<(Arc<str>, i32, AbortedTransaction)>) {
     for (topic, partition, mut transaction) in aborted {
         let key = (topic, partition);
+        let history = watch.aborts.entry(key.clone()).or_default();
+        if !history.learned.is_empty() && transaction.marker_offset <= history.learned_to {
+            continue;
+        }
+        history.learned_to = transaction.marker_offset;
+        let first = transaction.first_offset();
+        // The same producer and epoch listed open, and no marker of the producer between
+        // its first offset then and what was read: this transaction.
         let seen_open = watch.open.get(&key).and_then(|open| {
-            open.iter()
-                .find(|o| o.producer_id == transaction.producer_id)
+            open.iter().find(|o| {
+                o.producer_id == transaction.producer_id
+                    && o.producer_epoch == i32::from(transaction.producer_epoch)
+                    && o.start_offset <= first
+                    && transaction.after_marker.is_none_or(|m| m < o.start_offset)
+            })
         });
         let mut transactional_id = String::new();
+        let mut bound = if transaction.exact {
+            Bound::Exact
+        } else {
+            Bound::AtLeast
+        };
         if let Some(seen) = seen_open {
             transactional_id.clone_from(&seen.transactional_id);
-            let start = &seen.start_offset;
-            let first = transaction.first_offset();
-            if *start == first {
+            if seen.start_offset == first {
                 // Read from its very first record.
                 transaction.exact = true;
-            } else if *start < first && !transaction.exact {
+                bound = Bound::Exact;
+            } else {
                 // Its records before the reading began: at most every offset there.
+                transaction.exact = false;
+                bound = Bound::AtMost;
                 transaction.spans.insert(
                     0,
                     Span {
-                        base_offset: *start,
-                        last_offset: first - 1,
-                        records: first - start,
+                        base_offset: seen.start_offset,
+                        last_offset: first.saturating_sub(1),
+                        records: first.saturating_sub(seen.start_offset),
                     },
                 );
             }
         }
-        let history = watch.aborts.entry(key).or_default();
-        let marker = transaction.marker_offset;
-        if history.iter().any(|l| {
-            l.transaction.marker_offset == marker
-                && l.transaction.producer_id == transaction.producer_id
-        }) {
-            continue;
-        }
-        history.push(Learned {
+        history.learned.push(Learned {
             transaction,
             transactional_id,
-            cycle,
+            bound,
         });
-        if history.len() > HISTORY {
-            history.remove(0);
-        }
     }
-    let present: HashMap<(&str, i32), &PartitionState> = partitions
+}
+
+/// After the groups counted: forgets what the log and the cluster no longer hold, and
+/// remembers this cycle's open transactions. Only for a cycle that reached the cluster.
+fn forget(watch: &mut IsolationWatch, derived: &Derived, cycle: u64) {
+    let present: HashMap<(&str, i32), &PartitionState> = derived
+        .partitions
         .iter()
         .map(|p| ((&*p.topic, p.partition), p))
         .collect();
@@ -305,12 +345,20 @@ fn learn_aborts(
         let Some(p) = present.get(&(&**topic, *partition)) else {
             return false;
         };
-        if let Some(log_start) = p.log_start_offset {
-            history.retain(|l| l.transaction.last_offset() >= log_start);
+        // A log truncated or recreated below what was learned starts over.
+        if p.high_watermark.is_some_and(|hw| hw <= history.learned_to) {
+            return false;
         }
-        !history.is_empty()
+        if let Some(log_start) = p.log_start_offset {
+            history
+                .learned
+                .retain(|l| l.transaction.last_offset() >= log_start);
+        }
+        let excess = history.learned.len().saturating_sub(HISTORY);
+        history.learned.drain(..excess);
+        !history.learned.is_empty()
     });
-    for p in partitions {
+    for p in &derived.partitions {
         let key = (p.topic.clone(), p.partition);
         match &p.transactions {
             Some(open) if !open.is_empty() => {
@@ -318,6 +366,7 @@ fn learn_aborts(
                     .iter()
                     .map(|t| SeenOpen {
                         producer_id: t.producer_id,
+                        producer_epoch: t.producer_epoch,
                         transactional_id: t.transactional_id.clone(),
                         start_offset: t.start_offset,
                     })
@@ -334,6 +383,21 @@ fn learn_aborts(
     watch
         .open
         .retain(|(topic, partition), _| present.contains_key(&(&**topic, *partition)));
+    let topics: HashSet<&str> = derived.partitions.iter().map(|p| &*p.topic).collect();
+    for remembered in watch.groups.values_mut() {
+        // A deleted topic's counters go with it.
+        remembered
+            .aborted
+            .retain(|topic, _| topics.contains(&**topic));
+    }
+    let listing = &derived.group_listing;
+    let complete = *listing == GroupListing::Complete;
+    watch.groups.retain(|_, r| {
+        r.seen == cycle
+            || (!complete
+                && !listing.gone(r.coordinator.as_deref())
+                && cycle - r.seen < MISSING_CYCLES)
+    });
 }
 
 /// Forgets the evidence seen while only members that have all left were in the group
@@ -352,52 +416,52 @@ fn forget_departed(remembered: &mut Remembered, group: &GroupState) {
         .retain(|kept| kept.witnesses.iter().any(|w| present.contains(w)));
 }
 
-/// Looks for evidence in this cycle's offsets and remembers the group's positions on
-/// pinned partitions.
-fn observe(
-    remembered: &mut Remembered,
-    group: &GroupState,
-    partitions: &HashMap<(&str, i32), &PartitionState>,
-    committed_before: &dyn Fn(&str, &str, i32) -> Option<i64>,
-    (now, wall): (Instant, SystemTime),
-) {
+/// What one group's cycle reads besides the group.
+struct Observed<'a> {
+    partitions: &'a HashMap<(&'a str, i32), &'a PartitionState>,
+    aborts: &'a HashMap<(Arc<str>, i32), History>,
+    committed_before: &'a dyn Fn(&str, &str, i32) -> Option<i64>,
+    now: Instant,
+    wall: SystemTime,
+    /// Live members in the cycle before, and now.
+    live: (bool, bool),
+}
+
+/// Looks for evidence in this cycle's offsets, on the partitions that are pinned or have
+/// aborted transactions (the group's [`Track`]s).
+fn observe(remembered: &mut Remembered, group: &GroupState, o: &Observed) {
     let Some(offsets) = group.offsets.as_ref() else {
-        return; // unknown in this cycle: the positions stay
+        return; // unknown in this cycle: the tracks stay
     };
-    let live = group.members.is_some_and(|m| m > 0);
+    let (live_before, live) = o.live;
     let members = group.detail.as_ref().map(|d| &d.members[..]).unwrap_or(&[]);
     let witnesses: Vec<u64> = members.iter().map(|m| id_hash(&m.member_id)).collect();
-    let mut positions = Vec::new();
+    let mut present = HashSet::new();
     for g in offsets {
-        let Some(p) = partitions.get(&(&*g.topic, g.partition)) else {
+        let key = (g.topic.clone(), g.partition);
+        let Some(p) = o.partitions.get(&(&*g.topic, g.partition)) else {
             continue;
         };
         let (Some(hw), Some(lso)) = (p.high_watermark, p.last_stable_offset) else {
-            // Bounds unknown in this cycle: the position stays as it was.
-            if let Ok(i) = find(&remembered.positions, &g.topic, g.partition) {
-                positions.push(std::mem::replace(
-                    &mut remembered.positions[i],
-                    Position {
-                        topic: g.topic.clone(),
-                        partition: g.partition,
-                        committed: g.committed_offset,
-                        held_since: None,
-                    },
-                ));
-            }
+            // Bounds unknown in this cycle: the track stays as it was.
+            present.insert(key);
             continue;
         };
-        if hw <= lso {
+        if hw <= lso && !o.aborts.contains_key(&key) {
             continue;
         }
-        let before = find(&remembered.positions, &g.topic, g.partition)
-            .ok()
-            .map(|i| {
-                (
-                    remembered.positions[i].committed,
-                    remembered.positions[i].held_since,
-                )
-            });
+        present.insert(key.clone());
+        // Advanced since the cycle before, wherever it stood then (the partition need not
+        // have been pinned: a consumer that read through a transaction opened between two
+        // cycles).
+        let before = (o.committed_before)(&group.name, &g.topic, g.partition)
+            .or(remembered.tracks.get(&key).map(|t| t.committed));
+        let track = remembered.tracks.entry(key).or_insert_with(|| Track {
+            committed: before.unwrap_or(g.committed_offset),
+            passed: before.unwrap_or(g.committed_offset),
+            since: before.unwrap_or(g.committed_offset),
+            ..Default::default()
+        });
         // The member that owns the partition, where the assignment is known; evidence on a
         // partition no member owns (offsets left behind, or moving) says nothing.
         let (attributable, owner) = match g.owner {
@@ -412,50 +476,47 @@ fn observe(
             committed_offset: g.committed_offset,
             last_stable_offset: lso,
             high_watermark: hw,
-            seen_at: wall,
+            seen_at: o.wall,
             member: owner.map(SeenMember::of),
         };
-        // Advanced since the cycle before, wherever it stood then (the partition need not
-        // have been pinned: a consumer that read through a transaction opened between two
-        // cycles).
-        let advanced = committed_before(&group.name, &g.topic, g.partition)
-            .or(before.map(|(committed, _)| committed))
-            .is_some_and(|committed| committed < g.committed_offset);
-        if live && attributable && advanced && g.committed_offset > lso && g.committed_offset <= hw
-        {
-            record(remembered, seen(Isolation::ReadUncommitted), &witnesses);
-        }
-        let at_lso = g.committed_offset == lso && g.lag.is_some_and(|l| l.hw_lag > 0);
-        let held_since = if live && attributable && at_lso {
+        let advanced = before.is_some_and(|b| b < g.committed_offset);
+        // With members in both cycles: an offset reset and a restart within one interval
+        // is no consumer reading.
+        let proof = live_before
+            && live
+            && attributable
+            && advanced
+            && g.committed_offset > lso
+            && g.committed_offset <= hw;
+        let at_lso = hw > lso && g.committed_offset == lso && g.lag.is_some_and(|l| l.hw_lag > 0);
+        track.held_since = if live && attributable && at_lso {
             Some(
-                before
-                    .filter(|(committed, _)| *committed == g.committed_offset)
-                    .and_then(|(_, held_since)| held_since)
-                    .unwrap_or(now),
+                track
+                    .held_since
+                    .filter(|_| track.committed == g.committed_offset)
+                    .unwrap_or(o.now),
             )
         } else {
             None
         };
-        if held_since.is_some_and(|since| now.saturating_duration_since(since) >= HOLD_FOR) {
+        let held = track
+            .held_since
+            .is_some_and(|since| o.now.saturating_duration_since(since) >= HOLD_FOR);
+        if proof {
+            record(remembered, seen(Isolation::ReadUncommitted), &witnesses);
+        } else if held {
             record(remembered, seen(Isolation::ReadCommitted), &witnesses);
         }
-        positions.push(Position {
-            topic: g.topic.clone(),
-            partition: g.partition,
-            committed: g.committed_offset,
-            held_since,
-        });
     }
-    remembered.positions = positions;
-}
-
-fn find(positions: &[Position], topic: &str, partition: i32) -> Result<usize, usize> {
-    positions.binary_search_by(|p| (&*p.topic, p.partition).cmp(&(topic, partition)))
+    // Partitions no longer pinned and without aborted transactions, or whose offsets the
+    // group no longer has: nothing to watch there.
+    remembered.tracks.retain(|key, _| present.contains(key));
 }
 
 /// Keeps one piece of evidence per isolation level and member (or group, where the
-/// member is unknown), the latest. A proof of read_uncommitted replaces the inference of
-/// read_committed for the same member; the inference never replaces the proof.
+/// member is unknown), the latest, and the newest [`EVIDENCE`] in all. A proof of
+/// read_uncommitted replaces the inference of read_committed for the same member; the
+/// inference never replaces the proof.
 fn record(remembered: &mut Remembered, evidence: Evidence, witnesses: &[u64]) {
     let member_id = |e: &Evidence| e.member.as_ref().map(|m| m.member_id.clone());
     let who = member_id(&evidence);
@@ -478,43 +539,63 @@ fn record(remembered: &mut Remembered, evidence: Evidence, witnesses: &[u64]) {
             witnesses: witnesses.to_vec(),
         },
     );
+    remembered.evidence.truncate(EVIDENCE);
+}
+
+/// Which level a set of isolations makes.
+fn sides(isolations: impl Iterator<Item = Isolation>) -> RulerLevel {
+    let (mut uncommitted, mut committed) = (false, false);
+    for isolation in isolations {
+        match isolation {
+            Isolation::ReadUncommitted => uncommitted = true,
+            Isolation::ReadCommitted => committed = true,
+        }
+    }
+    match (uncommitted, committed) {
+        (true, true) => RulerLevel::Mixed,
+        (true, false) => RulerLevel::ReadUncommitted,
+        (false, true) => RulerLevel::ReadCommitted,
+        (false, false) => RulerLevel::Unknown,
+    }
 }
 
 /// The group's level from what is remembered: its current members' evidence decides
 /// (both sides among them: mixed); where none of them has shown theirs, the group's
-/// remembered evidence does.
-fn ruler_of(remembered: &Remembered, group: &GroupState) -> Ruler {
-    let members: Vec<Option<Isolation>> = group
-        .detail
-        .as_ref()
-        .map(|d| {
-            d.members
+/// remembered evidence does. A cycle that could not describe the members keeps the last
+/// level.
+fn ruler_of(remembered: &mut Remembered, group: &GroupState) -> Ruler {
+    let unattributed = sides(
+        remembered
+            .evidence
+            .iter()
+            .filter(|k| k.evidence.member.is_none())
+            .map(|k| k.evidence.isolation),
+    );
+    let Some(detail) = group.detail.as_ref() else {
+        return Ruler {
+            level: remembered.level,
+            unattributed,
+            evidence: remembered
+                .evidence
                 .iter()
-                .map(|m| member_isolation(remembered, &m.member_id))
-                .collect()
-        })
-        .unwrap_or_default();
-    let sides = |isolations: &mut dyn Iterator<Item = Isolation>| {
-        let (mut uncommitted, mut committed) = (false, false);
-        for isolation in isolations {
-            match isolation {
-                Isolation::ReadUncommitted => uncommitted = true,
-                Isolation::ReadCommitted => committed = true,
-            }
-        }
-        match (uncommitted, committed) {
-            (true, true) => RulerLevel::Mixed,
-            (true, false) => RulerLevel::ReadUncommitted,
-            (false, true) => RulerLevel::ReadCommitted,
-            (false, false) => RulerLevel::Unknown,
-        }
+                .map(|k| k.evidence.clone())
+                .collect(),
+            ..Default::default()
+        };
     };
-    let level = match sides(&mut members.iter().flatten().copied()) {
-        RulerLevel::Unknown => sides(&mut remembered.evidence.iter().map(|k| k.evidence.isolation)),
+    let members: Vec<Option<Isolation>> = detail
+        .members
+        .iter()
+        .map(|m| member_isolation(remembered, &m.member_id))
+        .collect();
+    let level = match sides(members.iter().flatten().copied()) {
+        RulerLevel::Unknown => sides(remembered.evidence.iter().map(|k| k.evidence.isolation)),
         level => level,
     };
+    remembered.level = level;
     Ruler {
         level,
+        unattributed,
         evidence: remembered
             .evidence
             .iter()
@@ -546,19 +627,119 @@ fn member_isolation(remembered: &Remembered, member_id: &str) -> Option<Isolatio
     }
 }
 
-/// Counts the records of aborted transactions the group passed in this cycle on each
-/// partition that has some, where the group (or the member that owns the partition)
-/// reads uncommitted; and keeps the topics it has offsets on at 0 while it does.
-fn count_aborted(
-    remembered: &mut Remembered,
-    group: &GroupState,
-    aborts: &HashMap<(Arc<str>, i32), Vec<Learned>>,
-    partitions: &HashMap<(&str, i32), &PartitionState>,
-    cycle: u64,
-) {
+/// Adds `[from, to)` to sorted, disjoint ranges, merging what touches; beyond [`RANGES`]
+/// the two closest merge (a bound: the gap between them counts as delivered).
+fn add_range(ranges: &mut Vec<(i64, i64)>, from: i64, to: i64) {
+    if from >= to {
+        return;
+    }
+    ranges.push((from, to));
+    ranges.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+    for &(a, b) in ranges.iter() {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    while merged.len() > RANGES {
+        let i = (1..merged.len())
+            .min_by_key(|&i| merged[i].0 - merged[i - 1].1)
+            .expect("more than one range");
+        merged[i - 1].1 = merged[i].1;
+        merged.remove(i);
+    }
+    *ranges = merged;
+}
+
+/// Where a group's counts of aborted records go.
+struct Tally<'a> {
+    read: &'a mut BTreeMap<Arc<str>, AbortedRead>,
+    counted: &'a mut VecDeque<(Arc<str>, i64, i16, i64)>,
+    recent: &'a mut VecDeque<AbortedTransactionRead>,
+}
+
+impl Tally<'_> {
+    /// Adds what the group read of one aborted transaction on one partition: `before`
+    /// records were counted already, `records` are now.
+    fn add(
+        self,
+        g: &super::state::GroupPartitionState,
+        learned: &Learned,
+        (before, records): (i64, i64),
+        bound: Bound,
+        member: Option<&crate::kafka::RawMember>,
+    ) {
+        let transaction = &learned.transaction;
+        let read = self.read.entry(g.topic.clone()).or_default();
+        read.records = read.records.saturating_add((records - before) as u64);
+        if before == 0 {
+            // A transaction over several partitions of the topic counts once: its markers
+            // carry the same producer and epoch, written at one moment.
+            let at = transaction.aborted_at_ms;
+            let same = self.counted.iter().any(|(topic, producer, epoch, ms)| {
+                **topic == *g.topic
+                    && *producer == transaction.producer_id
+                    && *epoch == transaction.producer_epoch
+                    && ms.abs_diff(at) <= SAME_ABORT_MS
+            });
+            if !same {
+                read.transactions += 1;
+                self.counted.push_back((
+                    g.topic.clone(),
+                    transaction.producer_id,
+                    transaction.producer_epoch,
+                    at,
+                ));
+                if self.counted.len() > COUNTED_TRANSACTIONS {
+                    self.counted.pop_front();
+                }
+            }
+        }
+        let same = |r: &AbortedTransactionRead| {
+            *r.topic == *g.topic
+                && r.partition == g.partition
+                && r.producer_id == transaction.producer_id
+                && r.last_offset == transaction.last_offset()
+        };
+        match self.recent.iter().position(same) {
+            Some(i) => {
+                let mut entry = self.recent.remove(i).expect("found above");
+                entry.records = records;
+                entry.bound = bound;
+                self.recent.push_front(entry);
+            }
+            None => self.recent.push_front(AbortedTransactionRead {
+                topic: g.topic.clone(),
+                partition: g.partition,
+                transactional_id: learned.transactional_id.clone(),
+                producer_id: transaction.producer_id,
+                producer_epoch: transaction.producer_epoch,
+                first_offset: transaction.first_offset(),
+                last_offset: transaction.last_offset(),
+                records,
+                bound,
+                aborted_at: SystemTime::UNIX_EPOCH
+                    + Duration::from_millis(transaction.aborted_at_ms.clamp(0, MAX_UNIX_MS) as u64),
+                member: member.map(SeenMember::of),
+            }),
+        }
+        self.recent.truncate(RECENT);
+    }
+}
+
+/// The latest time shown (the end of year 9999): a broker's clock or a corrupt batch can
+/// say anything.
+const MAX_UNIX_MS: i64 = 253_402_300_799_000;
+
+/// Records what the group delivered on each watched partition in this cycle, and counts
+/// the records of aborted transactions within what it delivered; keeps the topics it has
+/// offsets on at 0 while it reads uncommitted.
+fn deliver_and_count(remembered: &mut Remembered, group: &GroupState, o: &Observed) {
     let Some(offsets) = group.offsets.as_ref() else {
         return;
     };
+    let (live_before, live) = o.live;
     let level = group.ruler.level;
     let members = group.detail.as_ref().map(|d| &d.members[..]).unwrap_or(&[]);
     if level.reads_uncommitted() {
@@ -566,99 +747,80 @@ fn count_aborted(
             remembered.aborted.entry(g.topic.clone()).or_default();
         }
     }
-    let mut kept = HashSet::new();
+    let with_offsets: HashSet<&str> = offsets.iter().map(|g| &*g.topic).collect();
+    remembered
+        .aborted
+        .retain(|topic, read| read.records > 0 || with_offsets.contains(&**topic));
     for g in offsets {
         let key = (g.topic.clone(), g.partition);
-        let Some(history) = aborts.get(&key) else {
+        let Some(track) = remembered.tracks.get_mut(&key) else {
             continue;
         };
-        kept.insert(key.clone());
-        let Some(p) = partitions.get(&(&*g.topic, g.partition)) else {
+        let Some(p) = o.partitions.get(&(&*g.topic, g.partition)) else {
             continue;
         };
-        // A committed offset past the HW (set by hand, or a log truncated under it)
-        // passed nothing that was delivered.
-        if p.high_watermark.is_none_or(|hw| g.committed_offset > hw) {
+        let (Some(hw), true) = (p.high_watermark, group.members.is_some()) else {
+            // The bounds or the members unknown: the advance is judged once they are.
             continue;
+        };
+        let committed = g.committed_offset;
+        track.committed = committed;
+        if committed > track.passed {
+            let reads_uncommitted = group.ruler.reads_uncommitted_at(g);
+            if committed <= hw && live && live_before && reads_uncommitted {
+                let log_start = p.log_start_offset.unwrap_or(0);
+                add_range(&mut track.delivered, track.passed.max(log_start), committed);
+            }
+            // Past the HW (by hand), without members (a reset), or read committed: the
+            // offsets passed were not delivered uncommitted.
+            track.passed = committed;
         }
-        let log_start = p.log_start_offset.unwrap_or(0);
-        let before = remembered.passed.get(&key).copied();
-        let passed = before.map_or(g.committed_offset, |b| b.max(g.committed_offset));
-        remembered.passed.insert(key, passed);
-        let (reads_uncommitted, member) = match g.owner {
-            Owner::Member(i) => (
-                match group.ruler.member(i) {
-                    Some(isolation) => isolation == Isolation::ReadUncommitted,
-                    None => level == RulerLevel::ReadUncommitted,
-                },
-                members.get(i),
-            ),
-            _ => (level == RulerLevel::ReadUncommitted, None),
-        };
-        if !reads_uncommitted {
+        let Some(history) = o.aborts.get(&key) else {
             continue;
-        }
-        for learned in history {
+        };
+        let member = match g.owner {
+            Owner::Member(i) => members.get(i),
+            _ => None,
+        };
+        for learned in &history.learned {
             let transaction = &learned.transaction;
-            // Newly learned: everything below its position; else what it passed since.
-            let from = if learned.cycle == cycle {
-                log_start
-            } else if let Some(before) = before {
-                before.max(log_start)
-            } else {
-                continue;
-            };
-            let (records, exact) = transaction.records_in(from, passed);
-            if records <= 0 {
+            let (mut records, mut exact) = (0i64, true);
+            for &(from, to) in &track.delivered {
+                let (n, n_exact) = transaction.records_in(from, to);
+                records = records.saturating_add(n);
+                exact &= n_exact || n == 0;
+            }
+            let marker = transaction.marker_offset;
+            let slot = track.counted.iter().position(|(m, _)| *m == marker);
+            let before = slot.map_or(0, |i| track.counted[i].1);
+            if records <= before {
                 continue;
             }
-            // A transaction across several partitions of the topic is one: its markers
-            // carry the same producer and epoch, written within a moment of each other.
-            let aborted_at_ms = transaction.aborted_at_ms;
-            let elsewhere = remembered.recent.iter().any(|r| {
-                *r.topic == *g.topic
-                    && r.partition != g.partition
-                    && r.producer_id == transaction.producer_id
-                    && r.producer_epoch == transaction.producer_epoch
-                    && unix_ms(r.aborted_at).abs_diff(aborted_at_ms) <= SAME_ABORT_MS
-            });
-            let first_time = !elsewhere
-                && (learned.cycle == cycle || transaction.records_in(log_start, from).0 == 0);
-            let read = remembered.aborted.entry(g.topic.clone()).or_default();
-            read.records = read.records.saturating_add(records as u64);
-            read.transactions += u64::from(first_time);
-            let same = |r: &AbortedTransactionRead| {
-                *r.topic == *g.topic
-                    && r.partition == g.partition
-                    && r.producer_id == transaction.producer_id
-                    && r.last_offset == transaction.last_offset()
-            };
-            match remembered.recent.iter().position(same) {
-                Some(i) => {
-                    let mut entry = remembered.recent.remove(i).expect("found above");
-                    entry.records = entry.records.saturating_add(records);
-                    entry.exact &= exact;
-                    remembered.recent.push_front(entry);
-                }
-                None => remembered.recent.push_front(AbortedTransactionRead {
-                    topic: g.topic.clone(),
-                    partition: g.partition,
-                    transactional_id: learned.transactional_id.clone(),
-                    producer_id: transaction.producer_id,
-                    producer_epoch: transaction.producer_epoch,
-                    first_offset: transaction.first_offset(),
-                    last_offset: transaction.last_offset(),
-                    records,
-                    exact,
-                    aborted_at: SystemTime::UNIX_EPOCH
-                        + Duration::from_millis(transaction.aborted_at_ms.max(0) as u64),
-                    member: member.map(SeenMember::of),
-                }),
+            match slot {
+                Some(i) => track.counted[i].1 = records,
+                None => track.counted.push((marker, records)),
             }
-            remembered.recent.truncate(RECENT);
+            // Offsets within merged spans count as records: at most. A group first seen
+            // past the transaction's first record may have read some before: at least.
+            let bound = match learned.bound {
+                Bound::Exact if !exact => Bound::AtMost,
+                _ if track.since > transaction.first_offset() => Bound::AtLeast,
+                bound => bound,
+            };
+            let tally = Tally {
+                read: &mut remembered.aborted,
+                counted: &mut remembered.counted,
+                recent: &mut remembered.recent,
+            };
+            tally.add(g, learned, (before, records), bound, member);
         }
+        let kept: HashSet<i64> = history
+            .learned
+            .iter()
+            .map(|l| l.transaction.marker_offset)
+            .collect();
+        track.counted.retain(|(m, _)| kept.contains(m));
     }
-    remembered.passed.retain(|key, _| kept.contains(key));
 }
 
 #[cfg(test)]
@@ -1000,6 +1162,7 @@ mod tests {
             marker_offset: marker,
             aborted_at_ms: 1_790_000_100_000,
             exact,
+            after_marker: None,
         }
     }
 
@@ -1016,13 +1179,14 @@ mod tests {
         let mut run = Run::new();
         let java = [member("m-1", "java")];
         // A transaction of producer 7 holds the LSO at 100; its records interleave with
-        // plain ones: 100..=109 (10), 120..=124 (5), 140..=146 (7); the group reads past.
+        // plain ones: 100..=109 (10), 120..=124 (5), 140..=146 (7). The group stood at 95
+        // when the exporter first saw it there, and reads past.
         let pinned = |hw| partition("orders", 0, 0, hw, 100);
         let p = pinned(130);
         run.cycle(
             0,
             vec![p.clone()],
-            group(&java, &[(&p, 105, Some(0))]),
+            group(&java, &[(&p, 95, Some(0))]),
             vec![],
         );
         let p = pinned(150);
@@ -1055,9 +1219,9 @@ mod tests {
                 listed.first_offset,
                 listed.last_offset,
                 listed.records,
-                listed.exact
+                listed.bound
             ),
-            (100, 146, 15, true)
+            (100, 146, 15, Bound::Exact)
         );
         assert_eq!(listed.member.as_ref().unwrap().client_id, "java");
         // It reads on past the rest: the other 7, the same transaction.
@@ -1083,7 +1247,7 @@ mod tests {
             vec![],
         );
         assert_eq!(read(&g), (22, 1));
-        // Committed by hand far past the HW: nothing more.
+        // Committed by hand far past the HW: nothing more, not even once the HW is there.
         let g = run.cycle(
             90,
             vec![p.clone()],
@@ -1091,10 +1255,54 @@ mod tests {
             vec![],
         );
         assert_eq!(read(&g), (22, 1));
+        // The same marker read again (a window read anew): not learned twice.
+        let again = aborted(
+            7,
+            &[(100, 109, 10), (120, 124, 5), (140, 146, 7)],
+            150,
+            true,
+        );
+        let g = run.cycle(
+            105,
+            vec![p.clone()],
+            group(&java, &[(&p, 10_000, Some(0))]),
+            vec![(p.topic.clone(), 0, again)],
+        );
+        assert_eq!(read(&g), (22, 1));
     }
 
     #[test]
-    fn a_read_committed_group_and_deleted_records_count_nothing() {
+    fn a_group_first_seen_inside_a_transaction_counts_at_least() {
+        let mut run = Run::new();
+        let java = [member("m-1", "java")];
+        let pinned = |hw| partition("orders", 0, 0, hw, 100);
+        run.cycle(
+            0,
+            vec![pinned(130)],
+            group(&java, &[(&pinned(130), 105, Some(0))]),
+            vec![],
+        );
+        run.cycle(
+            15,
+            vec![pinned(150)],
+            group(&java, &[(&pinned(150), 130, Some(0))]),
+            vec![],
+        );
+        let p = partition("orders", 0, 0, 160, 160);
+        let t = aborted(7, &[(100, 109, 10), (120, 124, 5)], 150, true);
+        let g = run.cycle(
+            30,
+            vec![p.clone()],
+            group(&java, &[(&p, 130, Some(0))]),
+            vec![(p.topic.clone(), 0, t)],
+        );
+        // 105..=109 and 120..=124 seen passed; what it read before 105 is not known.
+        assert_eq!(read(&g), (10, 1));
+        assert_eq!(g.ruler.aborted_transactions[0].bound, Bound::AtLeast);
+    }
+
+    #[test]
+    fn a_read_committed_group_an_offset_reset_and_deleted_records_count_nothing() {
         let mut run = Run::new();
         let rdkafka = [member("m-1", "rdkafka")];
         for at in [0u64, 30, 60] {
@@ -1118,32 +1326,79 @@ mod tests {
         assert_eq!(read(&g), (0, 0));
         assert!(g.ruler.aborted_transactions.is_empty());
 
-        // A read_uncommitted group learns of a transaction whose first records were
-        // deleted below the log start: those were never delivered.
+        // A read_uncommitted group stops at 95, retention deletes up to 120, and its
+        // consumer resets to the log start and reads on to 160: of the transaction's
+        // records 100..=139 it delivered only those from 120.
         let mut run = Run::new();
         let java = [member("m-1", "java")];
         let p = partition("orders", 0, 0, 150, 100);
         run.cycle(
             0,
             vec![p.clone()],
-            group(&java, &[(&p, 101, Some(0))]),
+            group(&java, &[(&p, 90, Some(0))]),
+            vec![],
+        );
+        let g = run.cycle(
+            15,
+            vec![p.clone()],
+            group(&java, &[(&p, 95, Some(0))]),
+            vec![],
+        );
+        assert_eq!(g.ruler.level, RulerLevel::Unknown, "not past the LSO yet");
+        // Shown read_uncommitted on another partition meanwhile.
+        let q = |hw| partition("orders", 1, 0, hw, 10);
+        run.cycle(
+            30,
+            vec![partition("orders", 0, 120, 150, 100), q(50)],
+            group(&java, &[(&p, 95, Some(0)), (&q(50), 20, Some(0))]),
+            vec![],
+        );
+        run.cycle(
+            45,
+            vec![partition("orders", 0, 120, 150, 100), q(60)],
+            group(&java, &[(&p, 95, Some(0)), (&q(60), 40, Some(0))]),
+            vec![],
+        );
+        let p = partition("orders", 0, 120, 170, 170);
+        let t = aborted(7, &[(100, 139, 40)], 150, true);
+        let g = run.cycle(
+            60,
+            vec![p.clone(), q(60)],
+            group(&java, &[(&p, 160, Some(0)), (&q(60), 40, Some(0))]),
+            vec![(p.topic.clone(), 0, t)],
+        );
+        assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
+        assert_eq!(read(&g), (20, 1));
+
+        // An empty group whose offset is reset past a transaction, then read on by its
+        // members: the reset delivered nothing.
+        let mut run = Run::new();
+        let java = [member("m-1", "java")];
+        let p = partition("orders", 0, 0, 150, 100);
+        run.cycle(
+            0,
+            vec![p.clone()],
+            group(&java, &[(&p, 95, Some(0))]),
             vec![],
         );
         run.cycle(
             15,
             vec![p.clone()],
-            group(&java, &[(&p, 140, Some(0))]),
+            group(&java, &[(&p, 120, Some(0))]),
             vec![],
         );
-        let p = partition("orders", 0, 120, 160, 160);
-        let t = aborted(7, &[(100, 139, 40)], 150, true);
+        run.cycle(30, vec![p.clone()], group(&[], &[(&p, 120, None)]), vec![]);
+        run.cycle(45, vec![p.clone()], group(&[], &[(&p, 145, None)]), vec![]);
+        let p = partition("orders", 0, 0, 160, 160);
+        let t = aborted(7, &[(100, 109, 10), (130, 139, 10)], 150, true);
         let g = run.cycle(
-            30,
+            60,
             vec![p.clone()],
             group(&java, &[(&p, 160, Some(0))]),
             vec![(p.topic.clone(), 0, t)],
         );
-        assert_eq!(read(&g), (20, 1));
+        // 100..=109 delivered (95 -> 120 with members); 130..=139 jumped by the reset.
+        assert_eq!(read(&g), (10, 1));
     }
 
     #[test]
@@ -1170,7 +1425,7 @@ mod tests {
         run.cycle(
             0,
             vec![p.clone()],
-            group(&java, &[(&p, 101, Some(0))]),
+            group(&java, &[(&p, 95, Some(0))]),
             vec![],
         );
         run.cycle(
@@ -1192,71 +1447,188 @@ mod tests {
         let listed = &g.ruler.aborted_transactions[0];
         assert_eq!(listed.transactional_id, "payments-tx");
         assert_eq!(
-            (listed.first_offset, listed.records, listed.exact),
-            (100, 40, false)
+            (listed.first_offset, listed.records, listed.bound),
+            (100, 40, Bound::AtMost)
+        );
+        // Another transaction of the same producer id and epoch (transaction version 1),
+        // after a commit marker of the producer: the first offset listed open earlier is
+        // not this one's.
+        let mut p = partition("orders", 0, 0, 200, 170);
+        open(&mut p, 170);
+        run.cycle(
+            45,
+            vec![p.clone()],
+            group(&java, &[(&p, 200, Some(0))]),
+            vec![],
+        );
+        let p = partition("orders", 0, 0, 260, 260);
+        let mut t = aborted(7, &[(230, 239, 10)], 250, false);
+        t.after_marker = Some(210);
+        let g = run.cycle(
+            60,
+            vec![p.clone()],
+            group(&java, &[(&p, 260, Some(0))]),
+            vec![(p.topic.clone(), 0, t)],
+        );
+        let listed = &g.ruler.aborted_transactions[0];
+        assert_eq!(listed.transactional_id, "");
+        assert_eq!(
+            (listed.first_offset, listed.records, listed.bound),
+            (230, 10, Bound::AtLeast)
         );
     }
 
     #[test]
     fn read_through_between_two_cycles_is_proof_and_one_transaction_counts_once_per_topic() {
-        // The cycle before saw it at 4 with nothing pinned (the commit watch remembers
-        // that); now the LSO stands at 4 and it committed 9.
         let mut watch = IsolationWatch::default();
         let java = [member("m-1", "java")];
-        let p0 = partition("orders", 0, 0, 9, 4);
-        let p1 = partition("orders", 1, 0, 7, 2);
-        let mut derived = Derived {
-            partitions: vec![p0.clone(), p1.clone()],
-            groups: vec![group(&java, &[(&p0, 9, Some(0)), (&p1, 7, Some(0))])],
-            group_listing: GroupListing::Complete,
-            ..Default::default()
-        };
-        let before = |_: &str, _: &str, partition: i32| Some(if partition == 0 { 4 } else { 2 });
         let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000);
-        apply(
-            &mut derived,
-            &mut watch,
-            Cycle {
-                aborted: Vec::new(),
-                committed_before: &before,
-                now: Instant::now(),
-                wall,
-                reached: true,
-            },
-        );
-        assert_eq!(derived.groups[0].ruler.level, RulerLevel::ReadUncommitted);
+        let step = |watch: &mut IsolationWatch,
+                    partitions: Vec<PartitionState>,
+                    committed: [i64; 2],
+                    before: [i64; 2],
+                    aborted: Vec<(Arc<str>, i32, AbortedTransaction)>| {
+            let mut derived = Derived {
+                groups: vec![group(
+                    &java,
+                    &[
+                        (&partitions[0], committed[0], Some(0)),
+                        (&partitions[1], committed[1], Some(0)),
+                    ],
+                )],
+                partitions,
+                group_listing: GroupListing::Complete,
+                ..Default::default()
+            };
+            let before = move |_: &str, _: &str, partition: i32| Some(before[partition as usize]);
+            apply(
+                &mut derived,
+                watch,
+                Cycle {
+                    aborted,
+                    committed_before: &before,
+                    now: Instant::now(),
+                    wall,
+                    reached: true,
+                },
+            );
+            derived.groups.pop().unwrap()
+        };
+        // The cycle before saw it at 4 and 2 with nothing pinned (the commit watch
+        // remembers that); now the LSOs stand there and it committed 9 and 7.
+        let quiet = vec![
+            partition("orders", 0, 0, 4, 4),
+            partition("orders", 1, 0, 2, 2),
+        ];
+        step(&mut watch, quiet, [4, 2], [4, 2], vec![]);
+        let pinned = vec![
+            partition("orders", 0, 0, 9, 4),
+            partition("orders", 1, 0, 7, 2),
+        ];
+        let g = step(&mut watch, pinned, [9, 7], [4, 2], vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
         // One transaction on both partitions aborts: two markers, one transaction.
-        let (p0, p1) = (
-            partition("orders", 0, 0, 10, 10),
-            partition("orders", 1, 0, 8, 8),
-        );
-        let marker = |t: &mut AbortedTransaction, ms: i64| t.aborted_at_ms = ms;
         let mut t0 = aborted(7, &[(4, 8, 5)], 9, true);
         let mut t1 = aborted(7, &[(2, 6, 5)], 7, true);
-        marker(&mut t0, 1_790_000_001_000);
-        marker(&mut t1, 1_790_000_001_004);
-        let mut derived = Derived {
-            partitions: vec![p0.clone(), p1.clone()],
-            groups: vec![group(&java, &[(&p0, 10, Some(0)), (&p1, 8, Some(0))])],
-            group_listing: GroupListing::Complete,
-            ..Default::default()
-        };
+        t0.aborted_at_ms = 1_790_000_001_000;
+        t1.aborted_at_ms = 1_790_000_001_004;
+        let done = vec![
+            partition("orders", 0, 0, 10, 10),
+            partition("orders", 1, 0, 8, 8),
+        ];
+        let topic: Arc<str> = Arc::from("orders");
+        let g = step(
+            &mut watch,
+            done,
+            [10, 8],
+            [9, 7],
+            vec![(topic.clone(), 0, t0), (topic, 1, t1)],
+        );
+        assert_eq!(read(&g), (10, 1));
+        assert_eq!(g.ruler.aborted_transactions.len(), 2, "one per partition");
+    }
+
+    #[test]
+    fn a_cycle_that_misses_the_cluster_or_the_members_keeps_what_was_learned() {
+        let mut run = Run::new();
+        let both = [member("m-java", "java"), member("m-rdkafka", "rdkafka")];
+        let mut g = None;
+        for at in [0u64, 15, 30, 45, 60, 75] {
+            let p0 = partition("orders", 0, 0, 1_000 + 10 * at as i64, 500);
+            let p1 = partition("orders", 1, 0, 1_000 + 10 * at as i64, 700);
+            g = Some(run.cycle(
+                at,
+                vec![p0.clone(), p1.clone()],
+                group(
+                    &both,
+                    &[(&p0, 900 + at as i64, Some(0)), (&p1, 700, Some(1))],
+                ),
+                vec![],
+            ));
+        }
+        assert_eq!(g.unwrap().ruler.level, RulerLevel::Mixed);
+        // The members could not be described: the level stays, not every evidence at
+        // once.
+        let p0 = partition("orders", 0, 0, 2_000, 500);
+        let p1 = partition("orders", 1, 0, 2_000, 700);
+        let mut undescribed = group(&both, &[(&p0, 990, None), (&p1, 700, None)]);
+        undescribed.detail = None;
+        undescribed.members = None;
+        let g = run.cycle(90, vec![p0.clone(), p1.clone()], undescribed, vec![]);
+        assert_eq!(g.ruler.level, RulerLevel::Mixed);
+        // A cycle that did not reach the cluster forgets nothing.
+        let mut derived = Derived::default();
         apply(
             &mut derived,
-            &mut watch,
+            &mut run.watch,
             Cycle {
-                aborted: vec![(p0.topic.clone(), 0, t0), (p1.topic.clone(), 1, t1)],
+                aborted: Vec::new(),
                 committed_before: &|_, _, _| None,
-                now: Instant::now(),
-                wall,
-                reached: true,
+                now: run.t0 + Duration::from_secs(105),
+                wall: SystemTime::UNIX_EPOCH,
+                reached: false,
             },
         );
-        assert_eq!(read(&derived.groups[0]), (10, 1));
-        assert_eq!(
-            derived.groups[0].ruler.aborted_transactions.len(),
-            2,
-            "one per partition"
+        assert_eq!(run.watch.len(), 1);
+    }
+
+    #[test]
+    fn a_new_member_is_judged_by_its_own_evidence_not_by_members_that_left() {
+        let mut run = Run::new();
+        let old = [member("old", "java"), member("stays", "java")];
+        let p = partition("orders", 0, 0, 900, 800);
+        run.cycle(
+            0,
+            vec![p.clone()],
+            group(&old, &[(&p, 810, Some(0))]),
+            vec![],
         );
+        let g = run.cycle(
+            15,
+            vec![p.clone()],
+            group(&old, &[(&p, 850, Some(0))]),
+            vec![],
+        );
+        assert_eq!(g.ruler.level, RulerLevel::ReadUncommitted);
+        // "old" is replaced by "new", which owns the partition now, at the LSO.
+        let now = [member("new", "java"), member("stays", "java")];
+        let p = partition("orders", 0, 0, 900, 850);
+        let g = run.cycle(
+            30,
+            vec![p.clone()],
+            group(&now, &[(&p, 850, Some(0))]),
+            vec![],
+        );
+        assert_eq!(
+            g.ruler.level,
+            RulerLevel::ReadUncommitted,
+            "the group remembers"
+        );
+        let offset = &g.offsets.as_ref().unwrap()[0];
+        assert!(
+            !g.reads_uncommitted_at(offset),
+            "the new member has shown nothing"
+        );
+        assert!(g.waits_at_lso(offset, &p));
     }
 }

@@ -392,6 +392,27 @@ pub struct AbortedRead {
     pub transactions: u64,
 }
 
+/// How a count relates to the truth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// Every record was seen.
+    Exact,
+    /// Offsets not read count as records: the truth is at most this.
+    AtMost,
+    /// Only what was read counts: the truth is at least this.
+    AtLeast,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Exact => "exact",
+            Bound::AtMost => "at_most",
+            Bound::AtLeast => "at_least",
+        }
+    }
+}
+
 /// One aborted transaction a group read records of: what its downstream must compensate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AbortedTransactionRead {
@@ -406,8 +427,8 @@ pub struct AbortedTransactionRead {
     pub last_offset: i64,
     /// Its records the group read (its committed offset passed them).
     pub records: i64,
-    /// Every batch of the transaction was read, so `records` is exact; else an upper bound.
-    pub exact: bool,
+    /// How `records` relates to the truth.
+    pub bound: Bound,
     /// When its abort marker was written (the marker's timestamp).
     pub aborted_at: SystemTime,
     /// The member that owned the partition when the group passed them, where known.
@@ -418,6 +439,9 @@ pub struct AbortedTransactionRead {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Ruler {
     pub level: RulerLevel,
+    /// The level of the evidence no member is named in (the assignment was not known):
+    /// what a member that has not shown its own level is taken to read with.
+    pub unattributed: RulerLevel,
     /// What showed it, newest first: one per isolation level and member at most.
     pub evidence: Vec<Evidence>,
     /// Per member of the group's description, by index: what it is shown to read with.
@@ -440,13 +464,15 @@ impl Ruler {
         if offset.lag.is_some_and(|l| l.committed_beyond_lso > 0) {
             return true;
         }
-        let owner = match offset.owner {
-            Owner::Member(i) => self.member(i),
-            _ => None,
-        };
-        match owner {
-            Some(isolation) => isolation == crate::kafka::Isolation::ReadUncommitted,
-            None => self.level == RulerLevel::ReadUncommitted,
+        match offset.owner {
+            // A member is judged by its own evidence; one that has shown none (a new
+            // member: a redeploy may have changed the setting) by the group's evidence
+            // that names no member, never by members that have left.
+            Owner::Member(i) => match self.member(i) {
+                Some(isolation) => isolation == crate::kafka::Isolation::ReadUncommitted,
+                None => self.unattributed == RulerLevel::ReadUncommitted,
+            },
+            _ => self.level == RulerLevel::ReadUncommitted,
         }
     }
 }

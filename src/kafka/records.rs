@@ -536,6 +536,10 @@ pub struct AbortedTransaction {
     /// Every batch of the transaction was read: the exporter counted this partition
     /// without a gap from before the transaction's first record (see [`CostTally`]).
     pub exact: bool,
+    /// The offset of the producer's last marker the exporter counted before this
+    /// transaction's first batch: an earlier transaction of the producer ended there, so
+    /// this one began after it.
+    pub after_marker: Option<i64>,
 }
 
 impl AbortedTransaction {
@@ -587,7 +591,9 @@ impl Pending {
         self.producer_epoch = epoch;
         let full = self.spans.len() >= MAX_SPANS;
         match self.spans.last_mut() {
-            Some(last) if full => {
+            // Right after the last one (no other producer wrote in between), or no more
+            // room: one span, exact in the first case.
+            Some(last) if full || base_offset == last.last_offset.saturating_add(1) => {
                 last.last_offset = last_offset;
                 last.records = last.records.saturating_add(records);
             }
@@ -608,11 +614,11 @@ impl Pending {
 ///
 /// It also keeps, per producer, where the records of its undecided transaction lie, and
 /// gives each transaction an abort marker ends ([`CostTally::take_aborted`]). Such a
-/// transaction is **exact** when every batch of it was read: it began after counting
-/// (re)started (its first batch at or past the HW sampled then), or it was open then
-/// (its marker past that HW) and counting started at or below the LSO sampled then, where
-/// no open transaction can have begun earlier. Any other may have records before the
-/// counting started, which nothing read.
+/// transaction is **exact** when every batch of it was read: counting (re)started at or
+/// below the LSO sampled then, where no transaction open then can have begun earlier, and
+/// its marker lies past the HW sampled then (it was open then, or began later). Any other
+/// may have records before the counting started, which nothing read (where it began, as
+/// DescribeProducers said while it was open, bounds them: [`crate::derive::isolation`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CostTally {
     /// End (exclusive) of what was counted; `None` before the first read.
@@ -625,6 +631,8 @@ pub struct CostTally {
     started: Option<(i64, bool)>,
     /// Transactions an abort marker ended since the last [`CostTally::take_aborted`].
     aborted: Vec<AbortedTransaction>,
+    /// Per producer, the offset of its last commit or abort marker counted.
+    last_marker: HashMap<i64, i64>,
 }
 
 /// A partition's LSO and HW as the cycle that reads its log sampled them.
@@ -661,6 +669,7 @@ impl CostTally {
                 // First read, or past a gap: a marker after the gap may decide a
                 // transaction other than the one counted before it.
                 self.undecided.clear();
+                self.last_marker.clear();
                 let hw = sampled.high_watermark.unwrap_or(i64::MAX);
                 let below_lso = sampled
                     .last_stable_offset
@@ -680,16 +689,23 @@ impl CostTally {
                 Some(Marker::Commit) => {
                     cost.commit_markers += 1;
                     self.undecided.remove(&batch.producer_id);
+                    self.last_marker
+                        .insert(batch.producer_id, batch.base_offset);
                 }
                 Some(Marker::Abort) => {
                     cost.abort_markers += 1;
+                    let after_marker = self
+                        .last_marker
+                        .insert(batch.producer_id, batch.base_offset);
                     if let Some(pending) = self.undecided.remove(&batch.producer_id) {
                         let records = pending.records();
                         cost.aborted_records = cost.aborted_records.saturating_add(records as u64);
-                        let first = pending.spans.first().map_or(lo, |s| s.base_offset);
-                        let exact = self.started.is_some_and(|(hw, below_lso)| {
-                            first >= hw || (batch.base_offset >= hw && below_lso)
-                        });
+                        // Open when counting (re)started (its marker past the HW sampled
+                        // then), which started at or below the LSO sampled then: it began
+                        // there or later, and every batch of it was counted.
+                        let exact = self
+                            .started
+                            .is_some_and(|(hw, below_lso)| below_lso && batch.base_offset >= hw);
                         self.aborted.push(AbortedTransaction {
                             producer_id: batch.producer_id,
                             producer_epoch: pending.producer_epoch,
@@ -697,6 +713,7 @@ impl CostTally {
                             marker_offset: batch.base_offset,
                             aborted_at_ms: batch.max_timestamp,
                             exact,
+                            after_marker,
                         });
                     }
                 }
@@ -1092,6 +1109,8 @@ pub(crate) mod tests {
             (second.producer_id, second.records(), second.exact),
             (8, 6, true)
         );
+        // Producer 8 committed a transaction at 12 before this one: it began after.
+        assert_eq!((first.after_marker, second.after_marker), (None, Some(12)));
         assert!(tally.take_aborted().is_empty(), "taken once");
 
         // Counting starts at 50, above the LSO (40): a transaction open then may have
@@ -1122,9 +1141,10 @@ pub(crate) mod tests {
             .iter()
             .map(|t| (t.producer_id, t.exact))
             .collect();
-        // 1: aborted before the read; 2: open at the read, but above the LSO; 3: begun
-        // after it.
-        assert_eq!(exact, [(1, false), (2, false), (3, true)]);
+        // Counting started above the LSO: a transaction open then may have begun below
+        // it, and nothing read tells which did (1 was aborted before the read, 2 open at
+        // it, 3 began after it): none is exact. Where each began, DescribeProducers tells.
+        assert_eq!(exact, [(1, false), (2, false), (3, false)]);
         // The same read starting at the LSO: 2 is exact.
         let mut tally = CostTally::default();
         tally.count(&[txn(54, 2, 0, 2)], 54, 56, sampled(54, 56));

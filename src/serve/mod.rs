@@ -321,8 +321,13 @@ pub struct AbortedReadReport<'a> {
     pub last_offset: i64,
     /// Its records the group delivered.
     pub records: i64,
-    /// Every batch of the transaction was read: `records` is exact; else an upper bound.
+    /// Every batch of the transaction was read: `records` is exact.
     pub exact: bool,
+    /// How `records` relates to the truth: `exact`; `at_most` (the reading began inside
+    /// the transaction, and the offsets before it, from where DescribeProducers said it
+    /// began, count as records); `at_least` (where it began is not known: only what was
+    /// read counts).
+    pub bound: &'static str,
     /// Unix time its abort marker was written.
     pub aborted_at: f64,
     /// The member that owned the partition when the group passed them; `null` where not
@@ -411,7 +416,8 @@ fn isolation_reports<'a>(
                         first_offset: t.first_offset,
                         last_offset: t.last_offset,
                         records: t.records,
-                        exact: t.exact,
+                        exact: t.bound == crate::derive::Bound::Exact,
+                        bound: t.bound.as_str(),
                         aborted_at: unix(t.aborted_at),
                         member: t.member.as_ref().map(MemberReport::seen),
                     })
@@ -1453,7 +1459,11 @@ fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
             .map(|t| {
                 format!(
                     "{}{} records of <code>{}</code> (producer {}, epoch {}) at {}/{} offsets {}–{}, aborted {}{}",
-                    if t.exact { "" } else { "at most " },
+                    match t.bound {
+                        "at_most" => "at most ",
+                        "at_least" => "at least ",
+                        _ => "",
+                    },
                     t.records,
                     if t.transactional_id.is_empty() {
                         "a transaction not seen open".to_string()
@@ -1496,7 +1506,11 @@ fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
 
 /// Unix seconds as an RFC 3339 UTC time, to the second.
 fn rfc3339(unix: f64) -> String {
-    let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs_f64(unix.max(0.0));
+    // humantime fails past the year 9999: such a time is shown as it is.
+    if !(0.0..253_402_300_800.0).contains(&unix) {
+        return format!("{unix:.0} s after 1970");
+    }
+    let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs_f64(unix);
     humantime::format_rfc3339_seconds(at).to_string()
 }
 
