@@ -1593,3 +1593,213 @@ async fn aborted_records_deleted_before_a_group_read_them_are_not_counted() {
     drop((u_reader, v_reader));
     exporter.stop().await;
 }
+
+/// The same with the new consumer protocol (KIP-848, `group.protocol=consumer`) on both
+/// sides and librdkafka through Confluent's Python client: a Java consumer
+/// (tests/java/GroupMember.java, read_uncommitted by default) and a confluent-kafka one
+/// (tests/python/group_member.py, read_committed by default), neither setting
+/// isolation.level, each owning pinned partitions of a topic an open transaction holds
+/// while plain records keep arriving: the group is `mixed`, each member named on its
+/// side. librdkafka speaks KIP-848 from Kafka 4.0 (ConsumerGroupHeartbeat v1): before
+/// 4.0 both members join a classic group, and the same must hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_kip848_group_of_a_java_and_a_confluent_kafka_member_is_mixed() {
+    use common::python::{venv_python, ConfluentMember};
+
+    require_kafka();
+    // The venv and its client first (made once per checkout): nothing below waits on it.
+    venv_python();
+    let started = Instant::now();
+    let protocol = if kafka_version() >= (4, 0) {
+        "consumer"
+    } else {
+        "classic"
+    };
+    eprintln!("Kafka {:?}: group.protocol={protocol}", kafka_version());
+    let topic = unique("tr-mixed848");
+    let group = unique("tr-mixed848-group");
+    let transactional_id = unique("tr-mixed848-tx");
+    let partitions = 4;
+    create_topic(&topic, partitions).await;
+    let plain = plain_producer();
+    for p in 0..partitions {
+        send(&plain, &topic, p, 7);
+    }
+    let exporter = Exporter::start(&anchored(&topic), &anchored(&group), &[]).await;
+
+    let (confluent_id, java_id) = (format!("{group}-confluent"), format!("{group}-java"));
+    let confluent = ConfluentMember::join(&topic, &group, protocol, &confluent_id);
+    let java = JavaMember::join_as(&topic, &group, protocol, &java_id);
+    // Both own partitions (two each: KIP-848's uniform assignor on the broker, or the
+    // classic range assignor common to both clients), and everything written so far is
+    // read and committed (confluent-kafka commits automatically, every 5 s).
+    exporter
+        .wait_for(
+            "both members owning partitions, every partition committed at 7",
+            Duration::from_secs(60),
+            |s| {
+                let owned = owners(s, &group);
+                let both = owned.len() == 2
+                    && owned.get(&confluent_id).is_some_and(|n| *n >= 1.0)
+                    && owned.get(&java_id).is_some_and(|n| *n >= 1.0)
+                    && owned.values().sum::<f64>() == partitions as f64;
+                let all_read =
+                    (0..partitions).all(|p| committed(s, &group, &topic, p) == Some(7.0));
+                (both && all_read).then_some(())
+            },
+        )
+        .await;
+    // The group is of the protocol its members joined with (a KIP-848 group is of type
+    // `consumer`).
+    let s = exporter.scrape().await;
+    let types: Vec<String> = s
+        .series(
+            "kafka_consumergroup_info",
+            &[("kafka_cluster", "test"), ("group", &group)],
+        )
+        .map(|(l, _)| l["group_type"].clone())
+        .collect();
+    assert_eq!(types, vec![protocol.to_string()], "{group}'s type");
+
+    // The transaction holds every partition at 7; plain records keep arriving above.
+    let held = long_transaction(&transactional_id);
+    held.begin_transaction().unwrap();
+    for p in 0..partitions {
+        send_keyed(&held, &topic, p, 2, TX_KEY);
+    }
+    let trickle = Trickle::start(&topic, partitions);
+    let pinned_at = Instant::now();
+
+    // The Java member's partitions are committed past the LSO, the confluent-kafka
+    // member's stand at it with records above.
+    let (past, at) = exporter
+        .wait_for(
+            "the Java member past the LSO, the confluent-kafka member at it",
+            Duration::from_secs(30),
+            |s| {
+                let mut past = 0;
+                let mut at = 0;
+                for p in 0..partitions {
+                    let ps = p.to_string();
+                    let g = group_labels(&group, &topic, &ps);
+                    let lso = s.value(
+                        "kafka_partition_last_stable_offset",
+                        &partition_labels(&topic, &ps),
+                    )?;
+                    let offset = committed(s, &group, &topic, p)?;
+                    let hw_lag = s.value("kafka_consumergroup_hw_lag", &g)?;
+                    if lso != 7.0 {
+                        return None;
+                    }
+                    if offset > lso {
+                        past += 1;
+                    } else if offset == lso && hw_lag > 0.0 {
+                        at += 1;
+                    }
+                }
+                (past >= 1 && at >= 1 && past + at == partitions).then_some((past, at))
+            },
+        )
+        .await;
+    eprintln!("{past} partitions read past the LSO, {at} held at it");
+
+    // Mixed, on /metrics and in the JSON, within the inference's 60 s and a few cycles.
+    let budget = INFERENCE + Duration::from_secs(25);
+    exporter
+        .wait_for(
+            "the group mixed on /metrics",
+            budget.saturating_sub(pinned_at.elapsed()),
+            |s| (isolation_metric(s, &group).as_deref() == Some("mixed")).then_some(()),
+        )
+        .await;
+    eprintln!(
+        "mixed {:.1} s after the LSO was pinned",
+        pinned_at.elapsed().as_secs_f64()
+    );
+    let s = exporter.scrape().await;
+    assert_eq!(
+        s.value(
+            "kafka_consumergroup_isolation_level",
+            &[
+                ("kafka_cluster", "test"),
+                ("group", &group),
+                ("isolation_level", "mixed")
+            ],
+        ),
+        Some(1.0),
+        "{group} mixed"
+    );
+    for (isolation, expected) in [
+        ("read_committed", 1.0),
+        ("read_uncommitted", 1.0),
+        ("unknown", 0.0),
+    ] {
+        assert_eq!(
+            s.value(
+                "kafka_consumergroup_isolation_level_members",
+                &[
+                    ("kafka_cluster", "test"),
+                    ("group", &group),
+                    ("isolation_level", isolation)
+                ],
+            ),
+            Some(expected),
+            "{isolation} members of {group}"
+        );
+    }
+    let entry = wait_json(
+        &exporter,
+        "the mixed group in the JSON",
+        Duration::from_secs(10),
+        |json| {
+            let entry = isolation_entry(json, &group)?;
+            (entry["isolation"] == "mixed").then(|| entry.clone())
+        },
+    )
+    .await;
+    let sides: BTreeMap<String, String> = entry["members"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no members: {entry:#}"))
+        .iter()
+        .map(|m| {
+            (
+                m["client_id"].as_str().unwrap_or_default().to_string(),
+                m["isolation"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sides,
+        BTreeMap::from([
+            (java_id.clone(), "read_uncommitted".to_string()),
+            (confluent_id.clone(), "read_committed".to_string()),
+        ]),
+        "{entry:#}"
+    );
+    let evidence: BTreeSet<String> = entry["evidence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["isolation"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        evidence,
+        BTreeSet::from(["read_committed".to_string(), "read_uncommitted".to_string()]),
+        "{entry:#}"
+    );
+    let (_, page) = exporter.get("/").await;
+    let section = page_section(&page, "Isolation: groups that read uncommitted");
+    for name in [&group, &java_id, &confluent_id] {
+        assert!(section.contains(name.as_str()), "{name} not in: {section}");
+    }
+
+    drop(trickle);
+    held.abort_transaction(Duration::from_secs(30)).unwrap();
+    java.leave();
+    confluent.leave();
+    exporter.stop().await;
+    eprintln!(
+        "mixed KIP-848 test ({protocol}): {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}

@@ -13,8 +13,9 @@
 //!   read_committed consumer is never given a record there. An offset reset is no
 //!   evidence (Kafka resets only the offsets of a group without members, and the offset
 //!   does not advance after it until the members read).
-//! - **read_committed, inferred**: the committed offset stands at a pinned LSO (HW > LSO)
-//!   with records above it to read, unmoved, while the group has live members, for
+//! - **read_committed, inferred**: the committed offset stands at a pinned LSO (HW > LSO),
+//!   or past it where an earlier owner committed, with records above it to read, unmoved,
+//!   while the group has live members, for
 //!   [`HOLD_FOR`]: longer than the default session timeout of both clients (45 s), so a
 //!   consumer that died has left the group by then. A live read_uncommitted consumer would
 //!   have read on. It is an inference: a consumer stuck in processing for that long looks
@@ -28,7 +29,7 @@
 //! cycles and forgotten once every member id of the group when it was seen has left (a
 //! redeploy may have changed the setting); a group without members keeps it until members
 //! return. The exporter's own restart forgets it: the alert rules carry it across with
-//! `max_over_time` over `kafka_consumergroup_isolation`.
+//! `max_over_time` over `kafka_consumergroup_isolation_level`.
 //!
 //! **Aborted records read.** While a partition is pinned or has aborted transactions, the
 //! exporter keeps, per group, the offset ranges the group delivered there: each advance
@@ -64,7 +65,7 @@ use crate::kafka::{GroupListing, Isolation};
 /// Java client and librdkafka (45 s), so that a consumer that died has left the group.
 pub const HOLD_FOR: Duration = Duration::from_secs(60);
 /// Aborted transactions a group lists at most (newest first).
-const RECENT: usize = 20;
+pub const RECENT: usize = 20;
 /// Aborted transactions remembered per partition at most.
 const HISTORY: usize = 256;
 /// Pieces of evidence a group keeps at most (the newest).
@@ -488,7 +489,10 @@ fn observe(remembered: &mut Remembered, group: &GroupState, o: &Observed) {
             && advanced
             && g.committed_offset > lso
             && g.committed_offset <= hw;
-        let at_lso = hw > lso && g.committed_offset == lso && g.lag.is_some_and(|l| l.hw_lag > 0);
+        // At the LSO, or past it where an earlier owner (reading uncommitted) committed
+        // before the partition moved to this member: a read_committed consumer is given
+        // nothing there while the transaction is open.
+        let at_lso = hw > lso && g.committed_offset >= lso && g.lag.is_some_and(|l| l.hw_lag > 0);
         track.held_since = if live && attributable && at_lso {
             Some(
                 track
@@ -1630,5 +1634,44 @@ mod tests {
             "the new member has shown nothing"
         );
         assert!(g.waits_at_lso(offset, &p));
+    }
+
+    #[test]
+    fn a_read_committed_member_past_the_lso_an_earlier_owner_committed_waits_there() {
+        // The Java member read partition 1 past the LSO (81) to 120, then a rebalance gave
+        // it to the librdkafka member, which is given nothing past the LSO: it stands at
+        // 120 while records arrive above.
+        let mut run = Run::new();
+        let both = [member("m-java", "java"), member("m-rdkafka", "rdkafka")];
+        let mut g = None;
+        for at in [0u64, 15, 30, 45, 60, 75] {
+            let p0 = partition("orders", 0, 0, 1_000 + 10 * at as i64, 500);
+            let p1 = partition("orders", 1, 0, 200 + 10 * at as i64, 81);
+            g = Some(run.cycle(
+                at,
+                vec![p0.clone(), p1.clone()],
+                group(
+                    &both,
+                    &[(&p0, 900 + at as i64, Some(0)), (&p1, 120, Some(1))],
+                ),
+                vec![],
+            ));
+        }
+        let g = g.unwrap();
+        assert_eq!(g.ruler.level, RulerLevel::Mixed);
+        assert_eq!(
+            g.ruler.members,
+            [
+                Some(Isolation::ReadUncommitted),
+                Some(Isolation::ReadCommitted)
+            ]
+        );
+        let offsets = g.offsets.as_ref().unwrap();
+        assert!(!g.reads_uncommitted_at(&offsets[1]));
+        let p1 = partition("orders", 1, 0, 950, 81);
+        assert!(
+            g.waits_at_lso(&offsets[1], &p1),
+            "it waits for the transaction"
+        );
     }
 }

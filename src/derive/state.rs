@@ -461,6 +461,15 @@ impl Ruler {
 
     /// See [`GroupState::reads_uncommitted_at`].
     pub fn reads_uncommitted_at(&self, offset: &GroupPartitionState) -> bool {
+        // The owner's own evidence first: a read_committed member can stand past the LSO
+        // where an earlier owner (reading uncommitted) committed, waiting there.
+        let own = match offset.owner {
+            Owner::Member(i) => self.member(i),
+            _ => None,
+        };
+        if let Some(isolation) = own {
+            return isolation == crate::kafka::Isolation::ReadUncommitted;
+        }
         if offset.lag.is_some_and(|l| l.committed_beyond_lso > 0) {
             return true;
         }
@@ -753,7 +762,10 @@ impl GroupState {
     pub fn waits_at_lso(&self, offset: &GroupPartitionState, partition: &PartitionState) -> bool {
         let lag_says = offset.lag.is_some_and(|l| l.waits_at_lso());
         if self.group_type != "share" {
-            return lag_says && !self.reads_uncommitted_at(offset);
+            // Nothing left below the LSO (at it, or past it where an earlier owner
+            // committed), and not reading past it.
+            let nothing_below = offset.lag.is_some_and(|l| l.lso_lag == 0);
+            return nothing_below && !self.reads_uncommitted_at(offset);
         }
         if self.isolation != Some(crate::kafka::Isolation::ReadCommitted) {
             return false;

@@ -1458,13 +1458,14 @@ fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
             .iter()
             .map(|t| {
                 format!(
-                    "{}{} records of <code>{}</code> (producer {}, epoch {}) at {}/{} offsets {}–{}, aborted {}{}",
+                    "{}{} record{} of <code>{}</code> (producer {}, epoch {}) at {}/{} offsets {}–{}, aborted {}{}",
                     match t.bound {
                         "at_most" => "at most ",
                         "at_least" => "at least ",
                         _ => "",
                     },
                     t.records,
+                    if t.records == 1 { "" } else { "s" },
                     if t.transactional_id.is_empty() {
                         "a transaction not seen open".to_string()
                     } else {
@@ -1486,21 +1487,66 @@ fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
             })
             .collect::<Vec<_>>()
             .join("<br>");
+        // The totals first (the counters of /metrics), then the latest transactions.
+        let totals = g
+            .aborted_records_read
+            .iter()
+            .filter(|t| t.records > 0)
+            .map(|t| {
+                format!(
+                    "<b>{} record{} of {} aborted transaction{} on {}</b>",
+                    t.records,
+                    if t.records == 1 { "" } else { "s" },
+                    t.transactions,
+                    if t.transactions == 1 { "" } else { "s" },
+                    escape(t.topic)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("<br>");
+        let aborted = match (totals.is_empty(), aborted.is_empty()) {
+            (true, true) => "none".to_string(),
+            (_, true) => totals,
+            (true, _) => aborted,
+            _ => format!(
+                "{totals}<br>the latest (at most {}):<br>{aborted}",
+                crate::derive::isolation::RECENT
+            ),
+        };
         let _ = writeln!(
             out,
             "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l{}\">{}</td><td class=\"l\">{shown_by}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             escape(g.cluster),
             escape(g.group),
-            if g.isolation == "mixed" { " hang" } else { "" },
+            if g.isolation == "read_committed" { "" } else { " hang" },
             g.isolation,
             members.join("<br>"),
-            if aborted.is_empty() { "none".to_string() } else { aborted }
+            aborted
         );
     }
     out.push_str("</table>\n");
+    let committed_names: Vec<String> = groups
+        .iter()
+        .filter(|g| g.isolation == "read_committed" && g.aborted_read.is_empty())
+        .take(10)
+        .map(|g| escape(g.group))
+        .collect();
+    let named = if committed_names.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " ({}{})",
+            committed_names.join(", "),
+            if committed > committed_names.len() {
+                ", ..."
+            } else {
+                ""
+            }
+        )
+    };
     let _ = writeln!(
         out,
-        "<p>{committed} more shown to read committed. read_uncommitted: the group committed past the last stable offset while it had members; read_committed: it stood at a pinned last stable offset with records above it and live members for a minute; mixed: its members disagree (the Java consumer reads uncommitted by default, librdkafka committed). A group that reads uncommitted delivers records of transactions that are later aborted: its downstream must reconcile them by business key, not by offset. Lag 0 in two groups of different isolation says nothing about whether they read the same records.</p>"
+        "<p>{committed} more shown to read committed{named}. read_uncommitted: the group committed past the last stable offset while it had members; read_committed: it stood at a pinned last stable offset with records above it and live members for a minute; mixed: its members disagree (the Java consumer reads uncommitted by default, librdkafka committed). A group that reads uncommitted delivers records of transactions that are later aborted: its downstream must reconcile them by business key, not by offset. Lag 0 in two groups of different isolation says nothing about whether they read the same records.</p>"
     );
 }
 

@@ -8,6 +8,7 @@ pub mod java;
 pub mod listeners;
 pub mod members;
 pub mod proxy;
+pub mod python;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

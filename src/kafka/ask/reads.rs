@@ -15,9 +15,11 @@
 //!   to the HW (read_uncommitted) and kept as a [`LogExtent`]; on a partition an open
 //!   transaction pins, from the LSO where that is as near the HW, so that every batch of
 //!   the open transactions is read before their markers. The next cycle extends it
-//!   while its end still reaches that group; once the group has moved past it (an
-//!   exactly-once group commits every 100 ms), reading afresh from the group is smaller
-//!   than catching up, and the window starts over there. A window's reads are capped per
+//!   while its end is at most `read_window` below that group (a caught-up group moves
+//!   past the end every cycle: reading on from the end leaves no transaction between
+//!   two cycles unread, so every abort marker is seen with its batches); once the group
+//!   is further ahead, reading afresh from the group is smaller than catching up, and
+//!   the window starts over there, the gap unread. A window's reads are capped per
 //!   partition and per leader and cycle, the leader's windows taking turns first; one
 //!   that is not complete counts its unread offsets (an upper bound), and one the log
 //!   moved away from (OFFSET_OUT_OF_RANGE) is dropped and started over. A cluster at
@@ -306,7 +308,7 @@ impl Reads {
                 continue;
             };
             let existing = state.windows.get(&key).map(|w| (w.from(), w.to()));
-            if keeps_window(existing, from, hw) {
+            if keeps_window(existing, from, hw, self.window) {
                 let window = state.windows.get_mut(&key).expect("checked above");
                 Arc::make_mut(window).trim_before(from);
             } else {
@@ -812,10 +814,16 @@ fn near_end(sample: &RawSample, window: i64) -> Vec<usize> {
 
 /// Whether a window `(from, to)` read so far serves a window wanted from `from` up to
 /// `hw`: it starts low enough, ends no later than the HW (a truncated log starts over),
-/// and reaches the lowest group. A window whose end fell below that group would read
-/// more to catch up (`hw - to`) than a fresh read from the group (`hw - from`).
-fn keeps_window(existing: Option<(i64, i64)>, from: i64, hw: i64) -> bool {
-    existing.is_some_and(|(start, end)| start <= from && from <= end && end <= hw)
+/// and its end is at most `window` offsets below the lowest group. A group that moved
+/// past the end (a caught-up group commits what arrived since) leaves the offsets between
+/// unread by a fresh read from the group: the window goes on from its end instead, so
+/// that every batch of a transaction that opened and aborted in between is read (the
+/// records a read_uncommitted group delivered, [`crate::derive::isolation`]). Further
+/// than `window` below the group, a fresh read is cheaper, and the gap is not read.
+fn keeps_window(existing: Option<(i64, i64)>, from: i64, hw: i64, window: i64) -> bool {
+    existing.is_some_and(|(start, end)| {
+        start <= from && from <= end.saturating_add(window) && end <= hw
+    })
 }
 
 /// What each partition needs read (see the module docs). `may_hold_markers` says, by
@@ -1006,15 +1014,18 @@ mod tests {
     #[test]
     fn fresh_read_when_the_window_fell_behind_the_groups() {
         // Read to 5_000 last cycle; the group is at 4_990, the HW now 6_000: extend.
-        assert!(keeps_window(Some((4_900, 5_000)), 4_990, 6_000));
-        // The group moved past the window's end: [5_900, 6_000) beats [5_000, 6_000).
-        assert!(!keeps_window(Some((4_900, 5_000)), 5_900, 6_000));
+        assert!(keeps_window(Some((4_900, 5_000)), 4_990, 6_000, 1_000));
+        // The group moved past the window's end, within the window: go on from the end,
+        // so that nothing between is left unread.
+        assert!(keeps_window(Some((4_900, 5_000)), 5_900, 6_000, 1_000));
+        // Further: [5_900, 6_000) beats [5_000, 6_000), and the gap stays unread.
+        assert!(!keeps_window(Some((4_900, 5_000)), 5_900, 6_000, 500));
         // A group below the window, or a log truncated below its end: start over.
-        assert!(!keeps_window(Some((4_900, 5_000)), 4_800, 6_000));
-        assert!(!keeps_window(Some((4_900, 5_000)), 4_950, 4_990));
-        assert!(!keeps_window(None, 4_990, 6_000));
+        assert!(!keeps_window(Some((4_900, 5_000)), 4_800, 6_000, 1_000));
+        assert!(!keeps_window(Some((4_900, 5_000)), 4_950, 4_990, 1_000));
+        assert!(!keeps_window(None, 4_990, 6_000, 1_000));
         // Retention passed the window's end and the group reset to the new log start:
         // start over there (an OFFSET_OUT_OF_RANGE answer drops the window as well).
-        assert!(!keeps_window(Some((4_900, 5_000)), 7_000, 7_200));
+        assert!(!keeps_window(Some((4_900, 5_000)), 7_000, 7_200, 1_000));
     }
 }
