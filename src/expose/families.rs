@@ -870,7 +870,7 @@ fn visit_cluster_transactions(out: &mut dyn Visitor, shown: &[Shown]) {
 
     type EventCount = fn(&crate::derive::inventory::WatchCounters) -> u64;
     let event_families: [(&str, &str, EventCount); 2] = [
-        ("kafka_transaction_fencings", "Times the id's open transaction was ended by a new producer initialisation: seen Ongoing, then Empty under another producer id or epoch with no end of the transaction seen in between (a new instance fenced it, or the application restarted between two observations); a healthy producer committing, and an abort the exporter saw, are never counted", |c| c.fencings),
+        ("kafka_transaction_fencings", "Times the id's open transaction was ended by a new producer initialisation: seen Ongoing, then Empty under another producer id or epoch with no end of the transaction seen in between (a new instance fenced it, or the application committed or aborted and restarted between two observations: under transaction version 2 nothing tells these apart); a commit or an abort the exporter saw before the new initialisation is never counted", |c| c.fencings),
         ("kafka_transaction_coordinator_moves", "Times the transactional id's coordinator changed between two cycles that saw it", |c| c.coordinator_moves),
     ];
     for (name, help, count) in event_families {
