@@ -706,25 +706,11 @@ async fn the_incident_replayed() {
     let plain = plain_producer();
     for (p, (before, _, _)) in counts.iter().enumerate() {
         send(&plain, &topic, p as i32, *before);
+        wait_high_watermark(&topic, p as i32, *before as i64);
     }
-    let held = long_transaction(&transactional_id);
-    held.begin_transaction().unwrap();
-    for (p, (_, inside, _)) in counts.iter().enumerate() {
-        send_keyed(&held, &topic, p as i32, *inside, TX_KEY);
-    }
-    for (p, (_, _, after)) in counts.iter().enumerate() {
-        send(&plain, &topic, p as i32, *after);
-    }
-    for (p, (before, inside, after)) in counts.iter().enumerate() {
-        wait_high_watermark(&topic, p as i32, (before + inside + after) as i64);
-    }
-    let producers: Vec<(i64, i64)> = (0..2).map(|p| open_producer(&topic, p)).collect();
-    assert_eq!(
-        producers[0], producers[1],
-        "one producer writes both partitions"
-    );
-    let (producer_id, producer_epoch) = producers[0];
 
+    // Both groups run, and the exporter watches them, before the transaction begins: as
+    // in the incident, long-lived groups on a topic with a transactional producer.
     let groups = format!("{}|{}", anchored(&u), anchored(&c));
     let exporter = Exporter::start(&anchored(&topic), &groups, &[]).await;
     // U reads slowly (a record every 40 ms, each committed), so that the exporter sees
@@ -744,6 +730,49 @@ async fn the_incident_replayed() {
         "classic",
         &[("client.id", &format!("{c}-reader"))],
     );
+    let before_total: usize = counts.iter().map(|(b, _, _)| b).sum();
+    reader.wait_delivered(before_total, Duration::from_secs(60));
+    exporter
+        .wait_for(
+            "U and C caught up on the plain records, with members",
+            Duration::from_secs(60),
+            |s| {
+                let members = |g: &str| {
+                    s.value(
+                        "kafka_consumergroup_members",
+                        &[("kafka_cluster", "test"), ("group", g)],
+                    )
+                };
+                (members(&u).is_some_and(|m| m >= 1.0)
+                    && members(&c).is_some_and(|m| m >= 1.0)
+                    && counts.iter().enumerate().all(|(p, (before, _, _))| {
+                        committed(s, &u, &topic, p as i32) == Some(*before as f64)
+                            && committed(s, &c, &topic, p as i32) == Some(*before as f64)
+                    }))
+                .then_some(())
+            },
+        )
+        .await;
+    // Two cycles more with both groups live.
+    tokio::time::sleep(CYCLE * 2).await;
+
+    let held = long_transaction(&transactional_id);
+    held.begin_transaction().unwrap();
+    for (p, (_, inside, _)) in counts.iter().enumerate() {
+        send_keyed(&held, &topic, p as i32, *inside, TX_KEY);
+    }
+    for (p, (_, _, after)) in counts.iter().enumerate() {
+        send(&plain, &topic, p as i32, *after);
+    }
+    for (p, (before, inside, after)) in counts.iter().enumerate() {
+        wait_high_watermark(&topic, p as i32, (before + inside + after) as i64);
+    }
+    let producers: Vec<(i64, i64)> = (0..2).map(|p| open_producer(&topic, p)).collect();
+    assert_eq!(
+        producers[0], producers[1],
+        "one producer writes both partitions"
+    );
+    let (producer_id, producer_epoch) = producers[0];
     let total: usize = counts.iter().map(|(b, i, a)| b + i + a).sum();
     reader.wait_delivered(total, Duration::from_secs(60));
 

@@ -1845,7 +1845,8 @@ local text = import '../lib/text.libsonnet';
               |||)),
               g.tableTarget('B', q('max by (%(c)s, topic, group) (kafka_consumergroup_topic_hw_lag%(groupTopic)s)')),
               g.tableTarget('C', q('max by (%(c)s, topic, group) (kafka_consumergroup_topic_committed_beyond_lso%(groupTopic)s)')),
-              g.tableTarget('D', q('sum by (%(c)s, topic, group) (increase(kafka_consumergroup_aborted_records_read_total%(groupTopic)s[$__range]))')),
+              // 0 for a group that reads committed (no counter): every row has a number.
+              g.tableTarget('D', q('sum by (%(c)s, topic, group) (increase(kafka_consumergroup_aborted_records_read_total%(groupTopic)s[$__range])) or on (%(c)s, topic, group) (0 * max by (%(c)s, topic, group) (kafka_consumergroup_topic_lso_lag%(groupTopic)s))')),
             ],
             [
               { id: 'merge', options: {} },

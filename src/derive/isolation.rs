@@ -91,8 +91,10 @@ pub struct IsolationWatch {
     aborts: HashMap<(Arc<str>, i32), History>,
     /// The open transactions of the last cycle that listed them, per partition.
     open: HashMap<(Arc<str>, i32), Vec<SeenOpen>>,
-    /// Hashes of the groups that had live members in the last cycle that described them.
+    /// Hashes of the groups that had live members in the last cycle that described them,
+    /// and of every group the last cycle listed.
     live: HashSet<u64>,
+    listed: HashSet<u64>,
     cycle: u64,
 }
 
@@ -222,6 +224,7 @@ pub fn apply(derived: &mut Derived, watch: &mut IsolationWatch, cycle: Cycle) {
         .map(|p| ((&*p.topic, p.partition), p))
         .collect();
     let mut live = HashSet::new();
+    let mut listed = HashSet::new();
     for group in &mut derived.groups {
         if group.group_type == "share" {
             group.ruler.level = group
@@ -230,8 +233,11 @@ pub fn apply(derived: &mut Derived, watch: &mut IsolationWatch, cycle: Cycle) {
             continue;
         }
         let name = id_hash(&group.name);
-        // Members unknown (the describe failed): as they were.
-        let live_before = watch.live.contains(&name);
+        listed.insert(name);
+        // A group the last cycle did not list is new (or the exporter is): taken as live
+        // before, so that a new consumer's first cycle counts. One the last cycle listed
+        // without members was reset or restarted since.
+        let live_before = watch.live.contains(&name) || !watch.listed.contains(&name);
         let live_now = group.members.map_or(live_before, |m| m > 0);
         if live_now {
             live.insert(name);
@@ -273,9 +279,11 @@ pub fn apply(derived: &mut Derived, watch: &mut IsolationWatch, cycle: Cycle) {
     }
     if reached {
         watch.live = live;
+        watch.listed = listed;
         forget(watch, derived, cycle);
     } else {
         watch.live.extend(live);
+        watch.listed.extend(listed);
     }
 }
 
