@@ -334,7 +334,7 @@ local text = import 'lib/text.libsonnet';
           // its `for` across an exporter restart and a hand-over between replicas; a group
           // past the LSO between two proofs (committed at the LSO, or below it while it
           // catches up) keeps firing. Never for a group without live members whose offsets
-          // have not moved within isolationMemoryWindow: an offset reset past the LSO
+          // moved at most once within isolationMemoryWindow: an offset reset past the LSO
           // (--to-latest while a transaction is open) is not a consumer reading. A job that
           // assigns partitions itself (Flink, Spark) commits without members, and fires.
           // The value: the most offsets the group stood past the topic's LSOs within the
@@ -354,7 +354,7 @@ local text = import 'lib/text.libsonnet';
               )
               unless on (%(cl)s, group) (
                 %(withoutMembers)s
-                  and on (%(cl)s, group) (max without (%(r)s, topic) (changes(kafka_consumergroup_topic_committed_offset%(s)s[%(mw)s])) == 0)
+                  and on (%(cl)s, group) (max without (%(r)s, topic) (changes(kafka_consumergroup_topic_committed_offset%(s)s[%(mw)s])) <= 1)
               )
             ||| % {
               r: r,

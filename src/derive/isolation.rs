@@ -112,6 +112,8 @@ impl IsolationWatch {
 /// An open transaction as a cycle listed it.
 #[derive(Debug)]
 struct SeenOpen {
+    /// The cycle that listed it.
+    cycle: u64,
     producer_id: i64,
     producer_epoch: i32,
     transactional_id: String,
@@ -159,7 +161,14 @@ struct Track {
     delivered: Vec<(i64, i64)>,
     /// Per aborted transaction (its marker offset), its records counted so far.
     counted: Vec<(i64, i64)>,
+    /// Cycles since the partition was last pinned, had aborted transactions and the
+    /// group's offsets on it: the track is kept a few, for a marker read late.
+    idle: u8,
 }
+
+/// Cycles a track with delivered ranges is kept after its partition went quiet: a marker
+/// the reads could not reach at once (their byte caps, a failed fetch) is still counted.
+const IDLE_CYCLES: u8 = 8;
 
 #[derive(Debug, Default)]
 struct Remembered {
@@ -217,7 +226,7 @@ pub fn apply(derived: &mut Derived, watch: &mut IsolationWatch, cycle: Cycle) {
     } = cycle;
     watch.cycle += 1;
     let cycle = watch.cycle;
-    learn_aborts(watch, aborted);
+    learn_aborts(watch, aborted, &derived.partitions);
     let partitions: HashMap<(&str, i32), &PartitionState> = derived
         .partitions
         .iter()
@@ -289,10 +298,23 @@ pub fn apply(derived: &mut Derived, watch: &mut IsolationWatch, cycle: Cycle) {
 
 /// Takes this cycle's aborted transactions into each partition's history, with the
 /// transactional id and first offset the last cycle's open transactions gave them.
-fn learn_aborts(watch: &mut IsolationWatch, aborted: Vec<(Arc<str>, i32, AbortedTransaction)>) {
+fn learn_aborts(
+    watch: &mut IsolationWatch,
+    aborted: Vec<(Arc<str>, i32, AbortedTransaction)>,
+    partitions: &[PartitionState],
+) {
     for (topic, partition, mut transaction) in aborted {
         let key = (topic, partition);
         let history = watch.aborts.entry(key.clone()).or_default();
+        // A log truncated or recreated below what was learned starts over, before the
+        // markers read in it are taken for ones learned already.
+        let hw = partitions
+            .iter()
+            .find(|p| p.topic == key.0 && p.partition == key.1)
+            .and_then(|p| p.high_watermark);
+        if hw.is_some_and(|hw| hw <= history.learned_to) {
+            *history = History::default();
+        }
         if !history.learned.is_empty() && transaction.marker_offset <= history.learned_to {
             continue;
         }
@@ -374,6 +396,7 @@ fn forget(watch: &mut IsolationWatch, derived: &Derived, cycle: u64) {
                 let listed = open
                     .iter()
                     .map(|t| SeenOpen {
+                        cycle,
                         producer_id: t.producer_id,
                         producer_epoch: t.producer_epoch,
                         transactional_id: t.transactional_id.clone(),
@@ -385,13 +408,16 @@ fn forget(watch: &mut IsolationWatch, derived: &Derived, cycle: u64) {
             Some(_) => {
                 watch.open.remove(&key);
             }
-            // Not asked in this cycle: what the last one listed stays.
+            // Not asked in this cycle: what the last one listed stays, a cycle more.
             None => {}
         }
     }
-    watch
-        .open
-        .retain(|(topic, partition), _| present.contains_key(&(&**topic, *partition)));
+    // Under transaction version 1 a producer keeps its id and epoch across transactions:
+    // an old listing could pass for a later transaction's start.
+    watch.open.retain(|(topic, partition), listed| {
+        present.contains_key(&(&**topic, *partition))
+            && listed.iter().any(|o| cycle.saturating_sub(o.cycle) <= 2)
+    });
     let topics: HashSet<&str> = derived.partitions.iter().map(|p| &*p.topic).collect();
     for remembered in watch.groups.values_mut() {
         // A deleted topic's counters go with it.
@@ -457,6 +483,10 @@ fn observe(remembered: &mut Remembered, group: &GroupState, o: &Observed) {
             continue;
         };
         if hw <= lso && !o.aborts.contains_key(&key) {
+            // Quiet: kept a few cycles if it delivered something (below).
+            if let Some(track) = remembered.tracks.get_mut(&key) {
+                track.committed = g.committed_offset;
+            }
             continue;
         }
         present.insert(key.clone());
@@ -521,8 +551,16 @@ fn observe(remembered: &mut Remembered, group: &GroupState, o: &Observed) {
         }
     }
     // Partitions no longer pinned and without aborted transactions, or whose offsets the
-    // group no longer has: nothing to watch there.
-    remembered.tracks.retain(|key, _| present.contains(key));
+    // group no longer has: nothing to watch there, once what it delivered had its chance
+    // to meet a marker read late.
+    remembered.tracks.retain(|key, track| {
+        if present.contains(key) {
+            track.idle = 0;
+            return true;
+        }
+        track.idle = track.idle.saturating_add(1);
+        !track.delivered.is_empty() && track.idle <= IDLE_CYCLES
+    });
 }
 
 /// Keeps one piece of evidence per isolation level and member (or group, where the
@@ -1681,5 +1719,82 @@ mod tests {
             g.waits_at_lso(&offsets[1], &p1),
             "it waits for the transaction"
         );
+    }
+
+    #[test]
+    fn a_marker_read_late_still_meets_what_the_group_delivered() {
+        let mut run = Run::new();
+        let java = [member("m-1", "java")];
+        let pinned = |hw| partition("orders", 0, 0, hw, 100);
+        run.cycle(
+            0,
+            vec![pinned(130)],
+            group(&java, &[(&pinned(130), 95, Some(0))]),
+            vec![],
+        );
+        run.cycle(
+            15,
+            vec![pinned(150)],
+            group(&java, &[(&pinned(150), 130, Some(0))]),
+            vec![],
+        );
+        // The transaction aborted; the reads did not reach its marker in this cycle: the
+        // partition is quiet, with nothing learned yet.
+        let quiet = partition("orders", 0, 0, 160, 160);
+        run.cycle(
+            30,
+            vec![quiet.clone()],
+            group(&java, &[(&quiet, 160, Some(0))]),
+            vec![],
+        );
+        let t = aborted(7, &[(100, 109, 10), (140, 146, 7)], 150, true);
+        let g = run.cycle(
+            45,
+            vec![quiet.clone()],
+            group(&java, &[(&quiet, 160, Some(0))]),
+            vec![(quiet.topic.clone(), 0, t)],
+        );
+        assert_eq!(read(&g), (17, 1));
+    }
+
+    #[test]
+    fn a_recreated_topic_learns_its_markers_afresh() {
+        let mut run = Run::new();
+        let java = [member("m-1", "java")];
+        let pinned = |hw| partition("orders", 0, 0, hw, 100);
+        run.cycle(
+            0,
+            vec![pinned(130)],
+            group(&java, &[(&pinned(130), 95, Some(0))]),
+            vec![],
+        );
+        run.cycle(
+            15,
+            vec![pinned(150)],
+            group(&java, &[(&pinned(150), 130, Some(0))]),
+            vec![],
+        );
+        let done = partition("orders", 0, 0, 160, 160);
+        let t = aborted(7, &[(100, 109, 10)], 150, true);
+        let g = run.cycle(
+            30,
+            vec![done.clone()],
+            group(&java, &[(&done, 160, Some(0))]),
+            vec![(done.topic.clone(), 0, t)],
+        );
+        assert_eq!(read(&g), (10, 1));
+        // Deleted and created again: its log starts over below what was learned, and a
+        // marker at 50 is new.
+        let again = partition("orders", 0, 0, 60, 60);
+        let t = aborted(9, &[(40, 44, 5)], 50, true);
+        run.cycle(
+            45,
+            vec![again.clone()],
+            group(&java, &[(&again, 60, Some(0))]),
+            vec![(again.topic.clone(), 0, t)],
+        );
+        let history = &run.watch.aborts[&(Arc::from("orders"), 0)];
+        assert_eq!(history.learned.len(), 1);
+        assert_eq!(history.learned[0].transaction.marker_offset, 50);
     }
 }

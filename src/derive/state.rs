@@ -474,13 +474,10 @@ impl Ruler {
             return true;
         }
         match offset.owner {
-            // A member is judged by its own evidence; one that has shown none (a new
-            // member: a redeploy may have changed the setting) by the group's evidence
-            // that names no member, never by members that have left.
-            Owner::Member(i) => match self.member(i) {
-                Some(isolation) => isolation == crate::kafka::Isolation::ReadUncommitted,
-                None => self.unattributed == RulerLevel::ReadUncommitted,
-            },
+            // A member that has shown no level of its own (a new member: a redeploy may
+            // have changed the setting) is judged by the group's evidence that names no
+            // member, never by members that have left.
+            Owner::Member(_) => self.unattributed == RulerLevel::ReadUncommitted,
             _ => self.level == RulerLevel::ReadUncommitted,
         }
     }

@@ -784,7 +784,8 @@ fn committed_offsets(sample: &RawSample) -> Vec<Vec<i64>> {
 }
 
 /// Where a window would be read if the partition may hold markers: the lowest committed
-/// offset at most `window` below the HW (and in the log); and on a pinned partition, from
+/// offset at most `window` below the HW, or at it (and in the log); and on a pinned
+/// partition, from
 /// the LSO where it is that near the HW and some group is too (at the HW included), so
 /// that every batch of the open transactions is read: when one aborts, its marker finds
 /// them all (the records a read_uncommitted group delivered,
@@ -793,7 +794,10 @@ fn window_start(p: &crate::kafka::RawPartition, offsets: &[i64], window: i64) ->
     let hw = p.high_watermark?;
     let log_start = p.log_start_offset.unwrap_or(0);
     let near = |o: i64| o >= log_start && o <= hw && hw - o <= window;
-    let lowest = offsets.iter().copied().filter(|&o| o < hw && near(o)).min();
+    // A group at the HW too: its window reads nothing now (no Fetch at all while the
+    // partition is at rest), and goes on from there when records arrive, so that a
+    // transaction that opens and aborts before the next cycle is read.
+    let lowest = offsets.iter().copied().filter(|&o| near(o)).min();
     let pinned = p
         .last_stable_offset
         .filter(|&lso| lso < hw && near(lso) && offsets.iter().any(|&o| near(o)));
@@ -933,8 +937,10 @@ mod tests {
         };
         let transactional = [true; 3];
         let needs = plan(&sample, 300, &transactional);
-        // Caught up: nothing to read at all.
-        assert!(needs[0].window_from.is_none() && needs[0].positions.is_empty());
+        // Caught up: a window at the HW, which reads nothing until records arrive, and no
+        // position.
+        assert_eq!(needs[0].window_from, Some(5_000));
+        assert!(needs[0].positions.is_empty());
         // Pinned 1,000 below the HW: the LSO and the groups are positions, read_committed
         // below the LSO only; nothing is read below the log start.
         assert_eq!(needs[1].window_from, None);
@@ -967,10 +973,10 @@ mod tests {
             };
             let needs = plan(&sample, 1_000, &transactional);
             assert_eq!(needs[1].window_from, Some(4_000), "group at {offset}");
-            // Narrower than the gap: the group's own window only (none at the HW).
+            // Narrower than the gap: the group's own window only (at the HW, one that
+            // reads nothing until records arrive).
             let needs = plan(&sample, 500, &transactional);
-            let own = (offset < 5_000).then_some(offset);
-            assert_eq!(needs[1].window_from, own, "group at {offset}");
+            assert_eq!(needs[1].window_from, Some(offset), "group at {offset}");
         }
     }
 
