@@ -1382,6 +1382,130 @@ pub fn render_index(
     out
 }
 
+/// What showed a group's isolation level, for one cell of `/`.
+fn evidence_cell(g: &GroupIsolation) -> String {
+    g.evidence
+        .iter()
+        .map(|e| {
+            let what = if e.isolation == "read_uncommitted" {
+                format!(
+                    "committed {} past LSO {}",
+                    e.committed_offset, e.last_stable_offset
+                )
+            } else {
+                format!("held at LSO {} with records above", e.last_stable_offset)
+            };
+            format!(
+                "{} on {}/{}{}",
+                escape(&what),
+                escape(e.topic),
+                e.partition,
+                e.member.as_ref().map_or(String::new(), |m| format!(
+                    " by {} on {}",
+                    escape(m.client_id),
+                    escape(m.client_host)
+                ))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("<br>")
+}
+
+/// A group's members by the level each was shown to read with, for one cell of `/`.
+fn members_cell(g: &GroupIsolation) -> String {
+    let side = |level: &str| {
+        g.members
+            .iter()
+            .filter(|m| m.isolation == level)
+            .map(|m| {
+                format!(
+                    "{} on {}",
+                    escape(m.member.client_id),
+                    escape(m.member.client_host)
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut members = Vec::new();
+    for (level, words) in [
+        ("read_uncommitted", "reads uncommitted"),
+        ("read_committed", "reads committed"),
+        ("unknown", "not shown yet"),
+    ] {
+        let names = side(level);
+        if !names.is_empty() {
+            members.push(format!("{words}: {}", names.join(", ")));
+        }
+    }
+    members.join("<br>")
+}
+
+/// The records of aborted transactions a group read: its totals, then the latest
+/// transactions, for one cell of `/`.
+fn aborted_cell(g: &GroupIsolation) -> String {
+    let aborted = g
+        .aborted_read
+        .iter()
+        .map(|t| {
+            format!(
+                "{}{} record{} of <code>{}</code> (producer {}, epoch {}) at {}/{} offsets {}–{}, aborted {}{}",
+                match t.bound {
+                    "at_most" => "at most ",
+                    "at_least" => "at least ",
+                    _ => "",
+                },
+                t.records,
+                if t.records == 1 { "" } else { "s" },
+                if t.transactional_id.is_empty() {
+                    "a transaction not seen open".to_string()
+                } else {
+                    escape(t.transactional_id)
+                },
+                t.producer_id,
+                t.producer_epoch,
+                escape(t.topic),
+                t.partition,
+                t.first_offset,
+                t.last_offset,
+                rfc3339(t.aborted_at),
+                t.member.as_ref().map_or(String::new(), |m| format!(
+                    ", read by {} on {}",
+                    escape(m.client_id),
+                    escape(m.client_host)
+                ))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("<br>");
+    // The totals first (the counters of /metrics), then the latest transactions.
+    let totals = g
+        .aborted_records_read
+        .iter()
+        .filter(|t| t.records > 0)
+        .map(|t| {
+            format!(
+                "<b>{} record{} of {} aborted transaction{} on {}</b>",
+                t.records,
+                if t.records == 1 { "" } else { "s" },
+                t.transactions,
+                if t.transactions == 1 { "" } else { "s" },
+                escape(t.topic)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("<br>");
+    let aborted = match (totals.is_empty(), aborted.is_empty()) {
+        (true, true) => "none".to_string(),
+        (_, true) => totals,
+        (true, _) => aborted,
+        _ => format!(
+            "{totals}<br>the latest (at most {}):<br>{aborted}",
+            crate::derive::isolation::RECENT
+        ),
+    };
+    aborted
+}
+
 /// The groups that read uncommitted, wholly or in part, with what showed it and the
 /// aborted transactions they read; those shown to read committed are counted.
 fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
@@ -1405,125 +1529,16 @@ fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
     }
     out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">group</th><th class=\"l\">isolation</th><th class=\"l\">shown by</th><th class=\"l\">members</th><th class=\"l\">aborted transactions it read</th></tr>\n");
     for g in listed {
-        let shown_by = g
-            .evidence
-            .iter()
-            .map(|e| {
-                let what = if e.isolation == "read_uncommitted" {
-                    format!(
-                        "committed {} past LSO {}",
-                        e.committed_offset, e.last_stable_offset
-                    )
-                } else {
-                    format!("held at LSO {} with records above", e.last_stable_offset)
-                };
-                format!(
-                    "{} on {}/{}{}",
-                    escape(&what),
-                    escape(e.topic),
-                    e.partition,
-                    e.member.as_ref().map_or(String::new(), |m| format!(
-                        " by {} on {}",
-                        escape(m.client_id),
-                        escape(m.client_host)
-                    ))
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("<br>");
-        let side = |level: &str| {
-            g.members
-                .iter()
-                .filter(|m| m.isolation == level)
-                .map(|m| {
-                    format!(
-                        "{} on {}",
-                        escape(m.member.client_id),
-                        escape(m.member.client_host)
-                    )
-                })
-                .collect::<Vec<_>>()
-        };
-        let mut members = Vec::new();
-        for (level, words) in [
-            ("read_uncommitted", "reads uncommitted"),
-            ("read_committed", "reads committed"),
-            ("unknown", "not shown yet"),
-        ] {
-            let names = side(level);
-            if !names.is_empty() {
-                members.push(format!("{words}: {}", names.join(", ")));
-            }
-        }
-        let aborted = g
-            .aborted_read
-            .iter()
-            .map(|t| {
-                format!(
-                    "{}{} record{} of <code>{}</code> (producer {}, epoch {}) at {}/{} offsets {}–{}, aborted {}{}",
-                    match t.bound {
-                        "at_most" => "at most ",
-                        "at_least" => "at least ",
-                        _ => "",
-                    },
-                    t.records,
-                    if t.records == 1 { "" } else { "s" },
-                    if t.transactional_id.is_empty() {
-                        "a transaction not seen open".to_string()
-                    } else {
-                        escape(t.transactional_id)
-                    },
-                    t.producer_id,
-                    t.producer_epoch,
-                    escape(t.topic),
-                    t.partition,
-                    t.first_offset,
-                    t.last_offset,
-                    rfc3339(t.aborted_at),
-                    t.member.as_ref().map_or(String::new(), |m| format!(
-                        ", read by {} on {}",
-                        escape(m.client_id),
-                        escape(m.client_host)
-                    ))
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("<br>");
-        // The totals first (the counters of /metrics), then the latest transactions.
-        let totals = g
-            .aborted_records_read
-            .iter()
-            .filter(|t| t.records > 0)
-            .map(|t| {
-                format!(
-                    "<b>{} record{} of {} aborted transaction{} on {}</b>",
-                    t.records,
-                    if t.records == 1 { "" } else { "s" },
-                    t.transactions,
-                    if t.transactions == 1 { "" } else { "s" },
-                    escape(t.topic)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("<br>");
-        let aborted = match (totals.is_empty(), aborted.is_empty()) {
-            (true, true) => "none".to_string(),
-            (_, true) => totals,
-            (true, _) => aborted,
-            _ => format!(
-                "{totals}<br>the latest (at most {}):<br>{aborted}",
-                crate::derive::isolation::RECENT
-            ),
-        };
         let _ = writeln!(
             out,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l{}\">{}</td><td class=\"l\">{shown_by}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l{}\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             escape(g.cluster),
             escape(g.group),
             if g.isolation == "read_committed" { "" } else { " hang" },
             g.isolation,
-            members.join("<br>"),
-            aborted
+            evidence_cell(g),
+            members_cell(g),
+            aborted_cell(g)
         );
     }
     out.push_str("</table>\n");
@@ -2229,6 +2244,84 @@ mod tests {
         assert!(page.contains("orders-0 (60 behind): no member"), "{page}");
         assert!(page.contains("orders: in 3s"), "{page}");
         assert!(page.contains("orders: not closing"), "{page}");
+    }
+
+    /// A mixed group on `/` and in the JSON: each member on its side, the totals and
+    /// the transaction it read with its range and bound, everything escaped.
+    #[test]
+    fn a_mixed_group_names_its_members_and_the_aborted_transactions_it_read() {
+        use crate::derive::{AbortedRead, AbortedTransactionRead, Bound, Ruler, RulerLevel};
+        use crate::kafka::{GroupDetail, Isolation, RawMember};
+        let hostile = "<img src=x>";
+        let mut g = group("ledger", "orders", 0, 120, 200, 81);
+        let member = |id: &str, client: &str| RawMember {
+            member_id: id.into(),
+            client_id: client.into(),
+            client_host: "/10.0.0.7".into(),
+            ..Default::default()
+        };
+        g.detail = Some(GroupDetail {
+            epoch: None,
+            assignment_epoch: None,
+            members: vec![member("a", "java-default"), member("b", hostile)],
+        });
+        g.ruler = Ruler {
+            level: RulerLevel::Mixed,
+            members: vec![
+                Some(Isolation::ReadUncommitted),
+                Some(Isolation::ReadCommitted),
+            ],
+            aborted: vec![(
+                Arc::from("orders"),
+                AbortedRead {
+                    records: 37,
+                    transactions: 1,
+                },
+            )],
+            aborted_transactions: vec![AbortedTransactionRead {
+                topic: Arc::from("orders"),
+                partition: 0,
+                transactional_id: hostile.into(),
+                producer_id: 7,
+                producer_epoch: 3,
+                first_offset: 100,
+                last_offset: 146,
+                records: 37,
+                bound: Bound::AtMost,
+                aborted_at: SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_790_000_000),
+                member: None,
+            }],
+            ..Default::default()
+        };
+        let clusters = vec![(
+            "prod".to_string(),
+            Some(Arc::new(snapshot("prod", vec![], vec![g]))),
+        )];
+        let page = render_index(&clusters, &HashMap::new(), "/metrics", SystemTime::now());
+        assert!(!page.contains(hostile), "unescaped: {page}");
+        assert!(
+            page.contains("reads uncommitted: java-default on /10.0.0.7"),
+            "{page}"
+        );
+        assert!(
+            page.contains("reads committed: &lt;img src=x&gt; on /10.0.0.7"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<b>37 records of 1 aborted transaction on orders</b>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("at most 37 records of <code>&lt;img src=x&gt;</code> (producer 7, epoch 3) at orders/0 offsets 100–146, aborted 2026-09-21T"),
+            "{page}"
+        );
+        let json = report_json(&clusters);
+        let entry = &json["isolation"][0];
+        assert_eq!(entry["isolation"], "mixed");
+        assert_eq!(entry["members"][1]["isolation"], "read_committed");
+        assert_eq!(entry["aborted_read"][0]["bound"], "at_most");
+        assert_eq!(entry["aborted_read"][0]["exact"], false);
+        assert_eq!(entry["aborted_records_read"][0]["records"], 37);
     }
 
     #[test]
