@@ -36,12 +36,13 @@ async fn hold_pins_every_partition_at_the_printed_offset_then_aborts() {
     // Long enough for Kafka's own tool (a JVM) to start and answer while the hold lasts,
     // on a machine that runs the other suites at once.
     let hold = Duration::from_secs(30);
+    let hold_arg = format!("{}s", hold.as_secs());
     let started = Instant::now();
     let mut drill = Drill::spawn(&[
         "--topic",
         &topic,
         "--hold",
-        "12s",
+        &hold_arg,
         "--transactional-id",
         &transactional_id,
     ]);
