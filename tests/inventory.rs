@@ -462,14 +462,24 @@ async fn a_new_instance_fences_and_healthy_commits_do_not() {
     assert_eq!(healthy.run(&format!("cycle 20 {topic} 0")), "ok");
     assert_eq!(healthy.run("begin"), "ok");
     assert_eq!(healthy.run(&format!("send {topic} 0 1")), "ok");
-    // The new transaction, once listed (it began after the commit).
-    let after = loop {
-        let t = wait_listed(&exporter, &healthy_id).await;
-        if t["age_seconds"].as_f64().unwrap() < committed.elapsed().as_secs_f64() + 0.5 {
-            break t;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    // The new transaction, once a whole cycle ran after it began (the listing of a cycle
+    // before the commit would name the old one).
+    let ended = last_cycle(&exporter.scrape().await).unwrap_or(0.0);
+    let next = exporter
+        .wait_for("a cycle ends", Duration::from_secs(15), |s| {
+            last_cycle(s).filter(|at| *at > ended)
+        })
+        .await;
+    exporter
+        .wait_for("the next cycle ends", Duration::from_secs(15), |s| {
+            last_cycle(s).filter(|at| *at > next)
+        })
+        .await;
+    let after = wait_listed(&exporter, &healthy_id).await;
+    assert!(
+        after["age_seconds"].as_f64().unwrap() < committed.elapsed().as_secs_f64() + 0.5,
+        "the transaction begun after the commit: {after}"
+    );
     let (was, is) = (
         before["producer_epoch"].as_i64().unwrap(),
         after["producer_epoch"].as_i64().unwrap(),
