@@ -11,11 +11,10 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::java::JavaProducer;
 use common::*;
 use rdkafka::producer::Producer;
 
@@ -314,69 +313,6 @@ async fn the_list_equals_kafka_transactions_list() {
         .await;
     young.abort_transaction(Duration::from_secs(30)).unwrap();
     exporter.stop().await;
-}
-
-/// tests/java/TransactionalProducer.java: a Java producer (transaction version 2 where
-/// the broker has it), driven one command a line.
-struct JavaProducer {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl JavaProducer {
-    fn start(transactional_id: &str) -> JavaProducer {
-        let mut child = Command::new(repo_root().join("scripts/kafka-local"))
-            .args(["tool", "tests/java/TransactionalProducer.java"])
-            .args([&bootstrap(), transactional_id])
-            .current_dir(repo_root())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the Java producer");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                // The client logs to standard output too.
-                let answer = line == "ready" || line == "ok" || line.starts_with("error ");
-                if answer && tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        JavaProducer {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn next(&self) -> String {
-        self.lines
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the Java producer answers within 60 s")
-    }
-
-    fn ready(&self) {
-        assert_eq!(self.next(), "ready");
-    }
-
-    /// Runs `command`; returns "ok" or "error CLASS".
-    fn run(&mut self, command: &str) -> String {
-        writeln!(self.stdin, "{command}").unwrap();
-        self.stdin.flush().unwrap();
-        self.next()
-    }
-}
-
-impl Drop for JavaProducer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The fencings of `id` on /metrics (0 while the series is absent).

@@ -10,11 +10,9 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::java::JavaProducer;
 use common::*;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::Producer;
@@ -408,71 +406,6 @@ async fn event_time_an_hour_old_neither_hangs_nor_moves_the_stuck_clock() {
     held.abort_transaction(Duration::from_secs(30)).unwrap();
 }
 
-/// tests/java/TransactionalProducer.java: a Java producer (transaction version 2 where the
-/// broker has it), driven one command a line.
-struct JavaProducer {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl JavaProducer {
-    fn start(transactional_id: &str) -> JavaProducer {
-        let mut child = Command::new(repo_root().join("scripts/kafka-local"))
-            .args(["tool", "tests/java/TransactionalProducer.java"])
-            .args([&bootstrap(), transactional_id])
-            .current_dir(repo_root())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the Java producer");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                // The client logs to standard output too.
-                let answer = line == "ready" || line == "ok" || line.starts_with("error ");
-                if answer && tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        JavaProducer {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn ready(&self) {
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the Java producer starts within 60 s");
-        assert_eq!(line, "ready");
-    }
-
-    /// Runs `command`, which must answer "ok".
-    fn run(&mut self, command: &str) {
-        writeln!(self.stdin, "{command}").unwrap();
-        self.stdin.flush().unwrap();
-        let answer = self
-            .lines
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the Java producer answers within 60 s");
-        assert_eq!(answer, "ok", "Java producer: {command}");
-    }
-}
-
-impl Drop for JavaProducer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A transactional producer of either client, driven the same way.
 enum Transactional {
     /// Transaction version 2 on Kafka 4.x, version 1 on 3.x.
@@ -484,22 +417,22 @@ enum Transactional {
 impl Transactional {
     fn begin(&mut self) {
         match self {
-            Transactional::Java(p) => p.run("begin"),
+            Transactional::Java(p) => p.must("begin"),
             Transactional::Librdkafka(p) => p.begin_transaction().unwrap(),
         }
     }
 
     fn send(&mut self, topic: &str) {
         match self {
-            Transactional::Java(p) => p.run(&format!("send {topic} 0 1")),
+            Transactional::Java(p) => p.must(&format!("send {topic} 0 1")),
             Transactional::Librdkafka(p) => send(p, topic, 0, 1),
         }
     }
 
     fn end(&mut self, commit: bool) {
         match (self, commit) {
-            (Transactional::Java(p), true) => p.run("commit"),
-            (Transactional::Java(p), false) => p.run("abort"),
+            (Transactional::Java(p), true) => p.must("commit"),
+            (Transactional::Java(p), false) => p.must("abort"),
             (Transactional::Librdkafka(p), true) => {
                 p.commit_transaction(Duration::from_secs(30)).unwrap()
             }
@@ -566,7 +499,7 @@ async fn healthy_producer_restarted_after_an_abort(client: &str) {
             next.ready();
             let mut first = Transactional::Java(first);
             if let Transactional::Java(p) = &mut first {
-                p.run("init");
+                p.must("init");
             }
             (first, Some(next))
         }
@@ -669,7 +602,7 @@ async fn healthy_producer_restarted_after_an_abort(client: &str) {
             producer = match next.take() {
                 Some(mut java) => {
                     drop(producer);
-                    java.run("init");
+                    java.must("init");
                     Transactional::Java(java)
                 }
                 None => {

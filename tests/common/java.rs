@@ -231,3 +231,71 @@ impl Drop for StreamsApp {
         let _ = self.child.wait();
     }
 }
+
+/// tests/java/TransactionalProducer.java: a Java producer (transaction version 2 where
+/// the broker has it), driven one command a line.
+pub struct JavaProducer {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+}
+
+impl JavaProducer {
+    pub fn start(transactional_id: &str) -> JavaProducer {
+        let mut child = Command::new(repo_root().join("scripts/kafka-local"))
+            .args(["tool", "tests/java/TransactionalProducer.java"])
+            .args([&bootstrap(), transactional_id])
+            .current_dir(repo_root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Java producer");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                // The client logs to standard output too.
+                let answer = line == "ready" || line == "ok" || line.starts_with("error ");
+                if answer && tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        JavaProducer {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn next(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the Java producer answers within 60 s")
+    }
+
+    pub fn ready(&self) {
+        assert_eq!(self.next(), "ready");
+    }
+
+    /// Runs `command`; returns "ok" or "error CLASS".
+    pub fn run(&mut self, command: &str) -> String {
+        writeln!(self.stdin, "{command}").unwrap();
+        self.stdin.flush().unwrap();
+        self.next()
+    }
+
+    /// Runs `command`, which must answer "ok".
+    pub fn must(&mut self, command: &str) {
+        assert_eq!(self.run(command), "ok", "Java producer: {command}");
+    }
+}
+
+impl Drop for JavaProducer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
