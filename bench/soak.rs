@@ -20,6 +20,17 @@
 //! then). What the exporter remembers across cycles (its commit watch, from the debug log
 //! of each cycle) must stay flat meanwhile.
 //!
+//! With `SOAK_COORDINATOR_DOWN=N` (three brokers), the exporter reads committed offsets
+//! through librdkafka (its own client refuses the PKCS#12 keystore it is given, on the
+//! SSL listeners), and the groups it keeps are ten groups whose coordinator is broker N
+//! (the leader of their `__consumer_offsets` partitions), read once, after which broker N
+//! is stopped for the rest of the soak (no restart then; started again at the end). Ten
+//! groups stay in librdkafka's coordinator cache (11 entries), which keeps naming broker
+//! N, so every cycle's ListConsumerGroupOffsets waits for a broker that is gone: the
+//! coordinator request librdkafka 2.12.1 left behind per group and cycle until a broker
+//! changed state (vendor/rdkafka-sys/PATCHED.md). The RSS must stay flat meanwhile. The
+//! churn's topics get replication factor 2 then, so that two brokers can hold them.
+//!
 //! Reported: the exporter's RSS over time and its slope over the second half, series
 //! left behind for deleted topics and groups (scraped every 5 s; a name counts as left
 //! behind when it is still on /metrics 3 cycles after its deletion was acknowledged),
@@ -74,6 +85,93 @@ fn warning_kind(line: &str) -> String {
         .to_string()
 }
 
+/// Groups coordinated by the stopped broker (`SOAK_COORDINATOR_DOWN`): fewer than
+/// librdkafka's coordinator cache holds (11).
+const DOWN_GROUPS: usize = 10;
+/// `offsets.topic.num.partitions` of `scripts/kafka-local`.
+const OFFSETS_PARTITIONS: i32 = 8;
+
+/// `scripts/kafka-local ARGS` for the brokers under test (bench/run's environment).
+fn kafka_local(args: &[&str]) -> String {
+    let output = Command::new(repo_root().join("scripts/kafka-local"))
+        .args(args)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("scripts/kafka-local");
+    assert!(
+        output.status.success(),
+        "scripts/kafka-local {args:?} failed"
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+/// The CA certificate of the SSL listeners, and a PKCS#12 keystore beside it (the
+/// brokers' own, password "kafka-local").
+fn tls_files() -> (String, String) {
+    let ca = kafka_local(&["tls-ca"]);
+    let keystore = std::path::Path::new(&ca).with_file_name("broker.p12");
+    assert!(keystore.exists(), "no keystore at {}", keystore.display());
+    (ca, keystore.to_string_lossy().into_owned())
+}
+
+/// The `__consumer_offsets` partition of `group` (Kafka's `Utils.abs(hashCode) % n`).
+fn offsets_partition(group: &str) -> i32 {
+    let hash = group
+        .encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)));
+    hash.checked_abs().unwrap_or(0) % OFFSETS_PARTITIONS
+}
+
+/// `count` groups `{tag}-down-*` whose coordinator is `broker`, each with an offset
+/// committed on a topic `{tag}-down` of its own.
+async fn groups_coordinated_by(tag: &str, broker: i32, count: usize) -> Vec<String> {
+    let topic = format!("{tag}-down");
+    let new = NewTopic::new(&topic, 1, TopicReplication::Fixed(3));
+    let _ = admin().create_topics([&new], &AdminOptions::new()).await;
+    send(&plain_producer(), &topic, 0, count);
+    let commit = |group: &str, offset: i64| {
+        let member: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap())
+            .set("group.id", group)
+            .create()
+            .unwrap();
+        let mut offsets = TopicPartitionList::new();
+        offsets
+            .add_partition_offset(&topic, 0, Offset::Offset(offset))
+            .unwrap();
+        member
+            .commit(&offsets, CommitMode::Sync)
+            .unwrap_or_else(|e| panic!("committing for {group}: {e}"));
+    };
+    // The first commit creates __consumer_offsets where it does not exist yet.
+    commit(&format!("{tag}-warmup"), 0);
+    let metadata: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .create()
+        .unwrap();
+    let metadata = metadata
+        .fetch_metadata(Some("__consumer_offsets"), Duration::from_secs(10))
+        .expect("metadata of __consumer_offsets");
+    let leaders: BTreeMap<i32, i32> = metadata.topics()[0]
+        .partitions()
+        .iter()
+        .map(|p| (p.id(), p.leader()))
+        .collect();
+    assert!(
+        leaders.values().any(|&l| l == broker),
+        "broker {broker} leads no partition of __consumer_offsets: {leaders:?}"
+    );
+    let groups: Vec<String> = (0..)
+        .map(|n| format!("{tag}-down-{n:04}"))
+        .filter(|g| leaders.get(&offsets_partition(g)) == Some(&broker))
+        .take(count)
+        .collect();
+    for (i, group) in groups.iter().enumerate() {
+        commit(group, i as i64 + 1);
+    }
+    groups
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     require_kafka();
@@ -114,9 +212,61 @@ async fn main() {
         exporter_bootstrap = reachable.join(",");
         println!("broker {blackholed} unreachable for the exporter (its proxy blackholes)");
     }
+    // A group coordinator stopped under the librdkafka fallback (see the module docs).
+    let coordinator_down: Option<i32> = std::env::var("SOAK_COORDINATOR_DOWN")
+        .ok()
+        .and_then(|n| n.parse().ok());
+    let replication = match coordinator_down {
+        Some(_) => {
+            assert!(
+                brokers >= 3 && unreachable.is_none(),
+                "SOAK_COORDINATOR_DOWN needs three brokers and no SOAK_UNREACHABLE"
+            );
+            2
+        }
+        None => replication,
+    };
     let port = free_port();
     let names = format!("^{run_tag}-");
-    let mut child = exporter(&exporter_bootstrap, "soak", INTERVAL, port, &names, &names)
+    let mut command = exporter(&exporter_bootstrap, "soak", INTERVAL, port, &names, &names);
+    let mut down_groups = Vec::new();
+    if let Some(broker) = coordinator_down {
+        down_groups = groups_coordinated_by(&run_tag, broker, DOWN_GROUPS).await;
+        let (ca, keystore) = tls_files();
+        let ssl: Vec<String> = bootstrap()
+            .split(',')
+            .map(|addr| {
+                let (host, port) = addr.rsplit_once(':').unwrap();
+                format!("{host}:{}", port.parse::<u16>().unwrap() + 3)
+            })
+            .collect();
+        command = exporter(
+            &ssl.join(","),
+            "soak",
+            INTERVAL,
+            port,
+            &names,
+            &format!("^{run_tag}-down-"),
+        );
+        for (property, value) in [
+            ("security.protocol", "SSL"),
+            ("ssl.ca.location", ca.as_str()),
+            // The brokers do not ask for a client certificate: the keystore only makes the
+            // exporter's own client step aside (it reads PEM files only).
+            ("ssl.keystore.location", keystore.as_str()),
+            ("ssl.keystore.password", "kafka-local"),
+        ] {
+            command.env(
+                format!("KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__{property}"),
+                value,
+            );
+        }
+        println!(
+            "committed offsets through librdkafka; groups {run_tag}-down-* coordinated by broker {broker}, \
+             which stops once the exporter has read them"
+        );
+    }
+    let mut child = command
         .env("RUST_LOG", "kafka_lso_exporter=debug")
         .spawn()
         .expect("start the exporter");
@@ -241,6 +391,47 @@ async fn main() {
         })
     };
 
+    if let Some(broker) = coordinator_down {
+        // Broker N goes once the exporter has read every group (librdkafka's coordinator
+        // cache names broker N for each of them then).
+        let http = reqwest::Client::new();
+        let by = Instant::now() + Duration::from_secs(120);
+        loop {
+            let body = match http
+                .get(format!("http://127.0.0.1:{port}/metrics"))
+                .send()
+                .await
+            {
+                Ok(r) => r.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            let read = down_groups
+                .iter()
+                .filter(|g| {
+                    body.lines().any(|l| {
+                        // kafka_consumergroup_topic_committed_offset at the default
+                        // granularity.
+                        l.starts_with("kafka_consumergroup_")
+                            && l.contains("committed_offset{")
+                            && l.contains(&format!("group=\"{g}\""))
+                    })
+                })
+                .count();
+            if read == down_groups.len() {
+                break;
+            }
+            assert!(
+                Instant::now() < by,
+                "the exporter read {read} of the {} groups in 2 minutes",
+                down_groups.len()
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let minute = soak_started.elapsed().as_secs_f64() / 60.0;
+        kafka_local(&["stop", &broker.to_string()]);
+        println!("minute {minute:.1}: broker {broker} (the groups' coordinator) stopped");
+    }
+
     let started = Instant::now();
     let end = started + Duration::from_secs_f64(minutes * 60.0);
     let restart_at = started + Duration::from_secs_f64(minutes * 30.0);
@@ -316,7 +507,12 @@ async fn main() {
             }
         }
 
-        if !restarted && Instant::now() >= restart_at && brokers >= 3 && unreachable.is_none() {
+        if !restarted
+            && Instant::now() >= restart_at
+            && brokers >= 3
+            && unreachable.is_none()
+            && coordinator_down.is_none()
+        {
             restarted = true;
             let t = Instant::now();
             let status = Command::new(repo_root().join("scripts/kafka-local"))
@@ -361,6 +557,9 @@ async fn main() {
         .unwrap();
     let _ = child.kill();
     let _ = child.wait();
+    if let Some(broker) = coordinator_down {
+        kafka_local(&["start", &broker.to_string()]);
+    }
 
     let cycles = cycles.lock().unwrap().clone();
     let over = cycles.iter().filter(|s| **s > 1.0).count();

@@ -35,6 +35,10 @@ local text = import 'lib/text.libsonnet';
     // (kafka_lso_exporter_up 1) and counted no failure, within the window, of a stage that
     // reads the alert's series. Every stage's errors_total series exists from the start at
     // 0; without it a cluster is never healthy, and absent series are always bridged.
+    // Nor is a cluster healthy during the first newOwnerCycles cycles of its owner (an
+    // exporter restarted, a replica that took it over: kafka_lso_exporter_cycle_duration_seconds_count
+    // starts from 0): in `topic` granularity a pinned partition's series come back a cycle
+    // after the rest, once the new owner has seen its LSO stand still.
     //
     // `+ 0` drops the metric name, so both sides of `or` carry the same labels and `or`
     // keeps the current value. The threshold comes last, once: the Helm chart's override
@@ -53,8 +57,9 @@ local text = import 'lib/text.libsonnet';
       (
         kafka_lso_exporter_up%(s)s == 1
           and on (%(cl)s) sum by (%(cl)s) (increase(kafka_lso_exporter_errors_total%(e)s[%(w)s])) == 0
+          unless on (%(cl)s) max by (%(cl)s) (kafka_lso_exporter_cycle_duration_seconds_count%(s)s) < %(n)s
       )
-    ||| % { s: sel([]), e: sel(['stage=~"%s"' % std.join('|', stages)]), cl: cl, w: w },
+    ||| % { s: sel([]), e: sel(['stage=~"%s"' % std.join('|', stages)]), cl: cl, w: w, n: text.number(c.newOwnerCycles) },
     // `metric`, bridged: its current value, or while the cluster is not healthy its last
     // value within the window.
     // The replica labels are aggregated away: a series keeps its identity when another
@@ -73,6 +78,67 @@ local text = import 'lib/text.libsonnet';
     local retention = bridge('kafka_topic_retention_seconds', retentionStages),
     local runbook(alert) = c.runbookURLBase + alert + '.md',
     local r = std.join(', ', c.replicaLabels),
+
+    // What the alerts on a pinned partition remember across an exporter restart or a
+    // hand-over (restartMemoryWindow), keyed by the partition's LSO value as a label `lso`
+    // (count_values), so that a memory can only match the LSO it was made at: the LSO only
+    // grows, and a transaction that ends moves it. A partition whose LSO moved has no memory
+    // at its new value; one that is no longer behind its HW has no series (topic
+    // granularity) or another LSO.
+    //
+    // `value` per partition, with the partition's current LSO as the label `lso` (value 0
+    // added), over the partitions `value` has: a subquery's inner expression. count_values
+    // `without`, not `by`: Prometheus 2.42 (Debian's) drops `by` labels of count_values
+    // evaluated over a range (a subquery).
+    local mem = c.restartMemoryWindow,
+    local memStep = c.restartMemoryStep,
+    local atLso(value) = std.rstripChars(|||
+      (
+        %(value)s
+          + on (%(cl)s, topic, partition) group_left (lso)
+        (0 * count_values without (%(r)s) ("lso", max without (%(r)s) (kafka_partition_last_stable_offset%(s)s) and on (%(cl)s, topic, partition) %(value)s))
+      )
+    ||| % { value: value, cl: cl, r: r, s: sel([]) }, '\n'),
+    // The partitions behind their HW now, with their current LSO as the label `lso`: both
+    // bridged, so that the first cycles of a new owner (or a gap of a scrape or two) keep
+    // the last values.
+    local pinnedNow = std.rstripChars(|||
+      (
+        count_values without (%(r)s) (
+          "lso",
+          %(lso)s
+        )
+          and on (%(cl)s, topic, partition) %(gap)s > 0
+      )
+    ||| % {
+      cl: cl,
+      r: r,
+      lso: promql.indent(bridge('kafka_partition_last_stable_offset', partitionStages), 4),
+      gap: promql.indent(bridge('kafka_partition_hw_minus_lso', partitionStages), 4),
+    }, '\n'),
+    // How long each pinned partition's LSO has stood at its current value: from the earliest
+    // moment at which any exporter's stuck clock, within restartMemoryWindow, says the LSO
+    // arrived at this value (the sample's time less the clock), or the exporter's current
+    // clock if it says more (it can date the LSO by a broker clock). No more than the
+    // clocks it reads said: a clock that read s at time t at this LSO means the LSO stood
+    // here since t - s, and, as the LSO only grows, still does while it reads this value.
+    local stuckCarried = std.rstripChars(|||
+      max without (lso) (
+        time() - min_over_time(
+          %(arrival)s[%(mem)s:%(step)s]
+        )
+          and on (%(cl)s, topic, partition, lso) %(pinned)s
+        or
+        %(current)s
+      )
+    ||| % {
+      cl: cl,
+      mem: mem,
+      step: memStep,
+      arrival: promql.indent(atLso('(time() - (max without (%s) (kafka_partition_lso_stuck_seconds%s) > 0))' % [r, sel([])]), 4),
+      pinned: promql.indent(pinnedNow, 4),
+      current: promql.indent(bridge('kafka_partition_lso_stuck_seconds', partitionStages), 2),
+    }, '\n'),
 
     // A group's isolation as the exporter judges it (kafka_consumergroup_isolation_level, one
     // series per group, its `isolation_level` label read_committed, read_uncommitted, mixed or
@@ -194,6 +260,8 @@ local text = import 'lib/text.libsonnet';
       isolationNow: isolationNow,
       isolationMembers: isolationMembers,
       hangingFor: own.duration(c.hangingFor),
+      restartMemoryWindow: text.duration(c.restartMemoryWindow),
+      fencedRepeated: own.number(c.fencedRepeatedThreshold),
       clusterDownFor: own.duration(c.clusterDownFor),
       staleSeconds: own.seconds(c.staleSeconds),
       clustersUnservedFor: own.duration(c.clustersUnservedFor),
@@ -220,6 +288,16 @@ local text = import 'lib/text.libsonnet';
     },
     local describe(paragraph) = text.fold(paragraph) % v,
 
+    // One severity per alert name: kube-prometheus-stack's default Alertmanager inhibits
+    // every warning or info alert that shares its name and namespace with a critical one,
+    // and every alert of the exporter carries the exporter's namespace, so a name with two
+    // severities would let one partition's page mute the other's warnings everywhere.
+    // Escalations are alerts of their own (KafkaLsoStuck, KafkaLsoStuckCritical).
+    local alertRules = std.flattenArrays([g.rules for g in self.groups]),
+    local severitiesOf(name) = std.set([rule.labels.severity for rule in alertRules if std.objectHas(rule, 'alert') && rule.alert == name]),
+    local twoSeverities = [name for name in std.set([rule.alert for rule in alertRules if std.objectHas(rule, 'alert')]) if std.length(severitiesOf(name)) > 1],
+    assert twoSeverities == [] : 'alerts with more than one severity (give the escalation a name of its own): ' + std.join(', ', twoSeverities),
+
     groups+: [
       {
         name: 'kafka-lso-exporter.transactions',
@@ -241,10 +319,15 @@ local text = import 'lib/text.libsonnet';
               runbook_url: runbook('KafkaLsoGapHigh'),
             },
           },
+          // The stuck clock as the exporters said it within restartMemoryWindow, while the
+          // LSO stands at the same value (stuckCarried): an exporter restarted or a replica
+          // that took the cluster over, whose clock starts again from 0 where no broker clock
+          // dates the LSO, does not resolve the alert. Two names, one severity each:
+          // kube-prometheus-stack's default Alertmanager inhibits a warning wherever an alert
+          // of the same name and namespace is critical, on any partition of any cluster.
           {
             alert: 'KafkaLsoStuck',
-            expr: 'max without (%s) (kafka_partition_lso_stuck_seconds%s) > %s'
-                  % [std.join(', ', c.replicaLabels), sel([]), text.number(c.stuckWarningSeconds)],
+            expr: stuckCarried + ' > ' + text.number(c.stuckWarningSeconds) + '\n',
             labels: { severity: 'warning' },
             annotations: {
               summary: '{{ $labels.topic }}/{{ $labels.partition }}: last stable offset stuck for {{ $value | humanizeDuration }}',
@@ -258,8 +341,8 @@ local text = import 'lib/text.libsonnet';
             },
           },
           {
-            alert: 'KafkaLsoStuck',
-            expr: bridged('kafka_partition_lso_stuck_seconds', partitionStages, '> ' + text.number(c.stuckCriticalSeconds)),
+            alert: 'KafkaLsoStuckCritical',
+            expr: stuckCarried + ' > ' + text.number(c.stuckCriticalSeconds) + '\n',
             'for': c.stuckCriticalFor,
             labels: { severity: 'critical' },
             annotations: {
@@ -269,8 +352,10 @@ local text = import 'lib/text.libsonnet';
                 has not moved for {{ $value | humanizeDuration }}, more than %(stuckCritical)s (the broker's default
                 transaction.max.timeout.ms is 15 minutes): a late or hanging transaction. It will not end
                 by itself; read_committed consumers of this partition stay blocked until it is aborted.%(transactionAtLso)s
+                The time counts from when an exporter first saw this LSO pinned (looking back
+                %(restartMemoryWindow)s), across exporter restarts and hand-overs.
               |||),
-              runbook_url: runbook('KafkaLsoStuck'),
+              runbook_url: runbook('KafkaLsoStuckCritical'),
             },
           },
           // Blocked: nothing left to read below the LSO (lso_lag 0, which excludes markers
@@ -446,9 +531,33 @@ local text = import 'lib/text.libsonnet';
               runbook_url: runbook('KafkaConsumerGroupMixedIsolation'),
             },
           },
+          // The current hanging count; where it reads 0 (or is absent), 1 while the
+          // partition's LSO still stands at a value at which an exporter counted a hanging
+          // transaction within restartMemoryWindow: the transaction at that LSO is still open
+          // and only older. An exporter restarted, or a replica that took the cluster over,
+          // that can date a transaction no coordinator knows (KIP-664) by nothing but its own
+          // first sight counts it hanging only transaction.max.timeout.ms later.
           {
             alert: 'KafkaTransactionHanging',
-            expr: bridged('kafka_partition_hanging_transactions', transactionStages, '> 0'),
+            expr: |||
+              (
+                %(current)s > 0
+                or
+                max without (lso) (
+                  max_over_time(
+                    %(hanging)s[%(mem)s:%(step)s]
+                  )
+                    and on (%(cl)s, topic, partition, lso) %(pinned)s
+                )
+              ) > 0
+            ||| % {
+              cl: cl,
+              mem: mem,
+              step: memStep,
+              current: promql.indent(bridge('kafka_partition_hanging_transactions', transactionStages), 2),
+              hanging: promql.indent(atLso('clamp_max(max without (%s) (kafka_partition_hanging_transactions%s) > 0, 1)' % [r, sel([])]), 6),
+              pinned: promql.indent(pinnedNow, 6),
+            },
             'for': c.hangingFor,
             labels: { severity: 'critical' },
             annotations: {
@@ -461,7 +570,10 @@ local text = import 'lib/text.libsonnet';
                 exporter's first sight of them. A hanging transaction never ends by itself: the
                 partition's last stable offset stays pinned until it is aborted. The exporter's /api/v1/stuck
                 (or its / page, or the dashboard's Transactions holding the LSO) shows the transaction and its
-                kafka-transactions.sh abort command.%(transactionAtLso)s
+                kafka-transactions.sh abort command. An exporter restarted, or a replica that took the cluster
+                over, may count the transaction hanging again only later (where nothing but its own first sight
+                dates it): the alert goes on while the partition's LSO stands where an exporter counted a
+                transaction hanging (looking back %(restartMemoryWindow)s).%(transactionAtLso)s
               |||),
               runbook_url: runbook('KafkaTransactionHanging'),
             },
@@ -532,20 +644,56 @@ local text = import 'lib/text.libsonnet';
               runbook_url: runbook('KafkaTransactionFenced'),
             },
           },
+          // The fencings of one transactional id within fencedWindow, when there are more than
+          // a deployment causes: the warning that must arrive where KafkaTransactionFenced is
+          // context (kube-prometheus-stack mutes info alerts unless a warning or critical one
+          // fires in the namespace). Counted per replica and summed (each replica counts from 0
+          // the fencings it sees while it serves the cluster); a series that appeared within
+          // the window counts with its first value too (it appears at the first fencing seen).
+          // Rounded: increase() extrapolates to the window's edges.
+          {
+            alert: 'KafkaTransactionFencedRepeatedly',
+            expr: |||
+              round(
+                sum without (%(r)s) (
+                  (
+                    increase(kafka_transaction_fencings_total%(s)s[%(w)s])
+                      + (min_over_time(kafka_transaction_fencings_total%(s)s[%(w)s]) unless kafka_transaction_fencings_total%(s)s offset %(w)s)
+                  )
+                  or increase(kafka_transaction_fencings_total%(s)s[%(w)s])
+                )
+              ) > %(n)s
+            ||| % { s: sel([]), w: c.fencedWindow, r: r, n: text.number(c.fencedRepeatedThreshold) },
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Producers of transactional id {{ $labels.transactional_id }} fenced {{ $value | printf "%%.0f" }} times in %s' % text.duration(c.fencedWindow),
+              description: describe(|||
+                On cluster {{ $labels.%(cl)s }}, producers of transactional id {{ $labels.transactional_id }} were fenced
+                about {{ $value | printf "%%.0f" }} times in the last %(fencedWindow)s, more than %(fencedRepeated)s: more
+                than a deployment or a rebalance causes. Two live instances share the id (each fences the other and
+                neither makes progress), an instance crash-loops, or its transactions time out (each timeout aborts
+                the transaction and fences the producer).%(coordinatorMoves)s
+              |||),
+              runbook_url: runbook('KafkaTransactionFencedRepeatedly'),
+            },
+          },
         ],
       },
       {
         name: 'kafka-lso-exporter.consumer-groups',
         rules: [
           // Per group: stalled and stopped count as one condition, so that a group going
-          // from one to the other keeps its `for`; the last status within pagingGapWindow,
-          // so that a cycle or two without it (a coordinator that did not answer, an
-          // exporter restart) does not restart it. A group's status series read 0 rather
-          // than go when its status changes: no health condition is needed.
+          // from one to the other keeps its `for`. The current status of any replica (the
+          // replica labels aggregated away, so that a hand-over keeps the alert and its
+          // `for`), or, while the group has no status series at all, the last within
+          // pagingGapWindow, so that a cycle or two without it (a coordinator that did not
+          // answer, an exporter restart, a hand-over) does not restart it. A group's status
+          // series read 0 rather than go when its status changes: no health condition is
+          // needed, and a new owner that finds the group moving ends the alert at once.
           {
             alert: 'KafkaConsumerGroupCommitStalled',
-            expr: 'max without (status, %s) (last_over_time(kafka_consumergroup_status%s[%s])) == 1'
-                  % [std.join(', ', c.replicaLabels), sel(['status=~"stalled|stopped"']), w],
+            expr: '(max without (status, %(r)s) (kafka_consumergroup_status%(s)s) or max without (status, %(r)s) (last_over_time(kafka_consumergroup_status%(s)s[%(w)s]))) == 1'
+                  % { r: r, s: sel(['status=~"stalled|stopped"']), w: w },
             'for': c.commitStalledFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -581,8 +729,9 @@ local text = import 'lib/text.libsonnet';
               runbook_url: runbook('KafkaConsumerGroupRebalancing'),
             },
           },
-          // warning: any group with less than the fraction of the topic's retention left
-          // (a caught-up group has all of it). critical: less than the floor on a group
+          // KafkaConsumerGroupRetentionRisk (warning): any group with less than the fraction
+          // of the topic's retention left (a caught-up group has all of it).
+          // KafkaConsumerGroupRetentionRiskCritical: less than the floor on a group
           // that is not moving and has records of the topic left (margin below the
           // retention; the comparison keeps the margin as the value). The floor's
           // comparison stays last: the Helm chart's threshold override replaces it. Both
@@ -609,7 +758,7 @@ local text = import 'lib/text.libsonnet';
             },
           },
           {
-            alert: 'KafkaConsumerGroupRetentionRisk',
+            alert: 'KafkaConsumerGroupRetentionRiskCritical',
             expr: |||
               (
                 %(margin)s
@@ -634,7 +783,7 @@ local text = import 'lib/text.libsonnet';
                 in {{ $value | humanizeDuration }}, less than %(retentionRiskCritical)s. A lower bound: deletion takes
                 whole segments. The group will lose records unless it moves again before then.
               |||),
-              runbook_url: runbook('KafkaConsumerGroupRetentionRisk'),
+              runbook_url: runbook('KafkaConsumerGroupRetentionRiskCritical'),
             },
           },
           {
@@ -681,10 +830,21 @@ local text = import 'lib/text.libsonnet';
           },
           {
             alert: 'KafkaLsoExporterStale',
-            // The same bridge: the last success's time, not a value, so the age stays true
-            // through the gap.
-            expr: 'time() - (max without (%(r)s) (kafka_lso_exporter_last_success_timestamp_seconds%(s)s) or max without (%(r)s) (last_over_time(kafka_lso_exporter_last_success_timestamp_seconds%(s)s[%(w)s]))) > %(t)s'
-                  % { s: sel([]), w: w, t: text.number(c.staleSeconds), r: std.join(', ', c.replicaLabels) },
+            // The last success's time, not a value, so the age stays true through a gap.
+            // An owner that has not succeeded yet (an exporter restarted, or a replica that
+            // took the cluster over, while the cluster is down) has no such series: the
+            // newest success any replica reported within restartMemoryWindow stands in, while
+            // some replica reports the cluster (kafka_lso_exporter_up, bridged through a
+            // scrape or two), so that the alert goes on through the hand-over, and ends
+            // within pagingGapWindow for a cluster removed from the configuration.
+            expr: |||
+              time() - (
+                max without (%(r)s) (kafka_lso_exporter_last_success_timestamp_seconds%(s)s)
+                or
+                max without (%(r)s) (max_over_time(kafka_lso_exporter_last_success_timestamp_seconds%(s)s[%(mem)s]))
+                  and on (%(cl)s) max by (%(cl)s) (last_over_time(kafka_lso_exporter_up%(s)s[%(w)s]))
+              ) > %(t)s
+            ||| % { s: sel([]), w: w, mem: mem, cl: cl, t: text.number(c.staleSeconds), r: r },
             'for': c.staleFor,
             labels: { severity: 'warning' },
             annotations: {

@@ -27,13 +27,40 @@
     // KafkaLsoGapHigh: records between a partition's LSO and its high watermark.
     gapThreshold: 5000,
     gapFor: '5m',
-    // KafkaLsoStuck: seconds a partition's LSO has not moved while the HW is ahead of it.
-    // warning: longer than the default transaction.timeout.ms allows (60 s), with margin;
-    // critical: longer than the broker's default transaction.max.timeout.ms (15 min).
+    // KafkaLsoStuck (warning): seconds a partition's LSO has not moved while the HW is
+    // ahead of it, longer than the default transaction.timeout.ms allows (60 s), with margin.
+    // KafkaLsoStuckCritical: longer than the broker's default transaction.max.timeout.ms
+    // (15 min). Two names, not one name with two severities: kube-prometheus-stack's default
+    // Alertmanager inhibits a warning wherever an alert of the same name and namespace is
+    // critical, and every alert of the exporter carries the exporter's namespace.
     stuckWarningSeconds: 180,
     stuckCriticalSeconds: 900,
     // How long the critical one must hold before it pages.
     stuckCriticalFor: '2m',
+    // KafkaLsoStuck, KafkaLsoStuckCritical and KafkaTransactionHanging remember, per
+    // partition and LSO value, what the exporter said within this window: the longest stuck
+    // clock (as the time the LSO arrived at that value) and whether a transaction was
+    // counted hanging. While the partition's LSO still stands at that value, behind its HW,
+    // the alerts go on from there. An exporter that restarts, or a replica that takes the
+    // cluster over, starts the stuck clock of a partition again from 0 where nothing dates
+    // the LSO (a CreateTime topic without transaction forensics, a transaction no
+    // coordinator knows any more: KIP-664's hanging ones), and counts such a transaction
+    // hanging only once it has seen it open for transaction.max.timeout.ms itself; the
+    // memory keeps those alerts firing meanwhile, whatever the exporter can recover. Once
+    // the LSO moves, the memory of the old value no longer matches. Longer than the
+    // thresholds, so that the new exporter's own clock takes over before the memory ends;
+    // restarts more often than that for longer than the window end it.
+    restartMemoryWindow: '1h',
+    // The resolution of that memory (the step of its subquery): the arrival time it
+    // remembers is this much late at most.
+    restartMemoryStep: '1m',
+    // A cluster's series are bridged (pagingGapWindow) during the first cycles of a new
+    // owner, an exporter restarted or a replica that took the cluster over: in `topic`
+    // granularity a pinned partition's series come back one cycle later (the LSO must be
+    // seen standing still), and without the bridge the alerts on them would resolve for
+    // that cycle. The owner's cycles are counted by kafka_lso_exporter_cycle_duration_seconds_count
+    // (a new owner's starts from 0); an exporter without that series is not told apart.
+    newOwnerCycles: 3,
     // KafkaConsumerGroupBlockedByTransaction: seconds the LSO a caught-up group waits on
     // has been stuck.
     blockedStuckSeconds: 120,
@@ -89,15 +116,17 @@
     rebalanceThreshold: 10,
     rebalanceWindow: '10m',
     rebalanceFor: '5m',
-    // KafkaConsumerGroupRetentionRisk: time left before retention may delete the oldest
-    // record a group has not consumed (kafka_consumergroup_topic_min_retention_margin_seconds).
-    // warning: less than this fraction of the topic's retention left, whatever the
-    // group's status (7 days: 42 hours ahead; 1 day: 6 hours; 1 hour: 15 minutes). A
-    // caught-up group always has the whole retention left and never fires.
+    // Time left before retention may delete the oldest record a group has not consumed
+    // (kafka_consumergroup_topic_min_retention_margin_seconds).
+    // KafkaConsumerGroupRetentionRisk (warning): less than this fraction of the topic's
+    // retention left, whatever the group's status (7 days: 42 hours ahead; 1 day: 6 hours;
+    // 1 hour: 15 minutes). A caught-up group always has the whole retention left and never
+    // fires.
     retentionRiskFraction: 0.25,
     retentionRiskFor: '5m',
-    // critical: less than this many seconds left on a group that is not moving (status
-    // stalled, stopped or blocked) and has records of the topic left to read: the time
+    // KafkaConsumerGroupRetentionRiskCritical: less than this many seconds left on a group
+    // that is not moving (status stalled, stopped or blocked) and has records of the topic
+    // left to read: the time
     // an on-call engineer needs to restart consumers or end the transaction. The fraction
     // alone comes too late on topics kept for hours; this floor pages as soon as such a
     // group stops on a topic kept for less than an hour.
@@ -114,9 +143,15 @@
     // has been open: the broker's default transaction.max.timeout.ms (15 min) plus the
     // exporter's default hanging_margin (1 min). Its coordinator should have ended it.
     longOpenUnseenSeconds: 960,
-    // KafkaTransactionFenced: the window over which a fencing counts; the alert fires for
-    // this long after the last one.
+    // KafkaTransactionFenced (info): the window over which a fencing counts; the alert fires
+    // for this long after the last one. Info, as a single fencing after a deployment is
+    // expected: kube-prometheus-stack's InfoInhibitor mutes it unless a warning or critical
+    // alert fires in the namespace.
     fencedWindow: '15m',
+    // KafkaTransactionFencedRepeatedly (warning): more than this many fencings of one
+    // transactional id within fencedWindow: two live instances sharing the id (zombies), a
+    // crash loop, transactions that time out. A rolling restart fences each id once or twice.
+    fencedRepeatedThreshold: 3,
     // KafkaLsoExporterClusterDown: how long a cluster must stay unreachable.
     clusterDownFor: '2m',
     // KafkaLsoExporterStale: seconds since the last successful cycle; 45 s is 3 sampling

@@ -98,8 +98,9 @@ pub struct Config {
 pub struct HaSettings {
     /// The coordination group: the same for every replica of one deployment.
     pub group: String,
-    /// The cluster whose brokers coordinate the group (the first one unless set).
-    pub cluster: String,
+    /// `ha.cluster` as written: no longer used (each cluster's share is coordinated on
+    /// that cluster), accepted for one release with a warning.
+    pub cluster: Option<String>,
     /// A replica that does not heartbeat for this long loses its share.
     pub session_timeout: Duration,
     pub heartbeat_interval: Duration,
@@ -262,11 +263,70 @@ pub struct ClusterConfig {
     pub compat_kafka_exporter: bool,
     /// How the cluster's groups are followed (`groups.*` other than the filter).
     pub group_settings: GroupSettings,
-    /// The cluster's settings as the layers wrote them, in one canonical text without
-    /// defaults and without the values of secret client properties: what `[ha]` replicas
-    /// compare. A later version that adds a setting with a default writes the same text
-    /// for the same configuration, so a rolling upgrade keeps sharing the work.
-    pub as_written: String,
+}
+
+impl ClusterConfig {
+    /// What `[ha]` replicas must agree on for this cluster, as one canonical text: every
+    /// setting as validated (durations in milliseconds, however they were written; a
+    /// setting written at its default reads as the default left out), secret client
+    /// properties by name only, and the sampling rhythm. Keys are sorted; no `Debug`
+    /// output. A setting that a later version adds goes in only when it is not at its
+    /// default, so that a rolling upgrade with the same configuration keeps sharing the
+    /// work.
+    pub fn canonical(&self, interval: Duration, timeout: Duration) -> String {
+        use serde_json::{json, Value};
+        let ms = |d: Duration| json!(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let patterns = |set: &RegexSet| -> Value { json!(set.patterns()) };
+        let mut bootstrap = bootstrap_list(&self.bootstrap_servers);
+        bootstrap.sort_unstable();
+        let client: BTreeMap<&str, &str> = self
+            .client
+            .iter()
+            .map(|(k, v)| {
+                let v = if looks_secret(k) {
+                    "(secret)"
+                } else {
+                    v.as_str()
+                };
+                (k.as_str(), v)
+            })
+            .collect();
+        let text = json!({
+            "name": self.name,
+            "bootstrap_servers": bootstrap,
+            "topics": {"include": patterns(&self.topics.include), "exclude": patterns(&self.topics.exclude)},
+            "groups": {
+                "include": patterns(&self.groups.include),
+                "exclude": patterns(&self.groups.exclude),
+                "abandon_after": ms(self.group_settings.abandon_after),
+                "assigned_only": self.group_settings.assigned_only,
+                "rate_window": ms(self.group_settings.rate_window),
+                "owner_labels": self.group_settings.owner_labels,
+            },
+            "client": client,
+            "max_series": self.max_series,
+            "priority_groups": {"include": patterns(&self.priority_groups.include), "exclude": patterns(&self.priority_groups.exclude)},
+            "transactions": self.transactions,
+            "hanging_margin": ms(self.hanging_margin),
+            "stall_after": ms(self.stall_after),
+            "transaction_list": self.transaction_list,
+            "transaction_list_min_age": ms(self.transaction_list_min_age),
+            "transaction_list_detail": self.transaction_list_detail,
+            "read_records": self.read_records,
+            "retention_configs": self.retention_configs,
+            "read_window": self.read_window,
+            "granularity": self.granularity.as_str(),
+            "group_granularity": {
+                "partition": patterns(&self.group_granularity.partition),
+                "topic": patterns(&self.group_granularity.topic),
+            },
+            "compat": if self.compat_kafka_exporter { vec!["kafka_exporter"] } else { Vec::new() },
+            "interval": ms(interval),
+            "timeout": ms(timeout),
+        });
+        // serde_json's maps are sorted by key (no `preserve_order`).
+        text.to_string()
+    }
 }
 
 /// `clusters[].groups.*` besides `include` and `exclude`.
@@ -1582,7 +1642,6 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
             group_granularity,
             compat_kafka_exporter,
             group_settings,
-            as_written: as_written(figment, &idx),
         });
     }
 
@@ -1605,22 +1664,6 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
 }
 
 /// `[ha]`: no group (or an empty one) is a single replica.
-/// `clusters.<idx>` as the layers wrote it (file, environment and flags merged), as
-/// compact JSON with sorted keys; a client property that may hold a secret by name only.
-fn as_written(figment: &Figment, idx: &str) -> String {
-    let Ok(Value::Dict(_, mut cluster)) = figment.find_value(&format!("clusters.{idx}")) else {
-        return String::new();
-    };
-    if let Some(Value::Dict(_, properties)) = cluster.get_mut("client") {
-        for (key, value) in properties.iter_mut() {
-            if looks_secret(key) {
-                *value = Value::from(String::new());
-            }
-        }
-    }
-    serde_json::to_string(&cluster).unwrap_or_default()
-}
-
 fn validate_ha(
     raw: RawHa,
     clusters: &[ClusterConfig],
@@ -1647,7 +1690,7 @@ fn validate_ha(
         ));
     }
     let cluster = match raw.cluster {
-        Some(name) if clusters.iter().any(|c| c.name == name) => name,
+        Some(name) if clusters.iter().any(|c| c.name == name) => Some(name),
         Some(name) => {
             return Err(invalid(
                 figment,
@@ -1662,7 +1705,7 @@ fn validate_ha(
                 ),
             ))
         }
-        None => clusters[0].name.clone(),
+        None => None,
     };
     let session_timeout =
         parse_duration(figment, &["ha", "session_timeout"], &raw.session_timeout)?;
@@ -1820,14 +1863,20 @@ mod tests {
         loaded.unwrap()
     }
 
+    /// What replicas compare: the same settings however they were written (a file or
+    /// the environment, "5m" or "300s", a default written out or left out, another
+    /// password) give one text; a setting that shapes the series gives another.
     #[test]
-    fn a_cluster_as_written_leaves_out_defaults_and_client_values() {
-        let config = load(
-            "as-written",
+    fn the_canonical_form_is_what_the_settings_mean_not_how_they_were_written() {
+        let canonical =
+            |config: &Config| config.clusters[0].canonical(config.interval, config.timeout);
+        let file = load(
+            "canonical-a",
             r#"
 [[clusters]]
 name = "prod"
-bootstrap_servers = "kafka-0:9092"
+bootstrap_servers = "kafka-1:9092,kafka-0:9092"
+hanging_margin = "5m"
 groups = { assigned_only = true }
 [clusters.client]
 "security.protocol" = "SASL_SSL"
@@ -1836,32 +1885,54 @@ groups = { assigned_only = true }
 "sasl.password" = "hunter2-secret"
 "#,
         );
-        let written = &config.clusters[0].as_written;
-        assert_eq!(
-            written,
-            r#"{"bootstrap_servers":"kafka-0:9092","client":{"sasl.mechanisms":"PLAIN","sasl.password":"","sasl.username":"u","security.protocol":"SASL_SSL"},"groups":{"assigned_only":true},"name":"prod"}"#
+        let text = canonical(&file);
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains(r#""hanging_margin":300000"#), "{text}");
+        let same = load(
+            "canonical-b",
+            r#"
+[[clusters]]
+bootstrap_servers = "kafka-0:9092, kafka-1:9092"
+name = "prod"
+hanging_margin = "300s"
+transactions = true
+groups = { assigned_only = true }
+[clusters.client]
+"sasl.password" = "another"
+"security.protocol" = "SASL_SSL"
+"sasl.username" = "u"
+"sasl.mechanisms" = "PLAIN"
+"#,
         );
-        // The same settings through the environment compare equal where their values
-        // are text in both layers; a setting left at its default never counts.
-        let from_env = Config::load(
-            None,
-            vec![
-                (
-                    "KAFKA_LSO_EXPORTER_CLUSTERS__0__BOOTSTRAP_SERVERS".to_string(),
-                    "kafka-0:9092".to_string(),
-                ),
-                (
-                    "KAFKA_LSO_EXPORTER_CLUSTERS__0__NAME".to_string(),
-                    "prod".to_string(),
-                ),
-            ],
-            &Overrides::default(),
-        )
-        .unwrap();
-        assert_eq!(
-            from_env.clusters[0].as_written,
-            r#"{"bootstrap_servers":"kafka-0:9092","name":"prod"}"#
+        assert_eq!(canonical(&same), text);
+        let env = |pairs: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        format!("KAFKA_LSO_EXPORTER_CLUSTERS__0__{k}"),
+                        v.to_string(),
+                    )
+                })
+                .collect();
+            Config::load(None, vars, &Overrides::default()).unwrap()
+        };
+        let from_env = env(&[
+            ("NAME", "prod"),
+            ("BOOTSTRAP_SERVERS", "kafka-0:9092"),
+            ("READ_RECORDS", "true"),
+        ]);
+        let from_file = load(
+            "canonical-c",
+            "[[clusters]]\nname = \"prod\"\nbootstrap_servers = \"kafka-0:9092\"\n",
         );
+        assert_eq!(canonical(&from_env), canonical(&from_file));
+        let other = env(&[
+            ("NAME", "prod"),
+            ("BOOTSTRAP_SERVERS", "kafka-0:9092"),
+            ("TOPICS__INCLUDE", r#"["^orders$"]"#),
+        ]);
+        assert_ne!(canonical(&other), canonical(&from_file));
     }
 
     fn topics(name: &str, table: &str) -> NameFilter {

@@ -52,8 +52,6 @@ pub enum RunError {
         cluster: String,
         source: rdkafka::error::KafkaError,
     },
-    #[error("cannot coordinate replicas ([ha]) over cluster {cluster}: its client settings are not usable by the exporter's own client")]
-    Coordination { cluster: String },
     #[error("no address to serve HTTP on")]
     NoListener,
     #[error("HTTP server failed: {0}")]
@@ -90,36 +88,43 @@ pub async fn run_with(
         None => Ownership::everything(names.clone()),
     };
     let mut samplers: Vec<(String, Arc<dyn Sampler>)> = Vec::new();
-    let mut coordinator = None;
+    let mut coordinators = Vec::new();
+    if let Some(cluster) = config.ha.as_ref().and_then(|ha| ha.cluster.as_ref()) {
+        tracing::warn!(
+            %cluster,
+            "ha.cluster is deprecated and ignored: each cluster's share is coordinated on that cluster \
+             (a group of the name ha.group in each); remove the setting"
+        );
+    }
     for cluster in &config.clusters {
         let sampler = KafkaSampler::new(cluster).map_err(|source| RunError::Client {
             cluster: cluster.name.clone(),
             source,
         })?;
-        if let Some(ha) = config.ha.as_ref().filter(|ha| ha.cluster == cluster.name) {
-            coordinator = Some(Coordinator {
-                ownership: ownership.clone(),
-                wire: sampler.wire().ok_or_else(|| RunError::Coordination {
+        // Each cluster's share is decided on the cluster itself: a cluster that is down
+        // can only hide itself.
+        if let Some(ha) = &config.ha {
+            match sampler.wire() {
+                Some(wire) => coordinators.push(Coordinator {
                     cluster: cluster.name.clone(),
-                })?,
-                settings: ha.clone(),
-                bootstrap: config::bootstrap_list(&cluster.bootstrap_servers)
-                    .into_iter()
-                    .map(str::to_string)
-                    .collect(),
-                fingerprints: config
-                    .clusters
-                    .iter()
-                    .map(|c| {
-                        let parts = format!(
-                            "{} {:?} {:?}",
-                            c.as_written, config.interval, config.timeout
-                        );
-                        (c.name.clone(), coordination::fingerprint(&parts))
-                    })
-                    .collect(),
-                first_address: Default::default(),
-            });
+                    ownership: ownership.clone(),
+                    wire,
+                    settings: ha.clone(),
+                    bootstrap: config::bootstrap_list(&cluster.bootstrap_servers)
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect(),
+                    fingerprint: coordination::fingerprint(
+                        &cluster.canonical(config.interval, config.timeout),
+                    ),
+                    first_address: Default::default(),
+                }),
+                None => ownership.alone(
+                    &cluster.name,
+                    "its client settings are ones the exporter's own client cannot use, and the \
+                     replicas coordinate over it with that client",
+                ),
+            }
         }
         samplers.push((cluster.name.clone(), Arc::new(sampler)));
     }
@@ -144,7 +149,10 @@ pub async fn run_with(
     );
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let coordinating = coordinator.map(|c| tokio::spawn(c.run(stop_rx.clone())));
+    let coordinating: Vec<_> = coordinators
+        .into_iter()
+        .map(|c| tokio::spawn(c.run(stop_rx.clone())))
+        .collect();
     let mut loops = Vec::new();
     for (((name, sampler), snapshots), cluster) in
         samplers.into_iter().zip(senders).zip(&config.clusters)
@@ -171,6 +179,11 @@ pub async fn run_with(
             group_granularity: cluster.group_granularity.clone(),
             group_settings: cluster.group_settings,
             ownership: ownership.clone(),
+            // A cluster back within a rebalance (the session timeout, twice: a join
+            // that waits for the others, then the sync) and a cycle keeps its state.
+            keep_state_for: config.ha.as_ref().map_or(std::time::Duration::ZERO, |ha| {
+                ha.session_timeout * 2 + config.interval * 2
+            }),
         };
         loops.push(tokio::spawn(cluster_loop.run(stop_rx.clone())));
     }
@@ -246,10 +259,12 @@ pub async fn run_with(
         }
     };
     let _ = stop_tx.send(true);
-    // Leaves the coordination group at once, so that the other replicas take over now.
-    if let Some(handle) = coordinating {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), handle).await;
-    }
+    // Leaves the coordination groups at once, so that the other replicas take over now.
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(3),
+        futures_util::future::join_all(coordinating),
+    )
+    .await;
     for handle in loops {
         let _ = handle.await;
     }

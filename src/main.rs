@@ -183,20 +183,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if let Some(ha) = &config.ha {
-        let cluster = config.clusters.iter().find(|c| c.name == ha.cluster);
-        if let Some(Err(reason)) =
-            cluster.map(|c| kafka_lso_exporter::kafka::wire::Security::from_properties(&c.client))
-        {
-            eprintln!(
-                "kafka-lso-exporter: invalid configuration: ha.cluster: the replicas coordinate over \
-                 cluster {}, whose client settings the exporter's own client cannot use: {reason}; \
-                 name another cluster in ha.cluster",
-                ha.cluster
-            );
-            return ExitCode::from(2);
-        }
-    }
     let web = match config
         .web
         .config_file
@@ -247,9 +233,9 @@ fn main() -> ExitCode {
         }
         if let Some(ha) = &config.ha {
             println!(
-                "ha: replicas share the clusters over coordination group {} on cluster {} \
-                 (session timeout {:?}, heartbeat {:?}); the principal needs Read on that group",
-                ha.group, ha.cluster, ha.session_timeout, ha.heartbeat_interval
+                "ha: replicas share the clusters through a coordination group {} on each cluster \
+                 (session timeout {:?}, heartbeat {:?}); the principal needs Read on that group in every cluster",
+                ha.group, ha.session_timeout, ha.heartbeat_interval
             );
         }
         if !config.ignored_env.is_empty() {

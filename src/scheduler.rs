@@ -12,7 +12,7 @@ use crate::config::{GroupGranularity, NameFilter};
 use crate::derive::series::Exposition;
 use crate::derive::{ClusterSnapshot, Deriver, Step};
 use crate::expose::{self, Metrics};
-use crate::kafka::coordination::Ownership;
+use crate::kafka::coordination::{Ownership, Serving};
 use crate::kafka::features::Status;
 use crate::kafka::{RawSample, Sampler, Stage};
 
@@ -40,6 +40,11 @@ pub struct ClusterLoop {
     pub group_settings: crate::config::GroupSettings,
     /// Whether this replica samples the cluster (always, without `[ha]`).
     pub ownership: Arc<Ownership>,
+    /// How long the cluster's derived state (clocks, counters, what the groups showed) is
+    /// kept while this replica does not serve it: a cluster back within it (a rebalance
+    /// that collided, a generation that failed and gave it straight back) goes on as if
+    /// it had never left. Zero without `[ha]`.
+    pub keep_state_for: Duration,
 }
 
 impl ClusterLoop {
@@ -62,6 +67,8 @@ impl ClusterLoop {
         let mut deriver = fresh_deriver();
         let mut handed = self.ownership.subscribe();
         let mut sampling_here = false;
+        // When this replica last let the cluster go, while it keeps its state.
+        let mut let_go_at: Option<Instant> = None;
         let max_series = Arc::new(self.max_series.clone());
         let exposition = self.exposition;
         let mut last_success: Option<SystemTime> = None;
@@ -73,27 +80,47 @@ impl ClusterLoop {
         loop {
             tokio::select! {
                 _ = ticker.tick() => {}
-                // Taken over (or handed on): act now, not at the next tick.
-                Ok(()) = handed.changed() => ticker.reset(),
+                Ok(()) = handed.changed() => {
+                    // Only a change of this cluster's share breaks the rhythm (taken over:
+                    // act now, not at the next tick); a rebalance that leaves it where it
+                    // was, or another cluster's, never adds a cycle.
+                    let served = self.ownership.serving(&self.cluster) != Serving::No;
+                    if served == sampling_here {
+                        continue;
+                    }
+                    ticker.reset();
+                }
                 _ = shutdown.wait_for(|stop| *stop) => break,
             }
-            if !self.ownership.serves(&self.cluster) {
+            let serving = self.ownership.serving(&self.cluster);
+            if serving == Serving::No {
                 if sampling_here {
-                    // Another replica serves it now: nothing of it stays here, and what
-                    // this replica remembered of it would be stale when it comes back.
-                    tracing::info!(cluster = %self.cluster, "no longer sampled by this replica: another replica's share now, or this replica's membership of the coordination group ran out");
+                    // Another replica's share now, or this replica's membership ran out:
+                    // nothing of it is served here. What it derived is kept for a while,
+                    // for a cluster that comes straight back.
+                    tracing::info!(cluster = %self.cluster, "no longer sampled by this replica: another replica's share now, or this replica's membership of the cluster's coordination group ran out");
                     self.snapshots.send_replace(None);
                     self.metrics.cycle_finished();
-                    deriver = fresh_deriver();
-                    (last_success, was_up, was_limited) = (None, None, (false, false));
                     sampling_here = false;
+                    let_go_at = Some(Instant::now());
                 }
                 continue;
             }
             if !sampling_here {
-                if self.ownership.group().is_some() {
-                    tracing::info!(cluster = %self.cluster, "sampled by this replica now (its share of the coordination group, or every cluster while the group cannot be used)");
+                let kept = let_go_at.is_some_and(|at| at.elapsed() <= self.keep_state_for);
+                if let_go_at.is_some() && !kept {
+                    // Away for longer: what it remembered would be stale.
+                    deriver = fresh_deriver();
+                    (last_success, was_up, was_limited) = (None, None, (false, false));
                 }
+                if self.ownership.group().is_some() {
+                    tracing::info!(
+                        cluster = %self.cluster,
+                        state = if kept { "kept: back within keep_state_for" } else { "new" },
+                        "sampled by this replica now (its share of the cluster's coordination group, or served alone)"
+                    );
+                }
+                let_go_at = None;
                 self.metrics.init_cluster(&self.cluster);
                 sampling_here = true;
             }
@@ -118,6 +145,15 @@ impl ClusterLoop {
                 _ = shutdown.wait_for(|stop| *stop) => break,
             };
 
+            if serving == Serving::IfDown && raw.reached {
+                // Nobody coordinates the cluster's group from here, yet the cluster
+                // answers: another replica may serve it, so nothing is published here.
+                if self.snapshots.borrow().is_some() {
+                    self.snapshots.send_replace(None);
+                    self.metrics.cycle_finished();
+                }
+                continue;
+            }
             // Reached, but not one partition's offsets could be read (every leader
             // refused or failed): the cluster is down for the exporter. It never looks
             // healthy and empty at once.
@@ -456,6 +492,7 @@ mod tests {
             group_granularity: GroupGranularity::default(),
             group_settings: Default::default(),
             ownership: Ownership::everything(vec!["prod".into()]),
+            keep_state_for: Duration::ZERO,
         };
         (cluster_loop, published, metrics)
     }

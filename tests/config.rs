@@ -1340,7 +1340,7 @@ fn ha_settings_from_file_and_environment_with_their_defaults() {
     let config = Config::load(Some(&path), env(&[]), &Overrides::default()).unwrap();
     let ha = config.ha.expect("[ha]");
     assert_eq!(ha.group, "exporters");
-    assert_eq!(ha.cluster, config.clusters[0].name);
+    assert_eq!(ha.cluster, None, "ha.cluster is no longer filled in");
     assert_eq!(ha.session_timeout, std::time::Duration::from_secs(10));
     assert_eq!(ha.heartbeat_interval, std::time::Duration::from_secs(2));
     let config = Config::load(

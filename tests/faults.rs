@@ -730,6 +730,124 @@ async fn hanging_transaction_is_reported() {
         .await;
 }
 
+/// KIP-664's hanging transaction on a `CreateTime` topic (the default), across a restart of
+/// the exporter (SIGKILL, then a new process: what a crash, a rollout or a hand-over to
+/// another replica does). No coordinator lists the transaction (the proxy empties
+/// ListTransactions) and no broker clock dates it: its first record carries the producer's
+/// timestamp of 20 minutes ago, as a transaction begun then would. The new process dates
+/// it by that record from its first cycle: the stuck clock and the transaction's age go on
+/// from where the old process left them (at least the 20 minutes since it began), not from
+/// 0, and it is hanging at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hanging_transaction_survives_an_exporter_restart() {
+    require_kafka();
+    let proxy = Proxy::start(addr("127.0.0.1:19097"), addr("127.0.0.1:19096")).await;
+    proxy.hide_transactions();
+    let topic = unique("hanging-restart");
+    let group = unique("hanging-restart-group");
+    create_topic(&topic, 1).await;
+    send(&plain_producer(), &topic, 0, 3);
+    consume_all_and_commit(&group, &topic, 1, "read_committed");
+    // Its coordinator must not abort it while the test runs (librdkafka's default
+    // transaction.timeout.ms is a minute).
+    let held: Producer_ = rdkafka::config::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("transactional.id", unique("hanging-restart-t"))
+        .set("transaction.timeout.ms", "600000")
+        .set("linger.ms", "0")
+        .create()
+        .unwrap();
+    rdkafka::producer::Producer::init_transactions(&held, Duration::from_secs(30)).unwrap();
+    rdkafka::producer::Producer::begin_transaction(&held).unwrap();
+    let began_ms = now_ms() - 20 * 60 * 1000;
+    send_with_timestamp(&held, &topic, 0, 1, Some(began_ms));
+    let since_began = || (now_ms() - began_ms) as f64 / 1000.0;
+
+    let p = [
+        ("kafka_cluster", "restart"),
+        ("topic", topic.as_str()),
+        ("partition", "0"),
+    ];
+    let held_state = |s: &Scrape| {
+        let stuck = s.value("kafka_partition_lso_stuck_seconds", &p)?;
+        let hanging = s.value("kafka_partition_hanging_transactions", &p)?;
+        let ages: Vec<f64> = s
+            .series("kafka_transaction_open_age_seconds", &p)
+            .map(|(_, age)| age)
+            .collect();
+        Some((stuck, hanging, ages))
+    };
+    let first = through_proxy("restart", "500ms", &topic, &group);
+    first
+        .wait_for("the transaction listed", Duration::from_secs(20), |s| {
+            (s.series("kafka_transaction_open_info", &p).count() == 1).then_some(())
+        })
+        .await;
+    // A few cycles of the old process.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (stuck_before, _, _) = held_state(&first.scrape().await).unwrap();
+    first.kill();
+
+    let second = through_proxy("restart", "500ms", &topic, &group);
+    let mut last_stuck = stuck_before;
+    for scrape in 0..6 {
+        let (stuck, hanging, ages) = second
+            .wait_for(
+                "the held partition sampled after the restart",
+                Duration::from_secs(20),
+                held_state,
+            )
+            .await;
+        let began = since_began();
+        assert!(
+            stuck >= last_stuck && stuck + 1.0 >= began,
+            "scrape {scrape} after the restart: stuck {stuck} s, {last_stuck} s before; \
+             the transaction began {began} s ago"
+        );
+        assert_eq!(
+            hanging, 1.0,
+            "scrape {scrape}: hanging from the first cycle"
+        );
+        assert!(
+            ages.len() == 1 && ages[0] + 1.0 >= began,
+            "scrape {scrape}: ages {ages:?}, began {began} s ago"
+        );
+        last_stuck = stuck;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+
+    let (status, body) = second.get("/api/v1/stuck").await.unwrap();
+    assert_eq!(status, 200);
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let entry = json["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["topic"] == topic.as_str())
+        .unwrap_or_else(|| panic!("{topic} not in {json}"));
+    let t = &entry["transactions"][0];
+    assert_eq!(t["coordinator"], "not_found");
+    assert_eq!(
+        t["age_clock"], "create_time",
+        "dated by its first record: {t}"
+    );
+    assert_eq!(t["hanging"], true);
+    assert_eq!(entry["blocked_groups"], serde_json::json!([group]));
+
+    rdkafka::producer::Producer::abort_transaction(&held, Duration::from_secs(30)).unwrap();
+    second
+        .wait_for(
+            "nothing left after the abort",
+            Duration::from_secs(10),
+            |s| {
+                (s.value("kafka_partition_hanging_transactions", &p) == Some(0.0)
+                    && s.value("kafka_partition_lso_stuck_seconds", &p) == Some(0.0))
+                .then_some(())
+            },
+        )
+        .await;
+}
+
 /// A broker slow to answer DescribeConfigs (the topics' retention.ms, read in the
 /// background): the cycles never wait for it. Every cycle from the first reads the groups
 /// and the partitions' offsets; the retention arrives when the broker answers.

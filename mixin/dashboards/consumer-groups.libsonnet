@@ -1727,7 +1727,7 @@ local text = import '../lib/text.libsonnet';
           g.table(
             31,
             'Time left before retention deletes unconsumed records',
-            'Per group and topic, smallest first: a lower bound of the time before time-based retention may delete the oldest record the group has not consumed (kafka_consumergroup_topic_min_retention_margin_seconds: the topic\'s retention.ms less the age of that record; the whole retention when the group has nothing left to read), the topic\'s retention, and the share of it left. KafkaConsumerGroupRetentionRisk warns below %s%% of the retention and pages below %s on a group that is stalled, stopped or blocked. Topics of unlimited retention are not listed.' % [text.number(c.retentionRiskFraction * 100), text.seconds(c.retentionRiskCriticalSeconds)],
+            'Per group and topic, smallest first: a lower bound of the time before time-based retention may delete the oldest record the group has not consumed (kafka_consumergroup_topic_min_retention_margin_seconds: the topic\'s retention.ms less the age of that record; the whole retention when the group has nothing left to read), the topic\'s retention, and the share of it left. KafkaConsumerGroupRetentionRisk warns below %s%% of the retention and KafkaConsumerGroupRetentionRiskCritical pages below %s on a group that is stalled, stopped or blocked. Topics of unlimited retention are not listed.' % [text.number(c.retentionRiskFraction * 100), text.seconds(c.retentionRiskCriticalSeconds)],
             { x: 0, y: 100, w: 12, h: 8 },
             [
               g.tableTarget('A', q('min by (%(c)s, group, topic) (kafka_consumergroup_topic_min_retention_margin_seconds%(groupTopic)s)')),

@@ -719,7 +719,7 @@ local text = import '../lib/text.libsonnet';
             id: 16,
             type: 'timeseries',
             title: 'Oldest open transaction per topic',
-            description: 'Age of the oldest open transaction among the topic\'s pinned partitions, from its coordinator\'s start time (when no coordinator knows it, from the producer\'s last write). Dashed lines: 1 minute (default transaction.timeout.ms), %s (KafkaLsoStuck warning), %s (KafkaLsoStuck critical; the broker\'s default transaction.max.timeout.ms is 15 minutes: past it plus hanging_margin, a transaction counts as hanging). 0 when no transaction is open.' % [text.seconds(c.stuckWarningSeconds), text.seconds(c.stuckCriticalSeconds)],
+            description: 'Age of the oldest open transaction among the topic\'s pinned partitions, from its coordinator\'s start time (when no coordinator knows it, from the producer\'s last write). Dashed lines: 1 minute (default transaction.timeout.ms), %s (KafkaLsoStuck), %s (KafkaLsoStuckCritical; the broker\'s default transaction.max.timeout.ms is 15 minutes: past it plus hanging_margin, a transaction counts as hanging). 0 when no transaction is open.' % [text.seconds(c.stuckWarningSeconds), text.seconds(c.stuckCriticalSeconds)],
             datasource: g.datasource,
             gridPos: { x: 12, y: 21, w: 12, h: 8 },
             fieldConfig: {
@@ -833,7 +833,7 @@ local text = import '../lib/text.libsonnet';
             id: 9,
             type: 'timeseries',
             title: 'Top partitions by stuck LSO time',
-            description: 'How long the LSO of the 10 most affected partitions has stood still. Dashed lines: 1 minute (default transaction timeout), %s (KafkaLsoStuck warning), %s (KafkaLsoStuck critical, beyond the broker\'s default transaction.max.timeout.ms). The line ends when the transaction does.' % [text.seconds(c.stuckWarningSeconds), text.seconds(c.stuckCriticalSeconds)],
+            description: 'How long the LSO of the 10 most affected partitions has stood still. Dashed lines: 1 minute (default transaction timeout), %s (KafkaLsoStuck), %s (KafkaLsoStuckCritical, beyond the broker\'s default transaction.max.timeout.ms). The line ends when the transaction does.' % [text.seconds(c.stuckWarningSeconds), text.seconds(c.stuckCriticalSeconds)],
             datasource: g.datasource,
             gridPos: { x: 8, y: 29, w: 8, h: 8 },
             fieldConfig: {

@@ -1,8 +1,10 @@
 //! The capability map of one cluster: for each [`Feature`], whether it works and, if not,
 //! why ([`FeatureState`]), from one cycle's sample. What the cycle says of a feature
 //! itself ([`RawSample::features`]: off by configuration, a capability off for a while, a
-//! refusal answered per resource) comes first; then a refusal or a missing API among the
-//! failures of the feature's stages; then evidence that its requests were answered. A
+//! refusal answered per resource) comes first; then, for the offsets, topics the exporter
+//! expects and an ACL hides from it ([`RawSample::unseen_topics`]); then a refusal or a
+//! missing API among the failures of the feature's stages; then evidence that its
+//! requests were answered. A
 //! cycle that sent none of a feature's requests (forensics with no pinned partition,
 //! the retention read between refreshes) keeps what the last one that did found, so that
 //! a feature does not flap with the work a cycle happened to have. A passing failure (a
@@ -12,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use crate::kafka::features::{request_of, Feature, FeatureState, Status};
-use crate::kafka::RawSample;
+use crate::kafka::{visibility, RawSample, Stage};
 
 /// One cluster's features across cycles.
 #[derive(Debug, Default, Clone)]
@@ -66,6 +68,13 @@ fn judge(feature: Feature, raw: &RawSample) -> Option<FeatureState> {
     }
     if !raw.reached {
         return None;
+    }
+    // Topics it expects and the brokers leave out of the metadata: an ACL hides them, and
+    // the partitions it does sample (none, perhaps) would read as the whole cluster.
+    if feature == Feature::Offsets {
+        if let Some((_, denial)) = visibility::denial(&raw.unseen_topics) {
+            return FeatureState::from_error(feature, request_of(Stage::Metadata), &denial);
+        }
     }
     for stage in feature.stages() {
         if let Some(failure) = raw.failures.get(stage) {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::state::*;
 use super::stuck::StuckClock;
 use crate::kafka::records::FirstRecord;
+use crate::kafka::visibility::UnseenTopic;
 use crate::kafka::{PartitionLog, RawSample};
 
 /// HW - LSO, clamped at 0.
@@ -162,7 +163,8 @@ pub fn withheld_age(
 /// Turns a raw sample into metric values, advancing the stuck clock.
 ///
 /// `now` is the time the sample was taken. Only partitions whose topic passed the filter
-/// appear in the raw sample, and group offsets on other topics are dropped here.
+/// appear in the raw sample, and group offsets on other topics are dropped here (those
+/// on topics the exporter expected and did not see are in [`RawSample::unseen_topics`]).
 pub fn derive(
     raw: RawSample,
     clock: &mut StuckClock,
@@ -206,10 +208,15 @@ pub fn derive(
                     let watched = clock.watch(&p.topic, p.partition, open, now);
                     open.iter()
                         .zip(watched)
-                        .map(|(t, watched_for)| {
+                        .map(|(t, seen)| {
                             let witness = Witness {
                                 append_time_ms: append_time_at(t.start_offset),
-                                watched_for,
+                                create_time_ms: log
+                                    .as_ref()
+                                    .and_then(|l| l.extent_at(t.start_offset))
+                                    .and_then(|e| e.create_time_at(t.start_offset)),
+                                watched_for: seen.watched_for,
+                                opened_unseen: seen.opened_unseen,
                             };
                             OpenTransaction::derive(t, now_ms, max_timeout_ms, margin_ms, witness)
                         })
@@ -224,8 +231,9 @@ pub fn derive(
                     // How long the LSO can have stood at most, by a broker's clock: the
                     // coordinator's age of the transaction the LSO stands at, or else
                     // the LogAppendTime of the record at the LSO (it cannot have arrived
-                    // there before that was written). Never the record's CreateTime:
-                    // the producer's (event) time would restart the clock hours back.
+                    // there before that was written). The producer's clock (CreateTime,
+                    // event time for some) only where the transaction's own age was read
+                    // from it: one no coordinator knows, open before the exporter looked.
                     let coordinator_age = transactions.iter().flatten().find_map(|t| {
                         (t.start_offset == lso
                             && t.state.as_deref() == Some("Ongoing")
@@ -236,8 +244,18 @@ pub fn derive(
                     let appended_age = append_time_at(lso)
                         .filter(|_| gap > 0)
                         .map(|at| age_seconds(now_ms, at));
+                    let written_age = transactions.iter().flatten().find_map(|t| {
+                        (t.start_offset == lso
+                            && matches!(
+                                t.age_clock,
+                                Some(AgeClock::CreateTime | AgeClock::LastTimestamp)
+                            ))
+                        .then_some(t.age_seconds)
+                        .flatten()
+                    });
                     let open_for = coordinator_age
                         .or(appended_age)
+                        .or(written_age)
                         .map(Duration::from_secs_f64);
                     let stuck = clock.observe(&p.topic, p.partition, hw, lso, now, open_for);
                     Some(Visibility {
@@ -267,7 +285,12 @@ pub fn derive(
             .iter()
             .map(|p| (&*p.topic, p.partition))
             .collect();
-        clock.retain(|topic, partition| present.contains(&(&**topic, partition)));
+        // A topic missing from this cycle and not known to be gone (refused, or not
+        // confirmed either way: a metadata race) keeps its clocks; a deleted one does not.
+        let hidden = hidden_topics(&raw.unseen_topics);
+        clock.retain(|topic, partition| {
+            present.contains(&(&**topic, partition)) || hidden.contains(&**topic)
+        });
     }
 
     let index: HashMap<(&str, i32), (&PartitionState, Option<&PartitionLog>)> = partitions
@@ -367,7 +390,18 @@ pub fn derive(
         retention_ms: raw.retention_ms,
         eos_cost: raw.eos_cost,
         clock_skew: raw.clock_skew,
+        unseen_topics: raw.unseen_topics,
     }
+}
+
+/// The topics missing from a cycle whose partitions' state stays
+/// ([`UnseenTopic::keeps_state`]).
+pub(crate) fn hidden_topics(unseen: &[UnseenTopic]) -> HashSet<&str> {
+    unseen
+        .iter()
+        .filter(|u| u.keeps_state())
+        .map(|u| &*u.topic)
+        .collect()
 }
 
 /// A partition a member names, with the first member that names it and how many do.

@@ -399,17 +399,21 @@ pub fn apply(
         // answers loading at first): it is forgotten only once missing for `stall_after`,
         // so that a rolling restart restarts no clock; when every broker answered, at
         // once.
+        //
+        // A topic missing from the cycle and not known to be gone (an ACL hides it, a
+        // metadata race) keeps its entries: its offsets are missing, not its group.
         let listing = &derived.group_listing;
         let complete = *listing == crate::kafka::GroupListing::Complete;
+        let hidden = super::offsets::hidden_topics(&derived.unseen_topics);
         watch.groups.retain(|_, entries| {
             let kept = entries.kept == cycle;
             let gone = listing.gone(entries.coordinator.as_deref());
-            entries.partitions.retain_mut(|(_, _, entry)| {
+            entries.partitions.retain_mut(|(topic, _, entry)| {
                 if kept || entry.seen == cycle {
                     entry.missing_since = Stamp::NONE;
                     return true;
                 }
-                if !gone {
+                if !gone || hidden.contains(&**topic) {
                     return true;
                 }
                 if entry.missing_since.is_none() {

@@ -6,13 +6,16 @@
 //! produce), in offsets like the rates (markers and aborted records count in both).
 //!
 //! The estimate is a number only where it closes: `NotClosing` where the group consumes
-//! no faster than records arrive, `WaitsForTransaction` where a read_committed group's
-//! bound is pinned by an open transaction on one of the topic's partitions (it can only
-//! wait, however fast it reads), `CaughtUp` at lag 0, `KeepsUp` where it reads at the
-//! pace records arrive with a standing lag it reads in moments (a consumer committing in
-//! batches). A window starts again when the
-//! partitions the sums run over change (a partition added, a group that starts or stops
-//! reading uncommitted), and the rates need two samples at least half a window apart.
+//! no faster than records arrive, `WaitsForTransaction` where a read_committed group has
+//! read everything up to the LSOs and an open transaction pins one of them (it can only
+//! wait, however fast it reads; behind on other partitions, it reads on and gets an
+//! estimate), `CaughtUp` at lag 0, `KeepsUp` where it reads at the pace records arrive
+//! with a standing lag it reads in moments (a consumer committing in batches). A window
+//! starts again when the partitions the sums run over change (a partition added, a group
+//! shown to start or stop reading uncommitted), and the rates need two samples at least
+//! half a window apart. A group that stood past the LSO keeps the HW as its bound while
+//! it is below the LSO again, until it is shown to read committed: crossing the LSO on a
+//! busy exactly-once topic is no change of level.
 //! Share groups have no committed offsets: none of this applies to them.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -21,8 +24,10 @@ use std::time::{Duration, Instant};
 
 use super::series::pinned;
 use super::state::{
-    Catchup, GroupState, PartitionState, TopicRate, KEEPS_UP_SECONDS, KEEPS_UP_WITHIN,
+    Catchup, GroupPartitionState, GroupState, Owner, PartitionState, Ruler, RulerLevel, TopicRate,
+    KEEPS_UP_SECONDS, KEEPS_UP_WITHIN,
 };
+use crate::kafka::Isolation;
 
 #[derive(Debug, Clone, Copy)]
 struct Sample {
@@ -85,6 +90,28 @@ fn find(partitions: &[PartitionState], partition: i32) -> Option<&PartitionState
     }
 }
 
+/// What the group has been shown to read with on this partition, whatever its position
+/// now: the owner's own level, else the group's, as [`Ruler::reads_uncommitted_at`]
+/// weighs them (`Some(true)`: read_uncommitted); `None` where nothing showed it.
+fn shown_level(ruler: &Ruler, offset: &GroupPartitionState) -> Option<bool> {
+    let own = match offset.owner {
+        Owner::Member(i) => ruler.member(i),
+        _ => None,
+    };
+    if let Some(isolation) = own {
+        return Some(isolation == Isolation::ReadUncommitted);
+    }
+    let level = match offset.owner {
+        Owner::Member(_) => ruler.unattributed,
+        _ => ruler.level,
+    };
+    match level {
+        RulerLevel::ReadUncommitted => Some(true),
+        RulerLevel::ReadCommitted => Some(false),
+        RulerLevel::Unknown | RulerLevel::Mixed => None,
+    }
+}
+
 /// Fills each group's [`GroupState::rates`] and advances `watch` to `now`. Groups whose
 /// offsets are not known in this cycle keep their samples; the others' topics not seen
 /// now are forgotten. `partitions` are sorted by topic and partition, as a cycle's are.
@@ -121,8 +148,23 @@ pub fn apply(
             // By the level the group was shown to read with where known, not only by
             // where it stands now: a read_uncommitted group at the LSO does not wait for
             // the transaction, and its window does not restart each time it crosses it.
-            let uncommitted = run.iter().any(|o| group.ruler.reads_uncommitted_at(o));
-            let mut waits = false;
+            // Once it stood past the LSO, the HW stays its bound until the group is shown
+            // to read committed there: on a busy exactly-once topic a read_uncommitted
+            // consumer is past the LSO at one cycle and below it at the next.
+            let before = watch
+                .entries
+                .get(group.name.as_str())
+                .and_then(|topics| {
+                    topics
+                        .binary_search_by(|e| e.topic.cmp(&topic))
+                        .ok()
+                        .map(|i| topics[i].uncommitted)
+                })
+                .unwrap_or(false);
+            let uncommitted = run.iter().any(|o| group.ruler.reads_uncommitted_at(o))
+                || (before && run.iter().all(|o| shown_level(&group.ruler, o).is_none()));
+            // An open transaction holds back records the group would read next.
+            let mut withheld = false;
             for o in run {
                 let (Some(l), Some(p)) = (o.lag, find(of_topic, o.partition)) else {
                     complete = false;
@@ -140,7 +182,7 @@ pub fn apply(
                 committed = committed.saturating_add(o.committed_offset);
                 bound = bound.saturating_add(b);
                 lag = lag.saturating_add(if uncommitted { l.hw_lag } else { l.lso_lag });
-                waits |= !uncommitted && pinned(p);
+                withheld |= !uncommitted && pinned(p);
             }
             if !complete {
                 // No sample this cycle, but the window stays: one partition unread for a
@@ -217,7 +259,10 @@ pub fn apply(
             // commit/abort markers and aborted records out, which the offsets still
             // cross.
             let distance = bound.saturating_sub(committed).max(0);
-            let catchup = if waits {
+            // It waits for the transaction only once nothing is left to read below the
+            // LSOs: a group behind on the topic's other partitions (or below the pinned
+            // LSO) reads on, and the estimate is for what it can read.
+            let catchup = if lag == 0 && withheld {
                 Catchup::WaitsForTransaction
             } else if lag == 0 {
                 Catchup::CaughtUp
@@ -477,18 +522,160 @@ mod tests {
         assert_eq!(back.produce_rate, Some(100.0));
     }
 
-    /// A read_committed group on a topic whose LSO a transaction pins waits for it.
+    /// One cycle of a group on a two-partition topic: (committed, HW, LSO, pinned) per
+    /// partition.
+    fn two_partitions(
+        watch: &mut RateWatch,
+        at: Instant,
+        partitions: [(i64, i64, i64, bool); 2],
+    ) -> TopicRate {
+        let mut g = group(0, 0, 0);
+        let template = g.offsets.as_ref().unwrap()[0].clone();
+        g.offsets = Some(
+            (0..2)
+                .map(|i| {
+                    let (committed, hw, lso, _) = partitions[i];
+                    let (lag, _) = crate::derive::lag(committed, hw, lso, None);
+                    GroupPartitionState {
+                        partition: i as i32,
+                        committed_offset: committed,
+                        lag: Some(lag),
+                        ..template.clone()
+                    }
+                })
+                .collect(),
+        );
+        let states: Vec<PartitionState> = (0..2)
+            .map(|i| {
+                let (_, hw, lso, pin) = partitions[i];
+                PartitionState {
+                    partition: i as i32,
+                    ..partition(hw, lso, pin)
+                }
+            })
+            .collect();
+        let mut groups = vec![g];
+        apply(&mut groups, &states, watch, at, Duration::from_secs(10));
+        groups[0].rates.pop().unwrap()
+    }
+
+    /// Partition 0 pinned (the group stands at its LSO), partition 1 a million records
+    /// behind and closing at 100/s: the group does not wait for the transaction, it reads
+    /// partition 1, and the estimate is that lag over how fast it closes.
     #[test]
-    fn a_pinned_bound_waits_for_the_transaction() {
+    fn a_pinned_partition_does_not_hold_a_group_that_is_behind_elsewhere() {
         let t0 = Instant::now();
         let mut watch = RateWatch::default();
         let mut rate = None;
         for s in 0..=10 {
             let at = t0 + Duration::from_secs(s);
-            rate = Some(step(&mut watch, at, 500, 1000 + 10 * s as i64, 800, true));
+            let s = s as i64;
+            let hw = 2_000_000 + 100 * s;
+            rate = Some(two_partitions(
+                &mut watch,
+                at,
+                [
+                    (800, 1000 + 10 * s, 800, true),
+                    (1_000_000 + 200 * s, hw, hw, false),
+                ],
+            ));
         }
         let rate = rate.unwrap();
-        assert_eq!(rate.catchup, Catchup::WaitsForTransaction);
-        assert_eq!(rate.produce_rate, Some(0.0), "the LSO does not move");
+        assert_eq!(rate.consume_rate, Some(200.0));
+        match rate.catchup {
+            // 999,000 left to read at 10 s, closing at 100/s.
+            Catchup::Seconds(s) => assert!((s - 9_990.0).abs() < 1e-6, "{s}"),
+            other => panic!("behind elsewhere, not waiting: {other:?}"),
+        }
+
+        // Caught up on partition 1 too: now it only waits.
+        let at = t0 + Duration::from_secs(11);
+        let waiting = two_partitions(
+            &mut watch,
+            at,
+            [
+                (800, 1110, 800, true),
+                (2_001_100, 2_001_100, 2_001_100, false),
+            ],
+        );
+        assert_eq!(waiting.catchup, Catchup::WaitsForTransaction);
+    }
+
+    /// A read_uncommitted group not yet shown to be one (no evidence on its ruler) on a
+    /// busy exactly-once topic: its committed offset is past the LSO at one cycle and at
+    /// or below it at the next, as the LSO moves past it. The window does not start again
+    /// at each crossing: the rates come as for any group, half a window on.
+    #[test]
+    fn a_group_crossing_the_lso_keeps_its_window() {
+        let t0 = Instant::now();
+        let mut watch = RateWatch::default();
+        let mut rates = Vec::new();
+        for s in 0..=10 {
+            let at = t0 + Duration::from_secs(s);
+            let s = s as i64;
+            let hw = 10_000 + 100 * s;
+            // The LSO trails the HW by 50 (transactions of about 50 records commit in
+            // turn); the group reads at the HW's pace, 30 behind it at even seconds
+            // (past the LSO) and 70 behind at odd ones (below it).
+            let lso = hw - 50;
+            let committed = if s % 2 == 0 { hw - 30 } else { hw - 70 };
+            rates.push(step(&mut watch, at, committed, hw, lso, false));
+        }
+        let last = rates.last().unwrap();
+        assert!(
+            last.consume_rate.is_some() && last.produce_rate == Some(100.0),
+            "{rates:#?}"
+        );
+        assert_eq!(last.catchup, Catchup::KeepsUp, "{rates:#?}");
+
+        // Shown to read committed (it stood at a pinned LSO): the LSO is its bound from
+        // now on, a change of level that starts the window again.
+        let mut groups = vec![group(11_030, 11_100, 11_050)];
+        groups[0].ruler.level = RulerLevel::ReadCommitted;
+        apply(
+            &mut groups,
+            &[partition(11_100, 11_050, false)],
+            &mut watch,
+            t0 + Duration::from_secs(11),
+            Duration::from_secs(10),
+        );
+        let committed = groups[0].rates.pop().unwrap();
+        assert_eq!(committed.consume_rate, None, "{committed:?}");
+    }
+
+    /// A read_committed group that has read up to the LSO a transaction pins waits for
+    /// it; below that LSO it still has records to read, and reads them at 20/s.
+    #[test]
+    fn a_group_at_a_pinned_bound_waits_for_the_transaction() {
+        let t0 = Instant::now();
+        let mut watch = RateWatch::default();
+        let mut rate = None;
+        for s in 0..=10 {
+            let at = t0 + Duration::from_secs(s);
+            let committed = 500 + 20 * s as i64;
+            rate = Some(step(
+                &mut watch,
+                at,
+                committed,
+                1000 + 10 * s as i64,
+                800,
+                true,
+            ));
+        }
+        // At 10 s: 100 left below the LSO, read at 20/s.
+        match rate.unwrap().catchup {
+            Catchup::Seconds(s) => assert!((s - 5.0).abs() < 1e-9, "{s}"),
+            other => panic!("records left below the LSO: {other:?}"),
+        }
+        let waiting = step(
+            &mut watch,
+            t0 + Duration::from_secs(11),
+            800,
+            1110,
+            800,
+            true,
+        );
+        assert_eq!(waiting.catchup, Catchup::WaitsForTransaction);
+        assert_eq!(waiting.produce_rate, Some(0.0), "the LSO does not move");
     }
 }

@@ -56,9 +56,11 @@ pub struct OpenTransaction {
     /// `None` when it could not be asked or does not know the producer id.
     pub state: Option<String>,
     /// How long the transaction has been open, by a broker's clock or the exporter's
-    /// own ([`AgeClock`]); `None` when none of them dates it. Never from a timestamp the
-    /// producer wrote (DescribeProducers' last timestamp, a record's CreateTime): for
-    /// Kafka Streams, Connect or Flink that is event time, often hours old.
+    /// own ([`AgeClock`]); `None` when none of them dates it. A timestamp the producer
+    /// wrote (a record's CreateTime, DescribeProducers' last timestamp; for Kafka Streams,
+    /// Connect or Flink event time, often hours old) dates only a transaction that no
+    /// coordinator knows and that was open before the exporter first looked (see
+    /// [`OpenTransaction::derive`]).
     pub age_seconds: Option<f64>,
     /// Which clock [`OpenTransaction::age_seconds`] comes from.
     pub age_clock: Option<AgeClock>,
@@ -72,7 +74,8 @@ pub struct OpenTransaction {
     pub hanging: bool,
 }
 
-/// The clock a transaction's age is read from; none of them is the producer's.
+/// The clock a transaction's age is read from: a broker's, the exporter's own, or, for a
+/// transaction no coordinator knows (KIP-664's hanging one), the producer's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgeClock {
     /// The coordinator's start time of the transaction (DescribeTransactions), which it
@@ -84,6 +87,15 @@ pub enum AgeClock {
     /// Since an earlier cycle of this exporter first saw it open: a lower bound that
     /// starts over when the exporter restarts.
     FirstSight,
+    /// The CreateTime of the transaction's first record in the partition (the batch at
+    /// its start offset): the producer's clock. Off by the producer's clock skew, and by
+    /// hours where the producer writes event time.
+    CreateTime,
+    /// DescribeProducers' `lastTimestamp`: the largest timestamp of the producer's last
+    /// write to the partition, by the producer's clock (the broker's on a LogAppendTime
+    /// topic). A lower bound of the transaction's age, as Kafka's own `kafka-transactions.sh
+    /// find-hanging` reads it; used where its first record was not read.
+    LastTimestamp,
 }
 
 impl AgeClock {
@@ -92,19 +104,28 @@ impl AgeClock {
             AgeClock::Coordinator => "coordinator",
             AgeClock::LogAppendTime => "log_append_time",
             AgeClock::FirstSight => "first_sight",
+            AgeClock::CreateTime => "create_time",
+            AgeClock::LastTimestamp => "last_timestamp",
         }
     }
 }
 
-/// What dates an open transaction besides its coordinator: the broker's clock in the log,
-/// and the exporter's own observation.
+/// What dates an open transaction besides its coordinator: the log (the broker's clock,
+/// or the producer's), and the exporter's own observation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Witness {
     /// LogAppendTime (ms since the epoch) of the transaction's first record in the
     /// partition, when the exporter read it and the topic uses LogAppendTime.
     pub append_time_ms: Option<i64>,
+    /// CreateTime (ms since the epoch) of the transaction's first record in the
+    /// partition, when the exporter read it and the topic uses CreateTime.
+    pub create_time_ms: Option<i64>,
     /// How long the exporter has seen the transaction open; `None` at first sight.
     pub watched_for: Option<Duration>,
+    /// It was open at the exporter's first listing of the partition: the exporter did
+    /// not see it begin, so nothing it saw bounds the age
+    /// ([`crate::derive::StuckClock::watch`]).
+    pub opened_unseen: bool,
 }
 
 impl OpenTransaction {
@@ -131,8 +152,23 @@ impl OpenTransaction {
     /// The age counts from the coordinator's start time when the coordinator reports the
     /// transaction as open here; otherwise from the older of the LogAppendTime of its
     /// first record and the exporter's first sight of it (`witness`); otherwise it is
-    /// unknown, and an unknown age never makes a transaction hanging. As Kafka's own `kafka-transactions.sh find-hanging` does, a transaction
-    /// is hanging only once it is older than the longest transaction the broker allows
+    /// unknown, and an unknown age never makes a transaction hanging.
+    ///
+    /// One case has no broker clock and must survive the exporter's restarts: KIP-664's
+    /// hanging transaction, which no coordinator knows any more, on a CreateTime topic.
+    /// When every coordinator answered and none lists the producer id, and the exporter
+    /// did not see the transaction begin (`opened_unseen`: open at its first look, after
+    /// a start or a hand-over), the producer's own timestamps date it: the CreateTime of
+    /// its first record in the partition, else DescribeProducers' last timestamp (its last
+    /// write, a lower bound), never in the future, and the older of that and the
+    /// exporter's first sight. Not for a coordinator that knows the id and disagrees:
+    /// with transactions version 2 a busy producer's next transaction (its epoch bumped)
+    /// is often described while the leader still lists the one just committed, and event
+    /// time would make that one hours old. Not for a transaction the exporter saw begin:
+    /// its own clock bounds that one, event time or not.
+    ///
+    /// As Kafka's own `kafka-transactions.sh find-hanging` does, a transaction is hanging
+    /// only once it is older than the longest transaction the broker allows
     /// (`max_timeout_ms`, or the transaction's own longer timeout) plus `margin_ms`:
     /// a young transaction the coordinator does not confirm is far more often a race with
     /// its commit, or a transactional id the exporter may not describe, than a hang. A
@@ -160,12 +196,25 @@ impl OpenTransaction {
                 let appended = witness
                     .append_time_ms
                     .map(|at| (since(at), AgeClock::LogAppendTime));
+                // KIP-664's case (above): the producer's clock, its first write else its
+                // last.
+                let first_write = witness
+                    .create_time_ms
+                    .map(|at| (since(at), AgeClock::CreateTime));
+                let last_write = (raw.last_timestamp_ms > 0)
+                    .then(|| (since(raw.last_timestamp_ms), AgeClock::LastTimestamp));
+                let written = first_write.or(last_write).filter(|_| {
+                    appended.is_none()
+                        && raw.coordinator == CoordinatorView::NotFound
+                        && witness.opened_unseen
+                });
                 let watched = witness.watched_for.map(|d| {
                     let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
                     (ms, AgeClock::FirstSight)
                 });
                 match appended
                     .into_iter()
+                    .chain(written)
                     .chain(watched)
                     .max_by_key(|(ms, _)| *ms)
                 {
@@ -795,6 +844,8 @@ pub struct Derived {
     pub eos_cost: std::collections::BTreeMap<Arc<str>, crate::kafka::records::EosCost>,
     /// The brokers' clock against the exporter's ([`crate::kafka::RawSample::clock_skew`]).
     pub clock_skew: Option<crate::kafka::ClockSkew>,
+    /// Topics expected and not seen ([`crate::kafka::RawSample::unseen_topics`]).
+    pub unseen_topics: Vec<crate::kafka::visibility::UnseenTopic>,
 }
 
 /// A group's status, worst of its partitions (the order of [`GroupStatus::ALL`] from the

@@ -10,8 +10,10 @@ use crate::kafka::RawTransaction;
 /// Per partition, when the LSO was first seen standing at its current value behind the
 /// HW. The clock starts at the first cycle that sees HW > LSO for an LSO value, resets
 /// when the LSO moves, and stops (reads 0) when HW == LSO. It lives in the exporter's
-/// memory: a restart restarts every clock. It also remembers when the exporter first saw
-/// each open transaction ([`StuckClock::watch`]), the last resort for dating one.
+/// memory: a restart restarts every clock, unless what the brokers still say of the
+/// transaction at the LSO dates it (`open_for` in [`StuckClock::observe`]). It also
+/// remembers when the exporter first saw each open transaction ([`StuckClock::watch`]),
+/// the last resort for dating one, and whether it saw the transaction begin.
 #[derive(Debug, Default)]
 pub struct StuckClock {
     pinned: HashMap<(Arc<str>, i32), Pinned>,
@@ -20,11 +22,27 @@ pub struct StuckClock {
     /// Per partition, the open transactions of the last cycle that could list them
     /// (producer id, epoch, start offset) and when each was first seen.
     watched: HashMap<(Arc<str>, i32), Vec<FirstSight>>,
+    /// Partitions whose open transactions some cycle listed (none open included): a
+    /// transaction a later listing names first began after that one.
+    listed: HashSet<(Arc<str>, i32)>,
 }
 
-/// An open transaction of a partition (producer id, epoch, start offset) and when the
-/// exporter first saw it.
-type FirstSight = ((i64, i32, i64), Instant);
+/// An open transaction of a partition (producer id, epoch, start offset), when the
+/// exporter first saw it, and whether it was open at the exporter's first listing of the
+/// partition ([`Sighting::opened_unseen`]).
+type FirstSight = ((i64, i32, i64), Instant, bool);
+
+/// What the exporter has seen of one open transaction ([`StuckClock::watch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sighting {
+    /// How long the exporter has seen it open; `None` at first sight.
+    pub watched_for: Option<Duration>,
+    /// It was already open at the exporter's first listing of the partition's open
+    /// transactions (after a start, or a hand-over from another replica): nothing the
+    /// exporter saw bounds its age. A transaction that a later listing names first began
+    /// after the listing before, so the exporter's own clock bounds it.
+    pub opened_unseen: bool,
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Pinned {
@@ -43,9 +61,12 @@ struct Pinned {
 impl StuckClock {
     /// Records one observation and returns the stuck duration at `now`.
     ///
-    /// `open_for` is how long the transaction starting at the LSO has been open, by its
-    /// coordinator's clock. The LSO cannot have stood longer than that; when the clock did
-    /// not see the LSO arrive (the exporter started while it was pinned), it is the
+    /// `open_for` is how long the transaction starting at the LSO has been open, by the
+    /// best evidence the brokers still hold (its coordinator's start time, else the
+    /// LogAppendTime of the record at the LSO, else, for a transaction no coordinator
+    /// knows, its first write by the producer's clock: [`crate::derive::AgeClock`]). The
+    /// LSO cannot have stood longer than that; when the clock did not see the LSO arrive
+    /// (the exporter started, or took the cluster over, while it was pinned), it is the
     /// better answer, so a restart does not reset what the dashboards show.
     pub fn observe(
         &mut self,
@@ -88,33 +109,37 @@ impl StuckClock {
     }
 
     /// Records the open transactions of a partition as listed in this cycle, and returns
-    /// for each how long the exporter has seen it open: `None` at first sight. A
-    /// transaction no longer listed is forgotten.
+    /// for each what the exporter has seen of it ([`Sighting`]). A transaction no longer
+    /// listed is forgotten.
     pub fn watch(
         &mut self,
         topic: &Arc<str>,
         partition: i32,
         open: &[RawTransaction],
         now: Instant,
-    ) -> Vec<Option<Duration>> {
-        let earlier = self
-            .watched
-            .remove(&(topic.clone(), partition))
-            .unwrap_or_default();
+    ) -> Vec<Sighting> {
+        let key = (topic.clone(), partition);
+        let earlier = self.watched.remove(&key).unwrap_or_default();
+        let first_listing = self.listed.insert(key.clone());
         let mut current = Vec::with_capacity(open.len());
-        let watched_for = open
+        let sightings = open
             .iter()
             .map(|t| {
-                let key = (t.producer_id, t.producer_epoch, t.start_offset);
-                let first_seen = earlier.iter().find(|(k, _)| *k == key).map(|(_, at)| *at);
-                current.push((key, first_seen.unwrap_or(now)));
-                first_seen.map(|at| now.saturating_duration_since(at))
+                let id = (t.producer_id, t.producer_epoch, t.start_offset);
+                let seen = earlier.iter().find(|(k, _, _)| *k == id);
+                let (first_seen, opened_unseen) =
+                    seen.map_or((now, first_listing), |&(_, at, unseen)| (at, unseen));
+                current.push((id, first_seen, opened_unseen));
+                Sighting {
+                    watched_for: seen.map(|_| now.saturating_duration_since(first_seen)),
+                    opened_unseen,
+                }
             })
             .collect();
         if !current.is_empty() {
-            self.watched.insert((topic.clone(), partition), current);
+            self.watched.insert(key, current);
         }
-        watched_for
+        sightings
     }
 
     /// A transaction pins the partition's LSO: at the last observation the LSO was behind
@@ -135,6 +160,8 @@ impl StuckClock {
             .retain(|(topic, partition)| exists(topic, *partition));
         self.watched
             .retain(|(topic, partition), _| exists(topic, *partition));
+        self.listed
+            .retain(|(topic, partition)| exists(topic, *partition));
     }
 
     pub fn len(&self) -> usize {

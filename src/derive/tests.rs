@@ -274,7 +274,7 @@ fn open_transaction_age_and_hanging_rule() {
             // Watched by the exporter for longer than the limit, it is.
             let watched = |ms: i64| Witness {
                 watched_for: Some(Duration::from_millis(ms as u64)),
-                append_time_ms: None,
+                ..Witness::default()
             };
             let t = derive(&raw, young, watched(max_ms + margin_ms));
             assert_eq!(
@@ -296,7 +296,9 @@ fn open_transaction_age_and_hanging_rule() {
             young,
             Witness {
                 append_time_ms: Some(0),
+                create_time_ms: Some(0),
                 watched_for: Some(Duration::from_secs(5_000)),
+                opened_unseen: true,
             },
         );
         assert_eq!(
@@ -338,6 +340,7 @@ fn open_transaction_age_and_hanging_rule() {
     let appended = Witness {
         append_time_ms: Some(1_000_000),
         watched_for: Some(Duration::from_secs(30)),
+        ..Witness::default()
     };
     assert!(!derive(&unknown, young, appended).hanging);
     let t = derive(&unknown, 1_000_000 + max_ms + margin_ms + 1, appended);
@@ -345,6 +348,82 @@ fn open_transaction_age_and_hanging_rule() {
         (t.coordinator, t.age_clock, t.hanging),
         (NotFound, Some(AgeClock::LogAppendTime), true)
     );
+    // KIP-664: no coordinator knows it, no broker clock dates it, and the exporter did
+    // not see it begin: the producer's clock does. Its first record's CreateTime, else
+    // its last write (DescribeProducers, at 1,000 s); a LogAppendTime wins over both.
+    let written = Witness {
+        create_time_ms: Some(995_000),
+        opened_unseen: true,
+        ..Witness::default()
+    };
+    let late = 995_000 + max_ms + margin_ms + 1;
+    let t = derive(&unknown, late, written);
+    assert_eq!(
+        (t.age_clock, t.age_seconds, t.hanging),
+        (Some(AgeClock::CreateTime), Some(960.001), true)
+    );
+    let last_write = Witness {
+        create_time_ms: None,
+        ..written
+    };
+    let t = derive(&unknown, late, last_write);
+    assert_eq!(
+        (t.age_clock, t.age_seconds, t.hanging),
+        (Some(AgeClock::LastTimestamp), Some(955.001), false),
+        "its last write: a lower bound"
+    );
+    let t = derive(
+        &unknown,
+        late,
+        Witness {
+            append_time_ms: Some(999_000),
+            ..written
+        },
+    );
+    assert_eq!(t.age_clock, Some(AgeClock::LogAppendTime));
+    // Watched longer than the producer's clock says (a producer clock ahead): the
+    // exporter's own count.
+    let t = derive(
+        &unknown,
+        late,
+        Witness {
+            watched_for: Some(Duration::from_secs(2_000)),
+            ..written
+        },
+    );
+    assert_eq!(
+        (t.age_clock, t.age_seconds),
+        (Some(AgeClock::FirstSight), Some(2_000.0))
+    );
+    // A first write stamped in the future (the producer's clock ahead) is no older than 0.
+    let t = derive(&unknown, 900_000, written);
+    assert_eq!(
+        (t.age_clock, t.age_seconds, t.hanging),
+        (Some(AgeClock::CreateTime), Some(0.0), false)
+    );
+    // Seen to begin by the exporter: its own clock bounds it, the producer's dates
+    // nothing.
+    let seen_begin = Witness {
+        opened_unseen: false,
+        ..written
+    };
+    let t = derive(&unknown, late, seen_begin);
+    assert_eq!((t.age_clock, t.age_seconds, t.hanging), (None, None, false));
+    // Known to a coordinator that disagrees (transactions version 2: the producer's next
+    // transaction described while the leader still lists the one it just committed), or
+    // a failed lookup: the producer's clock dates nothing either.
+    for view in [
+        raw_transaction("Ongoing", 4001, 4, true).coordinator,
+        CoordinatorView::Unknown,
+        CoordinatorView::Unavailable,
+    ] {
+        let raw = RawTransaction {
+            coordinator: view,
+            ..unknown.clone()
+        };
+        let t = derive(&raw, late, written);
+        assert_eq!((t.age_clock, t.hanging), (None, false), "{raw:?}");
+    }
     // A transaction allowed a longer timeout than the broker's cap reported (an
     // unreadable cap falls back to 15 min) is measured against its own.
     let mut long = raw_transaction("Ongoing", 4001, 3, true);
@@ -639,6 +718,7 @@ fn derive_joins_groups_to_partitions_and_drops_what_failed() {
         transaction_list: None,
         described_transactions: Vec::new(),
         features: Default::default(),
+        unseen_topics: Vec::new(),
         partitions: vec![
             partition("orders", 0, Some(900), Some(880)),
             partition("orders", 1, None, Some(50)), // HW request failed
@@ -718,6 +798,7 @@ fn derive_counts_anomalies() {
         transaction_list: None,
         described_transactions: Vec::new(),
         features: Default::default(),
+        unseen_topics: Vec::new(),
         partitions: vec![partition("t", 0, Some(10), Some(12))],
         groups: vec![RawGroup {
             coordinator: None,
@@ -848,10 +929,10 @@ fn producer_timestamps_an_hour_old_neither_hang_nor_move_the_stuck_clock() {
             Duration::from_secs(60),
         )
     };
-    // Event time an hour old (Streams, Connect, Flink), and no coordinator confirms
-    // the transaction: not listed, one that now disagrees, or a failed lookup.
+    // Event time an hour old (Streams, Connect, Flink), and a coordinator that does not
+    // confirm the transaction: one that disagrees, or a failed lookup. (One that no
+    // coordinator lists is KIP-664's hanging transaction: the next test.)
     for coordinator in [
-        CoordinatorView::NotFound,
         raw_transaction("Empty", 4001, 3, false).coordinator,
         CoordinatorView::Unknown,
     ] {
@@ -894,6 +975,24 @@ fn producer_timestamps_an_hour_old_neither_hang_nor_move_the_stuck_clock() {
             "{coordinator:?}"
         );
     }
+    // No coordinator lists it, but the exporter saw it begin: the partition had nothing
+    // open at the cycle before. Its own clock bounds it, however old the event time.
+    let mut clock = StuckClock::default();
+    let mut at_rest = held_an_hour(hour_ago_ms, false, CoordinatorView::NotFound);
+    at_rest.partitions[0].high_watermark = Some(880);
+    at_rest.partitions[0].open_transactions = Some(Vec::new());
+    let rest = derive(at_rest, &mut clock, t0, wall0, Duration::from_secs(60));
+    assert_eq!(
+        rest.partitions[0].visibility.unwrap().lso_stuck_seconds,
+        0.0
+    );
+    let begun = cycle(&mut clock, 15, CoordinatorView::NotFound);
+    assert_eq!(held_state(&begun), (0.0, None, None, false));
+    let later = cycle(&mut clock, 30, CoordinatorView::NotFound);
+    assert_eq!(
+        held_state(&later),
+        (15.0, Some(15.0), Some(AgeClock::FirstSight), false)
+    );
 }
 
 #[test]
@@ -933,25 +1032,91 @@ fn broker_clocks_an_hour_old_count_from_the_first_cycle() {
     );
 }
 
+/// KIP-664's hanging transaction on a CreateTime topic: no coordinator knows the producer
+/// id, no broker clock dates it. Its first write in the partition (the batch at the LSO,
+/// by the producer's clock) does, from the first cycle of an exporter that did not see it
+/// begin, so a restart or a hand-over goes on counting where the old process left off.
+#[test]
+fn a_transaction_no_coordinator_knows_is_dated_by_its_first_write_across_restarts() {
+    let t0 = Instant::now();
+    let wall0 = SystemTime::UNIX_EPOCH + Duration::from_secs(100_000);
+    let hour_ago_ms = 100_000_000 - 3_600_000;
+    let cycle = |clock: &mut StuckClock, s: u64, raw: RawSample| {
+        derive(
+            raw,
+            clock,
+            t0 + Duration::from_secs(s),
+            wall0 + Duration::from_secs(s),
+            Duration::from_secs(60),
+        )
+    };
+    let hanging = || held_an_hour(hour_ago_ms, false, CoordinatorView::NotFound);
+    let created = Some(AgeClock::CreateTime);
+    let mut clock = StuckClock::default();
+    assert_eq!(
+        held_state(&cycle(&mut clock, 0, hanging())),
+        (3600.0, Some(3600.0), created, true)
+    );
+    assert_eq!(
+        held_state(&cycle(&mut clock, 15, hanging())),
+        (3615.0, Some(3615.0), created, true)
+    );
+    // Restarted ten minutes later: it goes on, not from 0.
+    let mut restarted = StuckClock::default();
+    assert_eq!(
+        held_state(&cycle(&mut restarted, 600, hanging())),
+        (4200.0, Some(4200.0), created, true)
+    );
+    // The record at the LSO not read (record reads off, or its read failed): its last
+    // write by DescribeProducers, a minute after its first, a lower bound.
+    let mut unread = hanging();
+    unread.partitions[0].log = None;
+    unread.partitions[0].open_transactions.as_mut().unwrap()[0].last_timestamp_ms =
+        hour_ago_ms + 60_000;
+    let mut restarted = StuckClock::default();
+    assert_eq!(
+        held_state(&cycle(&mut restarted, 600, unread)),
+        (4140.0, Some(4140.0), Some(AgeClock::LastTimestamp), true)
+    );
+    // A producer whose clock runs ten minutes ahead stamped it in the future: 0, not
+    // negative, and the exporter's own count from then on.
+    let ahead_ms = 100_000_000 + 600_000;
+    let mut restarted = StuckClock::default();
+    let ahead = || held_an_hour(ahead_ms, false, CoordinatorView::NotFound);
+    assert_eq!(
+        held_state(&cycle(&mut restarted, 0, ahead())),
+        (0.0, Some(0.0), created, false)
+    );
+    assert_eq!(
+        held_state(&cycle(&mut restarted, 15, ahead())),
+        (15.0, Some(15.0), Some(AgeClock::FirstSight), false)
+    );
+}
+
 #[test]
 fn the_exporter_forgets_transactions_that_ended() {
     let topic: Arc<str> = Arc::from("orders");
     let t0 = Instant::now();
     let mut clock = StuckClock::default();
     let open = [raw_transaction("Ongoing", 4001, 3, true)];
-    assert_eq!(clock.watch(&topic, 0, &open, t0), vec![None]);
+    let seen = |watched_for: Option<u64>, opened_unseen: bool| {
+        vec![super::stuck::Sighting {
+            watched_for: watched_for.map(Duration::from_secs),
+            opened_unseen,
+        }]
+    };
+    // Open at the first listing of the partition: the exporter did not see it begin,
+    // and remembers that while it stays open.
+    assert_eq!(clock.watch(&topic, 0, &open, t0), seen(None, true));
     let later = t0 + Duration::from_secs(15);
-    assert_eq!(
-        clock.watch(&topic, 0, &open, later),
-        vec![Some(Duration::from_secs(15))]
-    );
-    // It ended; a new one of the same producer opens at another offset.
+    assert_eq!(clock.watch(&topic, 0, &open, later), seen(Some(15), true));
+    // It ended; a new one of the same producer opens at another offset: seen to begin.
     clock.watch(&topic, 0, &[], later);
     let mut next = open[0].clone();
     next.start_offset = 990;
-    assert_eq!(clock.watch(&topic, 0, &[next], later), vec![None]);
+    assert_eq!(clock.watch(&topic, 0, &[next], later), seen(None, false));
     clock.retain(|_, _| false);
-    assert_eq!(clock.watch(&topic, 0, &open, later), vec![None]);
+    assert_eq!(clock.watch(&topic, 0, &open, later), seen(None, true));
 }
 
 proptest::proptest! {
@@ -1017,4 +1182,147 @@ proptest::proptest! {
             }
         }
     }
+}
+
+/// A cycle of the cluster of the visibility tests: `orders` partition 0 with HW 1000 and
+/// LSO 800 (a transaction open since the first cycle) where listed, and the classic group
+/// `billing` of one member, 300 records behind the LSO, unmoved.
+fn visibility_cycle(listed: bool, unseen: Vec<crate::kafka::visibility::UnseenTopic>) -> RawSample {
+    RawSample {
+        reached: true,
+        group_listing: crate::kafka::GroupListing::Complete,
+        partitions: if listed {
+            vec![partition("orders", 0, Some(1000), Some(800))]
+        } else {
+            Vec::new()
+        },
+        groups: vec![RawGroup {
+            name: "billing".into(),
+            group_type: "classic".into(),
+            protocol: "consumer".into(),
+            state: "Stable".into(),
+            members: Some(1),
+            // The brokers leave the offsets on topics the principal may not describe out
+            // of OffsetFetch too.
+            committed: Some(if listed {
+                vec![committed("orders", 0, 500)]
+            } else {
+                Vec::new()
+            }),
+            ..Default::default()
+        }],
+        unseen_topics: unseen,
+        ..Default::default()
+    }
+}
+
+fn visibility_deriver() -> Deriver {
+    Deriver::new(
+        Duration::from_secs(60),
+        Duration::from_secs(600),
+        10,
+        Default::default(),
+        Default::default(),
+    )
+}
+
+/// (stuck seconds of orders/0, commit stall of billing on it) after one step.
+fn clocks(step: &Step) -> (f64, Option<f64>) {
+    let stuck = step.derived.partitions[0]
+        .visibility
+        .expect("offsets")
+        .lso_stuck_seconds;
+    let stall = step.derived.groups[0].offsets.as_ref().unwrap()[0].commit_stall_seconds;
+    (stuck, stall)
+}
+
+/// A prefixed ACL that does not cover a topic: the brokers leave it out of the metadata
+/// and of the group's committed offsets, and the cycle has no partition left. That is
+/// no empty, healthy cluster: the offsets feature is refused, with the topic, why the
+/// exporter expects it and the ACL to grant.
+#[test]
+fn a_topic_the_principal_may_not_see_is_a_refusal_not_an_empty_cluster() {
+    use crate::kafka::features::{Feature, Status};
+    use crate::kafka::visibility::{Absence, Expectation, UnseenTopic};
+    let hidden = UnseenTopic {
+        topic: Arc::from("orders"),
+        expected: Expectation::Assigned("billing".into()),
+        absence: Absence::Denied,
+        cycles: 1,
+    };
+    let mut deriver = visibility_deriver();
+    let step = deriver.step(
+        visibility_cycle(false, vec![hidden]),
+        Instant::now(),
+        SystemTime::now(),
+    );
+    let offsets = &step.features[&Feature::Offsets];
+    assert_eq!(offsets.status, Status::Denied, "{offsets:?}");
+    assert!(
+        offsets
+            .reason
+            .contains("\"orders\" (group \"billing\" reads it)")
+            && offsets.reason.contains("grant Describe on the topics"),
+        "{}",
+        offsets.reason
+    );
+
+    // A topic missing and not confirmed gone (a metadata race) is no refusal.
+    let mut deriver = visibility_deriver();
+    let raced = UnseenTopic {
+        topic: Arc::from("orders"),
+        expected: Expectation::Sampled,
+        absence: Absence::Unconfirmed("listed when named".into()),
+        cycles: 1,
+    };
+    let step = deriver.step(
+        visibility_cycle(false, vec![raced]),
+        Instant::now(),
+        SystemTime::now(),
+    );
+    assert_eq!(step.features[&Feature::Offsets].status, Status::Ok);
+}
+
+/// A topic missing from one cycle (a metadata race, a refusal that a grant undoes) keeps
+/// its stuck clock and its groups' commit-stall clocks: both go on when it is back. A
+/// topic deleted and created again starts them afresh.
+#[test]
+fn a_topic_missing_for_a_cycle_keeps_its_clocks_a_deleted_one_does_not() {
+    use crate::kafka::visibility::{Absence, Expectation, UnseenTopic};
+    let unseen = |absence: Absence| {
+        vec![UnseenTopic {
+            topic: Arc::from("orders"),
+            expected: Expectation::Sampled,
+            absence,
+            cycles: 1,
+        }]
+    };
+    let t0 = Instant::now();
+    let wall = SystemTime::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    let mut deriver = visibility_deriver();
+    for s in [0, 15, 30] {
+        let step = deriver.step(visibility_cycle(true, Vec::new()), at(s), wall);
+        assert_eq!(clocks(&step), (s as f64, Some(s as f64)), "at {s} s");
+    }
+    for (gap, absence) in [
+        (45, Absence::Unconfirmed("listed when named".into())),
+        (75, Absence::Denied),
+    ] {
+        let step = deriver.step(visibility_cycle(false, unseen(absence)), at(gap), wall);
+        assert!(step.derived.partitions.is_empty());
+        let step = deriver.step(visibility_cycle(true, Vec::new()), at(gap + 15), wall);
+        assert_eq!(
+            clocks(&step),
+            ((gap + 15) as f64, Some((gap + 15) as f64)),
+            "back after a gap at {gap} s"
+        );
+    }
+    deriver.step(
+        visibility_cycle(false, unseen(Absence::Deleted)),
+        at(105),
+        wall,
+    );
+    let step = deriver.step(visibility_cycle(true, Vec::new()), at(120), wall);
+    assert_eq!(clocks(&step), (0.0, Some(0.0)), "created again");
 }

@@ -87,7 +87,7 @@ fn visit_partitions(out: &mut dyn Visitor, shown: &[Shown]) {
         ("kafka_transaction_open_info", "An open transaction holding records of the partition back from read_committed consumers; always 1 (its age: kafka_transaction_open_age_seconds)", |_| {
             Some(Value::Count(1))
         }),
-        ("kafka_transaction_open_age_seconds", "Age of an open transaction in the partition, by broker clocks or the exporter's own: from its coordinator's start time when the coordinator reports it open there, else from the LogAppendTime of its first record or since the exporter first saw it, whichever is older; absent when none applies (never from a timestamp the producer wrote)", |t| {
+        ("kafka_transaction_open_age_seconds", "Age of an open transaction in the partition: from its coordinator's start time when the coordinator reports it open there, else the oldest of the LogAppendTime of its first record, the time since the exporter first saw it and, for a transaction no coordinator knows that was open before the exporter first looked, the producer's clock (its first record's CreateTime, else its last write); absent when none applies", |t| {
             t.age_seconds.map(Value::Seconds)
         }),
     ];

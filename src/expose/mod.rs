@@ -36,7 +36,7 @@ use self::body::{BodyWriter, Variant, PROMETHEUS_ACCEPT};
 pub use self::body::{OPENMETRICS_TEXT, PROMETHEUS_TEXT};
 use self::visit::{Count, Render, Shown, Visitor};
 use crate::derive::{Anomaly, ClusterSnapshot};
-use crate::kafka::coordination::Ownership;
+use crate::kafka::coordination::{Mode, Ownership};
 use crate::kafka::{Refusals, Stage};
 
 /// The latest snapshot of one cluster, `None` until its first cycle ends.
@@ -110,13 +110,21 @@ struct GroupLabels {
     group: String,
 }
 
+/// One cluster's coordination group: `ha_cluster`, not `kafka_cluster`, since every
+/// replica has these series, whichever serves the cluster.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HaClusterLabels {
+    group: String,
+    ha_cluster: String,
+}
+
 #[derive(Debug)]
 struct HaFamilies {
     labels: GroupLabels,
     clusters: Family<GroupLabels, Gauge>,
     serving: Family<GroupLabels, Gauge>,
-    leader: Family<GroupLabels, Gauge>,
-    generation: Family<GroupLabels, Gauge>,
+    leader: Family<HaClusterLabels, Gauge>,
+    generation: Family<HaClusterLabels, Gauge>,
     fallbacks: Family<GroupLabels, Counter>,
 }
 
@@ -135,17 +143,17 @@ const HA_FAMILIES: [(&str, &str, &str); 5] = [
     (
         "kafka_lso_exporter_ha_leader",
         "gauge",
-        "1 while this replica leads the coordination group (assigns the clusters)",
+        "1 while this replica leads the coordination group on the cluster ha_cluster (decides who serves it)",
     ),
     (
         "kafka_lso_exporter_ha_generation",
         "gauge",
-        "Generation of the coordination group this replica last joined",
+        "Generation of the coordination group on the cluster ha_cluster that this replica last joined",
     ),
     (
         "kafka_lso_exporter_ha_fallbacks_total",
         "counter",
-        "Times this replica could not use the coordination group (denied, or its name taken) and served every cluster alone",
+        "Times this replica could not use a cluster's coordination group (denied, its name taken, or client settings only librdkafka speaks) and served that cluster alone",
     ),
 ];
 
@@ -397,12 +405,17 @@ impl Metrics {
             ha.serving
                 .get_or_create(&ha.labels)
                 .set(count(report.serving.len()));
-            ha.leader
-                .get_or_create(&ha.labels)
-                .set(i64::from(report.leader));
-            ha.generation
-                .get_or_create(&ha.labels)
-                .set(i64::from(report.generation.max(0)));
+            for share in &report.shares {
+                let labels = HaClusterLabels {
+                    group: ha.labels.group.clone(),
+                    ha_cluster: share.cluster.clone(),
+                };
+                let leads = share.mode == Mode::Member && share.leader;
+                ha.leader.get_or_create(&labels).set(i64::from(leads));
+                ha.generation
+                    .get_or_create(&labels)
+                    .set(i64::from(share.generation.max(0)));
+            }
             let fallbacks = ha.fallbacks.get_or_create(&ha.labels);
             fallbacks.inc_by(report.fallbacks.saturating_sub(fallbacks.get()));
         }

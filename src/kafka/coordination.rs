@@ -1,25 +1,35 @@
-//! Replicas that share the work: every replica with the same `[ha] group` joins one
-//! group of Kafka's classic group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
-//! with a protocol type of its own, as Kafka Connect workers do. The broker's group
-//! coordinator elects the leader; the leader gives each configured cluster to exactly
-//! one member (balanced, sticky: a cluster stays where it is unless the balance needs
-//! it elsewhere); every replica samples and serves only the clusters it was given.
+//! Replicas that share the work: every replica with the same `[ha] group` joins, on each
+//! configured cluster, a group of that name in Kafka's classic group protocol (JoinGroup,
+//! SyncGroup, Heartbeat, LeaveGroup) with a protocol type of its own, as Kafka Connect
+//! workers do. Each cluster's group decides who serves that cluster: its coordinator (a
+//! broker of that cluster) elects a leader, which gives the cluster to exactly one member
+//! (sticky, and balanced across the replicas by the loads the members report). A cluster
+//! is coordinated on itself, so a cluster that is down can only hide itself: the others
+//! go on being served.
 //!
 //! What a replica may serve is its [`Ownership`], asked before every cycle and every
-//! render: a member serves its clusters only while its membership is provably current,
-//! i.e. less than one session timeout after the last heartbeat the coordinator
-//! accepted. A replica that was frozen (SIGSTOP) or cut off therefore stops serving by
-//! itself, before it hears that the group moved on: no series is ever served by two
-//! replicas for longer than one cycle of the new owner, and a share is served again
-//! within the session timeout plus the new owner's first cycle.
+//! render: a member serves its cluster only while its membership is provably current,
+//! i.e. less than one session timeout after the last heartbeat the coordinator accepted.
+//! A replica that was frozen (SIGSTOP) or cut off therefore stops serving by itself,
+//! before it hears that the group moved on: no series is ever served by two replicas for
+//! longer than one cycle of the new owner, and a share is served again within the session
+//! timeout plus the new owner's first cycle. Once a JoinGroup is sent, every failure
+//! before the new assignment arrives lets the cluster go at once (the generation may have
+//! completed without this replica); a heartbeat that only did not arrive keeps it until
+//! the membership runs out.
+//!
+//! A cluster whose group cannot be reached at all (its brokers down, or this replica cut
+//! off from them) is sampled by every replica that cannot reach it, and served only while
+//! the replica cannot reach the cluster either ([`Serving::IfDown`]): `up 0`, so that the
+//! cluster that is down says so, and never a second copy of the series of a cluster some
+//! other replica serves.
 //!
 //! A member's metadata and the leader's assignment are versioned JSON ([`Metadata`],
 //! [`Assignment`]): fields are only ever added, readers ignore what they do not know.
 //! A cluster that two members configure differently is not shared: it goes to the
 //! members whose configuration matches the leader's (or most members'), and the others
 //! are told which member they differ from. A group that the ACLs deny falls back to
-//! serving everything alone, with a warning and a counted fallback; a replica that cannot
-//! reach any coordinator serves nothing (it may be the only one cut off).
+//! serving its cluster alone, with a warning and a counted fallback.
 //!
 //! Imported by the scheduler, the exposition and the HTTP side (through [`Ownership`]);
 //! imports the wire client and the configuration.
@@ -32,8 +42,8 @@ use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
-    FindCoordinatorRequest, GroupId, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
-    SyncGroupRequest,
+    FindCoordinatorRequest, GroupId, HeartbeatRequest, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, SyncGroupRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
@@ -48,42 +58,13 @@ pub const PROTOCOL_TYPE: &str = "kafka-lso-exporter";
 /// The one assignment strategy members offer.
 const PROTOCOL_NAME: &str = "clusters";
 /// Version of [`Metadata`] and [`Assignment`]; later versions only add fields.
-const VERSION: u32 = 1;
-/// The oldest member version that reads this version's assignment as it is meant.
-const MIN_VERSION: u32 = 1;
+/// Version 2: one group per cluster, on that cluster.
+const VERSION: u32 = 2;
+/// The oldest member version that reads this version's assignment as it is meant: a
+/// member of version 1 would take the one cluster of a group for its whole share.
+const MIN_VERSION: u32 = 2;
 /// A group the ACLs deny is tried again this often.
 const DENIED_RETRY: Duration = Duration::from_secs(60);
-
-/// What this replica may serve now.
-#[derive(Debug)]
-pub struct Ownership {
-    /// Every configured cluster, in configuration order.
-    clusters: Vec<String>,
-    group: Option<String>,
-    state: Mutex<State>,
-    /// Bumped on every change of what is assigned; the cluster loops wake on it.
-    changes: watch::Sender<u64>,
-}
-
-#[derive(Debug, Clone)]
-struct State {
-    mode: Mode,
-    assigned: BTreeSet<String>,
-    /// A member's assignment holds until then: one session timeout after the last
-    /// heartbeat (or join) the coordinator accepted.
-    valid_until: Option<Instant>,
-    generation: i32,
-    leader: bool,
-    member_id: String,
-    /// Per cluster this member configures differently from the one it was given to.
-    refused: BTreeMap<String, String>,
-    rebalances: u64,
-    fallbacks: u64,
-    /// Clusters this member gained in its current generation, served only from
-    /// `gained_until` on (see [`HAND_OVER_GRACE`]).
-    gained: BTreeSet<String>,
-    gained_until: Option<Instant>,
-}
 
 /// How long a member waits before it serves a cluster it gained in a rebalance. The
 /// member that gives it up learns so from its own SyncGroup answer, which the coordinator
@@ -91,7 +72,42 @@ struct State {
 /// two replicas even for the moment between the two answers being read.
 pub const HAND_OVER_GRACE: Duration = Duration::from_secs(1);
 
-/// How this replica decides what to serve.
+/// What this replica may serve now, per cluster.
+#[derive(Debug)]
+pub struct Ownership {
+    /// Every configured cluster, in configuration order.
+    clusters: Vec<String>,
+    group: Option<String>,
+    /// This replica's identity in every group's metadata: the members one replica has
+    /// in the groups of several clusters count as one when the leaders balance.
+    replica: String,
+    shares: Mutex<BTreeMap<String, Share>>,
+    /// Bumped on every change of what is served; the cluster loops wake on it.
+    changes: watch::Sender<u64>,
+}
+
+/// This replica's place in one cluster's group.
+#[derive(Debug, Clone)]
+struct Share {
+    mode: Mode,
+    /// The leader gave this replica the cluster in `generation`.
+    assigned: bool,
+    /// The assignment holds until then: one session timeout after the last heartbeat (or
+    /// join) the coordinator accepted.
+    valid_until: Option<Instant>,
+    generation: i32,
+    leader: bool,
+    member_id: String,
+    /// Why the leader did not give it this replica although it configures it.
+    refused: Option<String>,
+    rebalances: u64,
+    fallbacks: u64,
+    /// A cluster gained in this generation is served only from then on (see
+    /// [`HAND_OVER_GRACE`]).
+    gained_until: Option<Instant>,
+}
+
+/// How this replica decides whether to serve a cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// No `[ha]` section: everything, always.
@@ -100,22 +116,56 @@ pub enum Mode {
     Joining,
     /// A member: its assignment, while the membership is current.
     Member,
-    /// The group could not be used (denied, taken by something else): everything.
+    /// The group could not be used (denied, taken by something else, or the cluster's
+    /// settings are ones only librdkafka speaks): served alone.
     Alone,
+    /// No coordinator of the cluster's group answers: served only while the cluster
+    /// cannot be reached either.
+    Unreachable,
+}
+
+/// Whether a cluster's loop samples it and publishes what it sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serving {
+    /// Sampled and served.
+    Yes,
+    /// Another replica's, or nobody's yet.
+    No,
+    /// Sampled; served only when the cycle could not reach the cluster (`up 0`).
+    IfDown,
+}
+
+/// One cluster's line in [`Report`].
+#[derive(Debug, Clone)]
+pub struct ShareReport {
+    pub cluster: String,
+    pub mode: Mode,
+    pub generation: i32,
+    pub leader: bool,
+    pub member_id: String,
 }
 
 /// What [`Ownership::report`] says, for `/readyz`, `/` and the exporter's own series.
 #[derive(Debug, Clone)]
 pub struct Report {
     pub group: Option<String>,
-    pub mode: Mode,
-    pub generation: i32,
-    pub leader: bool,
-    pub member_id: String,
+    /// The clusters served in full (not those served only while down).
     pub serving: Vec<String>,
     pub refused: BTreeMap<String, String>,
     pub rebalances: u64,
     pub fallbacks: u64,
+    /// Per configured cluster, in configuration order.
+    pub shares: Vec<ShareReport>,
+}
+
+impl Report {
+    /// The cluster's mode in this replica.
+    pub fn mode(&self, cluster: &str) -> Option<Mode> {
+        self.shares
+            .iter()
+            .find(|s| s.cluster == cluster)
+            .map(|s| s.mode)
+    }
 }
 
 impl Ownership {
@@ -134,33 +184,71 @@ impl Ownership {
     }
 
     fn with(clusters: Vec<String>, group: Option<String>, mode: Mode) -> Ownership {
+        let share = Share {
+            mode,
+            assigned: false,
+            valid_until: None,
+            generation: -1,
+            leader: false,
+            member_id: String::new(),
+            refused: None,
+            rebalances: 0,
+            fallbacks: 0,
+            gained_until: None,
+        };
+        let replica = format!(
+            "{}/{}/{:x}",
+            hostname(),
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default()
+        );
         Ownership {
+            shares: Mutex::new(
+                clusters
+                    .iter()
+                    .map(|c| (c.clone(), share.clone()))
+                    .collect(),
+            ),
             clusters,
             group,
-            state: Mutex::new(State {
-                mode,
-                assigned: BTreeSet::new(),
-                valid_until: None,
-                generation: -1,
-                leader: false,
-                member_id: String::new(),
-                refused: BTreeMap::new(),
-                rebalances: 0,
-                fallbacks: 0,
-                gained: BTreeSet::new(),
-                gained_until: None,
-            }),
+            replica,
             changes: watch::channel(0).0,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    /// `cluster` cannot be coordinated (`reason`): this replica serves it alone.
+    pub fn alone(&self, cluster: &str, reason: &str) {
+        if let Some(group) = &self.group {
+            tracing::warn!(%group, %cluster, "this replica serves the cluster alone, every replica does: {reason}");
+        }
+        self.update(cluster, |s| {
+            s.mode = Mode::Alone;
+            s.fallbacks += 1;
+        });
     }
 
-    /// Whether this replica samples and serves `cluster` at this moment.
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Share>> {
+        self.shares.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether this replica samples and publishes `cluster` at this moment.
+    pub fn serving(&self, cluster: &str) -> Serving {
+        if self.group.is_none() {
+            return Serving::Yes;
+        }
+        let now = Instant::now();
+        self.lock()
+            .get(cluster)
+            .map_or(Serving::No, |s| s.serving(now))
+    }
+
+    /// Whether what this replica published of `cluster` may be served now (in full, or
+    /// as a cluster that is down).
     pub fn serves(&self, cluster: &str) -> bool {
-        self.lock().serves(cluster, Instant::now())
+        self.serving(cluster) != Serving::No
     }
 
     /// The group of `[ha]`, if any.
@@ -176,11 +264,11 @@ impl Ownership {
     /// Changes whenever what is served may have changed, including a membership that
     /// ran out: a rendered `/metrics` body is kept only while this stays the same.
     pub fn view(&self) -> (u64, bool) {
-        let state = self.lock();
-        let current = match state.mode {
-            Mode::Member => state.valid_until.is_some_and(|at| Instant::now() < at),
+        let now = Instant::now();
+        let current = self.lock().values().all(|s| match s.mode {
+            Mode::Member if s.assigned => s.valid_until.is_some_and(|at| now < at),
             _ => true,
-        };
+        });
         (*self.changes.borrow(), current)
     }
 
@@ -190,59 +278,90 @@ impl Ownership {
     }
 
     pub fn report(&self) -> Report {
-        let state = self.lock();
+        let shares = self.lock();
         let now = Instant::now();
-        Report {
+        let mut report = Report {
             group: self.group.clone(),
-            mode: state.mode,
-            generation: state.generation,
-            leader: state.leader,
-            member_id: state.member_id.clone(),
-            serving: self
-                .clusters
-                .iter()
-                .filter(|c| state.serves(c, now))
-                .cloned()
-                .collect(),
-            refused: state.refused.clone(),
-            rebalances: state.rebalances,
-            fallbacks: state.fallbacks,
+            serving: Vec::new(),
+            refused: BTreeMap::new(),
+            rebalances: 0,
+            fallbacks: 0,
+            shares: Vec::new(),
+        };
+        for cluster in &self.clusters {
+            let Some(share) = shares.get(cluster) else {
+                continue;
+            };
+            if share.serving(now) == Serving::Yes {
+                report.serving.push(cluster.clone());
+            }
+            if let Some(reason) = &share.refused {
+                report.refused.insert(cluster.clone(), reason.clone());
+            }
+            report.rebalances += share.rebalances;
+            report.fallbacks += share.fallbacks;
+            report.shares.push(ShareReport {
+                cluster: cluster.clone(),
+                mode: share.mode,
+                generation: share.generation,
+                leader: share.leader,
+                member_id: share.member_id.clone(),
+            });
         }
+        report
     }
 
-    /// Applies `change`; wakes the cluster loops when the mode or the assignment moved.
-    fn update(&self, change: impl FnOnce(&mut State)) {
+    /// Applies `change` to `cluster`'s share; wakes the cluster loops when its mode or
+    /// its assignment moved.
+    fn update(&self, cluster: &str, change: impl FnOnce(&mut Share)) {
         let moved = {
-            let mut state = self.lock();
-            let before = (state.mode, state.assigned.clone());
-            change(&mut state);
-            before != (state.mode, state.assigned.clone())
+            let mut shares = self.lock();
+            let Some(share) = shares.get_mut(cluster) else {
+                return;
+            };
+            let before = (share.mode, share.assigned);
+            change(share);
+            before != (share.mode, share.assigned)
         };
         if moved {
             self.changes.send_modify(|n| *n += 1);
         }
     }
 
-    /// What this member says it serves, for the leader's sticky assignment.
-    fn owned(&self) -> (i32, Vec<String>) {
-        let state = self.lock();
-        match state.mode {
-            Mode::Member => (state.generation, state.assigned.iter().cloned().collect()),
-            _ => (-1, Vec::new()),
-        }
+    /// What this replica says in `cluster`'s group: the generation in which it was
+    /// given the cluster (if it serves it), and how many clusters it serves elsewhere.
+    fn claims(&self, cluster: &str) -> (i32, bool, u32) {
+        let shares = self.lock();
+        let now = Instant::now();
+        let elsewhere = shares
+            .iter()
+            .filter(|(name, s)| name.as_str() != cluster && s.serving(now) == Serving::Yes)
+            .count();
+        let owns = shares
+            .get(cluster)
+            .filter(|s| s.mode == Mode::Member && s.assigned);
+        (
+            owns.map_or(-1, |s| s.generation),
+            owns.is_some(),
+            u32::try_from(elsewhere).unwrap_or(u32::MAX),
+        )
     }
 }
 
-impl State {
-    fn serves(&self, cluster: &str, now: Instant) -> bool {
+impl Share {
+    fn serving(&self, now: Instant) -> Serving {
         match self.mode {
-            Mode::Everything | Mode::Alone => true,
-            Mode::Joining => false,
+            Mode::Everything | Mode::Alone => Serving::Yes,
+            Mode::Joining => Serving::No,
+            Mode::Unreachable => Serving::IfDown,
             Mode::Member => {
-                self.valid_until.is_some_and(|at| now < at)
-                    && self.assigned.contains(cluster)
-                    && !(self.gained.contains(cluster)
-                        && self.gained_until.is_some_and(|at| now < at))
+                let current = self.valid_until.is_some_and(|at| now < at);
+                let waiting = self.gained_until.is_some_and(|at| now < at);
+                if current && self.assigned && !waiting {
+                    Serving::Yes
+                } else {
+                    Serving::No
+                }
             }
         }
     }
@@ -257,7 +376,8 @@ pub struct Metadata {
     pub exporter: String,
     #[serde(default)]
     pub host: String,
-    /// Cluster name -> fingerprint of everything that shapes its series.
+    /// Cluster name -> fingerprint of everything that shapes its series: since version
+    /// 2 the one cluster the member coordinates through this group.
     #[serde(default)]
     pub clusters: BTreeMap<String, String>,
     /// The generation in which it was given [`Metadata::owned`].
@@ -265,6 +385,17 @@ pub struct Metadata {
     pub generation: i32,
     #[serde(default)]
     pub owned: Vec<String>,
+    /// The replica the member belongs to (version 2): one replica has a member in the
+    /// group of each of its clusters, and two where two configured clusters share
+    /// their brokers.
+    #[serde(default)]
+    pub replica: String,
+    /// How many clusters the replica serves through its other groups (version 2).
+    #[serde(default)]
+    pub load: u32,
+    /// How many clusters the replica's configuration names (version 2).
+    #[serde(default)]
+    pub configured: u32,
 }
 
 /// The leader's answer to one member.
@@ -272,9 +403,9 @@ pub struct Metadata {
 pub struct Assignment {
     pub version: u32,
     /// The oldest member version that reads this assignment as it is meant. A leader of a
-    /// later version that shares the work differently (what a member of version 1 would
+    /// later version that shares the work differently (what an older member would
     /// misread) raises it, and an older member then serves nothing rather than serving
-    /// twice; a leader that only adds fields leaves it at 1.
+    /// twice; a leader that only adds fields leaves it as it is.
     #[serde(default)]
     pub min_version: u32,
     #[serde(default)]
@@ -297,10 +428,13 @@ pub fn readable(assignment: Assignment) -> Result<Assignment, String> {
     Ok(assignment)
 }
 
-/// The leader's assignment of every cluster some member configures: to one member
-/// whose configuration of it matches the reference (the leader's, or most members'),
-/// the one that serves it now if it is still among them and not above its fair share,
-/// else the member with the fewest clusters. Pure; `members` is (member id, metadata).
+/// The leader's assignment of every cluster some member names: to one member whose
+/// configuration of it matches the reference (the leader's, or most members'); the one
+/// that serves it now if it is still among them and its replica is not above its fair
+/// share (the configured clusters over the replicas), else the member whose replica
+/// serves the fewest clusters, ties spread by a hash of the cluster and the replica (so
+/// that the groups of several clusters, deciding at once, do not all pick one replica).
+/// Pure; `members` is (member id, metadata).
 pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, Assignment> {
     let mut out: BTreeMap<String, Assignment> = members
         .iter()
@@ -369,13 +503,37 @@ pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, 
         }
         eligible.insert(name, ok);
     }
-    let members_with_any = members
+    // One replica may have several members here; loads count by replica.
+    let replica_of: BTreeMap<&String, &str> = members
+        .iter()
+        .map(|(id, m)| {
+            (
+                id,
+                if m.replica.is_empty() {
+                    id.as_str()
+                } else {
+                    m.replica.as_str()
+                },
+            )
+        })
+        .collect();
+    let replicas: BTreeSet<&str> = members
         .iter()
         .filter(|(id, _)| eligible.values().any(|ok| ok.contains(&id)))
-        .count()
-        .max(1);
-    let fair = names.len().div_ceil(members_with_any);
-    let mut load: BTreeMap<&String, usize> = members.iter().map(|(id, _)| (id, 0)).collect();
+        .map(|(id, _)| replica_of[id])
+        .collect();
+    let configured = members
+        .iter()
+        .map(|(_, m)| m.configured as usize)
+        .max()
+        .unwrap_or(0)
+        .max(names.len());
+    let fair = configured.div_ceil(replicas.len().max(1));
+    let mut load: BTreeMap<&str, usize> = BTreeMap::new();
+    for (id, m) in members {
+        let base = load.entry(replica_of[id]).or_default();
+        *base = (*base).max(m.load as usize);
+    }
     // Sticky first: the newest claim of each cluster, while within the fair share.
     let mut claims: Vec<(&String, &String, i32)> = Vec::new();
     for (id, m) in members {
@@ -387,18 +545,29 @@ pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, 
     let mut given: BTreeMap<&String, &String> = BTreeMap::new();
     for (cluster, id, _) in claims {
         let allowed = eligible.get(cluster).is_some_and(|ok| ok.contains(&id));
-        if allowed && !given.contains_key(cluster) && load[id] < fair {
+        let replica = replica_of[id];
+        if allowed && !given.contains_key(cluster) && load[replica] < fair {
             given.insert(cluster, id);
-            *load.get_mut(id).expect("every member has a load") += 1;
+            *load.get_mut(replica).expect("every replica has a load") += 1;
         }
     }
     for (name, ok) in &eligible {
         if given.contains_key(name) {
             continue;
         }
-        if let Some(id) = ok.iter().min_by_key(|id| (load[**id], (**id).clone())) {
+        let pick = ok.iter().min_by_key(|id| {
+            let replica = replica_of[**id];
+            (
+                load[replica],
+                fingerprint(&format!("{name}\u{0}{replica}")),
+                (**id).clone(),
+            )
+        });
+        if let Some(id) = pick {
             given.insert(name, id);
-            *load.get_mut(*id).expect("every member has a load") += 1;
+            *load
+                .get_mut(replica_of[*id])
+                .expect("every replica has a load") += 1;
         }
     }
     for (cluster, id) in given {
@@ -409,12 +578,10 @@ pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, 
     out
 }
 
-/// The fingerprint of what shapes one cluster's series: its settings as written
-/// ([`crate::config::ClusterConfig::as_written`]: no defaults, no client property values)
-/// and the sampling rhythm.
+/// The fingerprint of a canonical text ([`crate::config::ClusterConfig::canonical`] and
+/// the sampling rhythm): FNV-1a, stable across builds and platforms, which
+/// `DefaultHasher` is not promised to be.
 pub fn fingerprint(parts: &str) -> String {
-    // FNV-1a: stable across builds and platforms, which `DefaultHasher` is not promised
-    // to be.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in parts.bytes() {
         hash ^= u64::from(byte);
@@ -423,16 +590,36 @@ pub fn fingerprint(parts: &str) -> String {
     format!("{hash:016x}")
 }
 
-/// Runs this replica's membership until `shutdown`, then leaves the group.
+/// Runs this replica's membership of one cluster's group until `shutdown`, then leaves
+/// the group.
 pub struct Coordinator {
+    /// The cluster this group decides, and whose brokers coordinate it.
+    pub cluster: String,
     pub ownership: Arc<Ownership>,
     pub wire: Arc<WireClient>,
     pub settings: HaSettings,
     pub bootstrap: Vec<String>,
-    /// Cluster name -> fingerprint, for this replica's metadata.
-    pub fingerprints: BTreeMap<String, String>,
+    /// The fingerprint of the cluster's configuration, for this replica's metadata.
+    pub fingerprint: String,
     /// The bootstrap address asked first: the one after the last that did not answer.
     pub first_address: std::sync::atomic::AtomicUsize,
+}
+
+/// Where this replica's membership stands between two steps.
+#[derive(Debug, Default)]
+struct Session {
+    member_id: String,
+    /// The broker that coordinates the group, as last found (it moves when its broker
+    /// dies): heartbeats and the LeaveGroup go there.
+    coordinator: Option<String>,
+}
+
+/// A JoinGroup answered: the generation this member is in.
+struct Joined {
+    generation: i32,
+    leader: bool,
+    /// Every member with its metadata; only the leader is told them.
+    members: Vec<(String, Metadata)>,
 }
 
 enum Next {
@@ -442,67 +629,26 @@ enum Next {
     Rejoin,
 }
 
+enum Failure {
+    /// The group cannot be used by this replica (ACL, name taken).
+    Denied(String),
+    /// No coordinator answered.
+    Unreachable(String),
+}
+
 impl Coordinator {
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        let group = self.settings.group.clone();
-        let mut member_id = String::new();
-        let mut coordinator: Option<String> = None;
+        let mut session = Session::default();
         let mut unreachable_since: Option<Instant> = None;
         loop {
             if *shutdown.borrow() {
                 break;
             }
-            let step = async {
-                let addr = match &coordinator {
-                    Some(addr) => addr.clone(),
-                    None => self.find_coordinator().await?,
-                };
-                coordinator = Some(addr.clone());
-                self.session(&addr, &mut member_id).await
-            };
             let outcome = tokio::select! {
-                outcome = step => outcome,
+                outcome = self.membership(&mut session) => outcome,
                 _ = shutdown.wait_for(|stop| *stop) => break,
             };
-            let pause = match outcome {
-                Ok(Next::Rejoin) => {
-                    unreachable_since = None;
-                    Duration::ZERO
-                }
-                Ok(Next::Rediscover) => {
-                    unreachable_since = None;
-                    coordinator = None;
-                    self.settings
-                        .heartbeat_interval
-                        .min(Duration::from_millis(500))
-                }
-                Err(Failure::Denied(reason)) => {
-                    tracing::warn!(
-                        %group,
-                        "cannot use the coordination group: {reason}; this replica serves every cluster alone \
-                         (grant Read on the group to share the work)"
-                    );
-                    self.ownership.update(|s| {
-                        if s.mode != Mode::Alone {
-                            s.fallbacks += 1;
-                        }
-                        s.mode = Mode::Alone;
-                        s.assigned.clear();
-                        s.leader = false;
-                    });
-                    coordinator = None;
-                    DENIED_RETRY
-                }
-                Err(Failure::Unreachable(reason)) => {
-                    coordinator = None;
-                    // No fallback to serving alone: a replica cut off from the brokers
-                    // while the others are not would serve its clusters twice. Its
-                    // membership runs out by itself (see `Ownership::serves`).
-                    let since = *unreachable_since.get_or_insert_with(Instant::now);
-                    tracing::warn!(%group, unreachable_for = ?since.elapsed(), "coordination group: {reason}; trying again");
-                    self.settings.heartbeat_interval
-                }
-            };
+            let pause = self.after(outcome, &mut session, &mut unreachable_since);
             if !pause.is_zero() {
                 tokio::select! {
                     _ = tokio::time::sleep(pause) => {}
@@ -510,31 +656,468 @@ impl Coordinator {
                 }
             }
         }
-        // Leave at once, so that the others take over without waiting for the session
-        // to time out.
-        if let (Some(addr), false) = (coordinator, member_id.is_empty()) {
-            let mut request = LeaveGroupRequest::default();
-            request.group_id = GroupId(StrBytes::from_string(group.clone()));
-            // By the members list (v3+, every broker since Kafka 2.4), not the old field.
-            let mut identity = MemberIdentity::default();
-            identity.member_id = StrBytes::from_string(member_id.clone());
-            identity.reason = Some(StrBytes::from_static_str("the replica stops"));
-            request.members = vec![identity];
-            let deadline = Instant::now() + Duration::from_secs(2);
-            match self
-                .wire
-                .pool
-                .send_via(Lane::Coordination, &addr, &request, "LeaveGroup", deadline)
-                .await
-            {
-                Ok(_) => tracing::info!(%group, "left the coordination group"),
-                Err(error) => tracing::debug!(%group, "LeaveGroup: {error}"),
+        self.leave(&session).await;
+        self.ownership.update(&self.cluster, |s| {
+            s.mode = Mode::Joining;
+            s.assigned = false;
+        });
+    }
+
+    /// One membership: find the coordinator, join, sync, then heartbeats until the
+    /// group rebalances or the membership is lost.
+    async fn membership(&self, session: &mut Session) -> Result<Next, Failure> {
+        let addr = match &session.coordinator {
+            Some(addr) => addr.clone(),
+            None => self.find_coordinator().await?,
+        };
+        session.coordinator = Some(addr.clone());
+        // From the JoinGroup on, a new generation may complete without this replica
+        // learning it (an answer lost): every failure until the new assignment lets the
+        // cluster go.
+        let joined = match self.join(&addr, &mut session.member_id).await {
+            Ok(Some(joined)) => joined,
+            Ok(None) => return Ok(Next::Rejoin),
+            Err(failure) => {
+                self.let_go();
+                return Err(failure);
+            }
+        };
+        let syncing = Instant::now();
+        let assignment = match self.sync(&addr, &joined, &mut session.member_id).await {
+            Ok(assignment) => assignment,
+            Err(outcome) => {
+                self.let_go();
+                return outcome;
+            }
+        };
+        self.take(&joined, &session.member_id, assignment, syncing);
+        self.heartbeats(session, joined.generation).await
+    }
+
+    /// What the loop does after a membership ended: how long it pauses.
+    fn after(
+        &self,
+        outcome: Result<Next, Failure>,
+        session: &mut Session,
+        unreachable_since: &mut Option<Instant>,
+    ) -> Duration {
+        let (group, cluster) = (&self.settings.group, &self.cluster);
+        match outcome {
+            Ok(Next::Rejoin) => {
+                *unreachable_since = None;
+                Duration::ZERO
+            }
+            Ok(Next::Rediscover) => {
+                *unreachable_since = None;
+                session.coordinator = None;
+                self.settings
+                    .heartbeat_interval
+                    .min(Duration::from_millis(500))
+            }
+            Err(Failure::Denied(reason)) => {
+                tracing::warn!(
+                    %group, %cluster,
+                    "cannot use the coordination group on this cluster: {reason}; this replica serves the cluster alone \
+                     (grant Read on the group to share the work)"
+                );
+                self.ownership.update(cluster, |s| {
+                    if s.mode != Mode::Alone {
+                        s.fallbacks += 1;
+                    }
+                    s.mode = Mode::Alone;
+                    s.assigned = false;
+                    s.leader = false;
+                });
+                session.coordinator = None;
+                DENIED_RETRY
+            }
+            Err(Failure::Unreachable(reason)) => {
+                session.coordinator = None;
+                // No serving alone: a replica cut off from the brokers while the others
+                // are not would serve the cluster twice. Once its membership ran out it
+                // serves the cluster only as far as it cannot reach it either.
+                let now = Instant::now();
+                self.ownership.update(cluster, |s| {
+                    let current =
+                        s.mode == Mode::Member && s.valid_until.is_some_and(|at| now < at);
+                    if !current && s.mode != Mode::Alone {
+                        s.mode = Mode::Unreachable;
+                        s.assigned = false;
+                        s.leader = false;
+                    }
+                });
+                let since = *unreachable_since.get_or_insert(now);
+                tracing::warn!(%group, %cluster, unreachable_for = ?since.elapsed(), "coordination group: {reason}; trying again");
+                self.settings.heartbeat_interval
             }
         }
-        self.ownership.update(|s| {
-            s.mode = Mode::Joining;
-            s.assigned.clear();
+    }
+
+    /// JoinGroup; `None` when the coordinator gave this member its id and wants it to
+    /// join again with it.
+    async fn join(&self, addr: &str, member_id: &mut String) -> Result<Option<Joined>, Failure> {
+        let session_timeout = self.settings.session_timeout;
+        let (generation, owns, load) = self.ownership.claims(&self.cluster);
+        let metadata = Metadata {
+            version: VERSION,
+            exporter: crate::VERSION.to_string(),
+            host: hostname(),
+            clusters: [(self.cluster.clone(), self.fingerprint.clone())].into(),
+            generation,
+            owned: if owns {
+                vec![self.cluster.clone()]
+            } else {
+                Vec::new()
+            },
+            replica: self.ownership.replica.clone(),
+            load,
+            configured: u32::try_from(self.ownership.clusters.len()).unwrap_or(u32::MAX),
+        };
+        let mut request = JoinGroupRequest::default();
+        request.group_id = GroupId(StrBytes::from_string(self.settings.group.clone()));
+        request.session_timeout_ms = millis(session_timeout);
+        request.rebalance_timeout_ms = millis(session_timeout);
+        request.member_id = StrBytes::from_string(member_id.clone());
+        request.protocol_type = StrBytes::from_static_str(PROTOCOL_TYPE);
+        let mut protocol = JoinGroupRequestProtocol::default();
+        protocol.name = StrBytes::from_static_str(PROTOCOL_NAME);
+        protocol.metadata = serde_json::to_vec(&metadata).unwrap_or_default().into();
+        request.protocols = vec![protocol];
+        let joined = self
+            .wire
+            .pool
+            .send_via(
+                Lane::Coordination,
+                addr,
+                &request,
+                "JoinGroup",
+                self.rebalance_deadline(),
+            )
+            .await
+            .map_err(unreachable)?;
+        match ResponseError::try_from_code(joined.error_code) {
+            None => {}
+            Some(ResponseError::MemberIdRequired) => {
+                *member_id = joined.member_id.to_string();
+                return Ok(None);
+            }
+            Some(error) => {
+                return match self.failed("JoinGroup", error, member_id) {
+                    Ok(_) => Ok(None),
+                    Err(failure) => Err(failure),
+                }
+            }
+        }
+        *member_id = joined.member_id.to_string();
+        Ok(Some(Joined {
+            generation: joined.generation_id,
+            leader: joined.leader.as_str() == member_id.as_str(),
+            members: self.members(&joined),
+        }))
+    }
+
+    /// JoinGroup waits for the rebalance: up to the rebalance timeout (the session
+    /// timeout), and as long for the SyncGroup that follows.
+    fn rebalance_deadline(&self) -> Instant {
+        Instant::now() + self.settings.session_timeout * 2 + Duration::from_secs(5)
+    }
+
+    /// The members a JoinGroup answer names to the leader, with their metadata.
+    fn members(&self, joined: &JoinGroupResponse) -> Vec<(String, Metadata)> {
+        let (group, cluster) = (&self.settings.group, &self.cluster);
+        joined
+            .members
+            .iter()
+            .map(|m| {
+                let metadata = serde_json::from_slice::<Metadata>(&m.metadata)
+                    .unwrap_or_else(|error| {
+                        tracing::warn!(%group, %cluster, member = %m.member_id, "a member's metadata does not read ({error}): it gets nothing");
+                        Metadata::default()
+                    });
+                (m.member_id.to_string(), metadata)
+            })
+            .collect()
+    }
+
+    /// The leader's plan for the generation, logged, as SyncGroup carries it.
+    fn lead(&self, joined: &Joined, member_id: &str) -> Vec<SyncGroupRequestAssignment> {
+        let (group, cluster) = (&self.settings.group, &self.cluster);
+        for (id, m) in &joined.members {
+            if m.exporter != crate::VERSION {
+                tracing::info!(%group, %cluster, member = %id, "member runs exporter {} (this leader {})", m.exporter, crate::VERSION);
+            }
+        }
+        let plan = assign(member_id, &joined.members);
+        for (id, a) in &plan {
+            for (name, reason) in &a.refused {
+                tracing::warn!(%group, %cluster, member = %id, "cluster {name} not shared with that member: {reason}");
+            }
+        }
+        tracing::info!(
+            %group, %cluster, generation = joined.generation, members = joined.members.len(),
+            "leading the coordination group: {}",
+            plan.iter()
+                .map(|(id, a)| format!("{id}=[{}]", a.clusters.join(",")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        plan.into_iter()
+            .map(|(id, a)| {
+                let mut assignment = SyncGroupRequestAssignment::default();
+                assignment.member_id = StrBytes::from_string(id);
+                assignment.assignment = serde_json::to_vec(&a).unwrap_or_default().into();
+                assignment
+            })
+            .collect()
+    }
+
+    /// SyncGroup: this member's assignment in the generation it joined.
+    async fn sync(
+        &self,
+        addr: &str,
+        joined: &Joined,
+        member_id: &mut String,
+    ) -> Result<Assignment, Result<Next, Failure>> {
+        let group = &self.settings.group;
+        let mut sync = SyncGroupRequest::default();
+        sync.group_id = GroupId(StrBytes::from_string(group.clone()));
+        sync.generation_id = joined.generation;
+        sync.member_id = StrBytes::from_string(member_id.clone());
+        sync.protocol_type = Some(StrBytes::from_static_str(PROTOCOL_TYPE));
+        sync.protocol_name = Some(StrBytes::from_static_str(PROTOCOL_NAME));
+        if joined.leader {
+            sync.assignments = self.lead(joined, member_id);
+        }
+        let synced = self
+            .wire
+            .pool
+            .send_via(
+                Lane::Coordination,
+                addr,
+                &sync,
+                "SyncGroup",
+                self.rebalance_deadline(),
+            )
+            .await
+            .map_err(|error| Err(unreachable(error)))?;
+        if let Some(error) = ResponseError::try_from_code(synced.error_code) {
+            return Err(self.failed("SyncGroup", error, member_id));
+        }
+        if synced.assignment.is_empty() {
+            return Ok(Assignment::default());
+        }
+        let cluster = &self.cluster;
+        let assignment = serde_json::from_slice(&synced.assignment).unwrap_or_else(|error| {
+            tracing::warn!(%group, %cluster, "the leader's assignment does not read ({error}): serving nothing");
+            Assignment::default()
         });
+        Ok(readable(assignment).unwrap_or_else(|problem| {
+            tracing::error!(%group, %cluster, "{problem}");
+            Assignment::default()
+        }))
+    }
+
+    /// Follows the assignment of a generation just synced (at `syncing`).
+    fn take(&self, joined: &Joined, member_id: &str, assignment: Assignment, syncing: Instant) {
+        let (group, cluster) = (&self.settings.group, &self.cluster);
+        let refused = assignment.refused.get(cluster).cloned();
+        if let Some(reason) = &refused {
+            tracing::error!(%group, %cluster, "not shared with this replica: {reason}; give every replica the same configuration");
+        }
+        let mine = assignment.clusters.iter().any(|c| c == cluster);
+        let generation = joined.generation;
+        tracing::info!(
+            %group, %cluster, generation, leader = joined.leader, member = %member_id,
+            "{}",
+            if mine { "serving the cluster (its share of the coordination group)" } else { "standing by for the cluster: another replica serves it" }
+        );
+        let synced = Instant::now();
+        let mut gained = false;
+        self.ownership.update(cluster, |s| {
+            // What it served until now (a current membership's) goes on; a cluster it
+            // gains waits for the member that gives it up to stop.
+            let served =
+                s.mode == Mode::Member && s.assigned && s.valid_until.is_some_and(|at| synced < at);
+            gained = mine && !served;
+            s.gained_until = gained.then_some(synced + HAND_OVER_GRACE);
+            s.mode = Mode::Member;
+            s.assigned = mine;
+            s.valid_until = Some(syncing + self.settings.session_timeout);
+            s.generation = generation;
+            s.leader = joined.leader;
+            s.member_id = member_id.to_string();
+            s.refused = refused;
+            s.rebalances += 1;
+        });
+        if gained {
+            // The cluster's loop learns when the wait is over.
+            let ownership = self.ownership.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(HAND_OVER_GRACE).await;
+                ownership.changes.send_modify(|n| *n += 1);
+            });
+        }
+    }
+
+    /// Heartbeats in `generation` until the group moves on.
+    async fn heartbeats(&self, session: &mut Session, generation: i32) -> Result<Next, Failure> {
+        let (group, cluster) = (&self.settings.group, &self.cluster);
+        let mut beat = HeartbeatRequest::default();
+        beat.group_id = GroupId(StrBytes::from_string(group.clone()));
+        beat.generation_id = generation;
+        beat.member_id = StrBytes::from_string(session.member_id.clone());
+        loop {
+            tokio::time::sleep(self.settings.heartbeat_interval).await;
+            let to = session.coordinator.clone().unwrap_or_default();
+            let sent = Instant::now();
+            let deadline = sent + self.settings.heartbeat_interval.max(Duration::from_secs(1));
+            let answer = self
+                .wire
+                .pool
+                .send_via(Lane::Coordination, &to, &beat, "Heartbeat", deadline)
+                .await;
+            let error = match answer {
+                Ok(answer) => ResponseError::try_from_code(answer.error_code),
+                Err(error) => {
+                    tracing::debug!(%group, %cluster, "Heartbeat: {error}");
+                    Some(ResponseError::CoordinatorNotAvailable)
+                }
+            };
+            match error {
+                None => self.renew(sent),
+                Some(ResponseError::RebalanceInProgress) => {
+                    // Still a member; keep serving until the new assignment.
+                    self.renew(sent);
+                    return Ok(Next::Rejoin);
+                }
+                Some(ResponseError::NotCoordinator | ResponseError::CoordinatorNotAvailable) => {
+                    if !self.ownership.view().1 || !self.current() {
+                        // The membership ran out while the coordinator did not answer.
+                        self.let_go();
+                        return Ok(Next::Rediscover);
+                    }
+                    // The coordinator may have moved (its broker died): ask where it is
+                    // now and go on heartbeating in the same generation, which the new
+                    // coordinator knows from __consumer_offsets.
+                    if let Ok(moved) = self.find_coordinator().await {
+                        if moved != to {
+                            tracing::info!(%group, %cluster, from = %to, to = %moved, "the coordination group's coordinator moved");
+                            session.coordinator = Some(moved);
+                        }
+                    }
+                }
+                Some(error) => return self.failed("Heartbeat", error, &mut session.member_id),
+            }
+        }
+    }
+
+    /// Whether this replica's membership of the cluster's group is still current.
+    fn current(&self) -> bool {
+        let now = Instant::now();
+        self.ownership
+            .lock()
+            .get(&self.cluster)
+            .is_some_and(|s| s.valid_until.is_some_and(|at| now < at))
+    }
+
+    fn renew(&self, sent: Instant) {
+        let until = sent + self.settings.session_timeout;
+        self.ownership
+            .update(&self.cluster, |s| s.valid_until = Some(until));
+    }
+
+    /// Stops serving the cluster at once; the member stays (joining again).
+    fn let_go(&self) {
+        self.ownership.update(&self.cluster, |s| {
+            if s.mode == Mode::Member {
+                s.mode = Mode::Joining;
+            }
+            s.assigned = false;
+            s.valid_until = None;
+            s.leader = false;
+        });
+    }
+
+    /// What an error code of the group's coordinator means for the membership. Every
+    /// error lets the cluster go (the caller has already, or does here): only a
+    /// heartbeat that did not arrive keeps it, and that is not an error code.
+    fn failed(
+        &self,
+        api: &str,
+        error: ResponseError,
+        member_id: &mut String,
+    ) -> Result<Next, Failure> {
+        let (group, cluster) = (&self.settings.group, &self.cluster);
+        self.let_go();
+        match error {
+            ResponseError::GroupAuthorizationFailed => {
+                Err(Failure::Denied(format!("{api}: {error}")))
+            }
+            ResponseError::InconsistentGroupProtocol => Err(Failure::Denied(format!(
+                "{api}: {error} (is the group name {group} taken by a consumer group?)"
+            ))),
+            ResponseError::NotCoordinator | ResponseError::CoordinatorNotAvailable => {
+                tracing::info!(%group, %cluster, "{api}: {error}: looking for the new coordinator");
+                Ok(Next::Rediscover)
+            }
+            ResponseError::RebalanceInProgress => Ok(Next::Rejoin),
+            // The coordinator is still loading the group: ask again after a pause.
+            ResponseError::CoordinatorLoadInProgress => Ok(Next::Rediscover),
+            ResponseError::UnknownMemberId
+            | ResponseError::IllegalGeneration
+            | ResponseError::FencedInstanceId => {
+                tracing::info!(%group, %cluster, "{api}: {error}: the group moved on, joining again");
+                if error == ResponseError::UnknownMemberId {
+                    member_id.clear();
+                }
+                Ok(Next::Rejoin)
+            }
+            other => {
+                tracing::warn!(%group, %cluster, "{api}: {other}; joining again");
+                member_id.clear();
+                Err(Failure::Unreachable(format!("{api}: {other}")))
+            }
+        }
+    }
+
+    /// Leaves the group at once, through its current coordinator, so that the others
+    /// take over without waiting for the session to time out.
+    async fn leave(&self, session: &Session) {
+        let (group, cluster) = (&self.settings.group, &self.cluster);
+        let (Some(addr), false) = (&session.coordinator, session.member_id.is_empty()) else {
+            return;
+        };
+        let mut request = LeaveGroupRequest::default();
+        request.group_id = GroupId(StrBytes::from_string(group.clone()));
+        // By the members list (v3+, every broker since Kafka 2.4), not the old field.
+        let mut identity = MemberIdentity::default();
+        identity.member_id = StrBytes::from_string(session.member_id.clone());
+        identity.reason = Some(StrBytes::from_static_str("the replica stops"));
+        request.members = vec![identity];
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let answer = self
+            .wire
+            .pool
+            .send_via(Lane::Coordination, addr, &request, "LeaveGroup", deadline)
+            .await;
+        let error = match &answer {
+            Err(error) => Some(error.to_string()),
+            Ok(answer) => ResponseError::try_from_code(answer.error_code)
+                .or_else(|| {
+                    answer
+                        .members
+                        .iter()
+                        .find_map(|m| ResponseError::try_from_code(m.error_code))
+                })
+                .map(|e| e.to_string()),
+        };
+        match error {
+            None => tracing::info!(%group, %cluster, "left the coordination group"),
+            Some(error) => tracing::warn!(
+                %group, %cluster, coordinator = %addr,
+                "could not leave the coordination group ({error}): the other replicas take the cluster over once the session times out"
+            ),
+        }
     }
 
     async fn find_coordinator(&self) -> Result<String, Failure> {
@@ -620,298 +1203,6 @@ impl Coordinator {
         }
         Err(Failure::Unreachable(last))
     }
-
-    /// One membership: join, sync, then heartbeats until the group rebalances or the
-    /// membership is lost.
-    async fn session(&self, addr: &str, member_id: &mut String) -> Result<Next, Failure> {
-        let mut heartbeat_to = addr.to_string();
-        let group = &self.settings.group;
-        let session_timeout = self.settings.session_timeout;
-        let (generation, owned) = self.ownership.owned();
-        let metadata = Metadata {
-            version: VERSION,
-            exporter: crate::VERSION.to_string(),
-            host: hostname(),
-            clusters: self.fingerprints.clone(),
-            generation,
-            owned,
-        };
-        let mut request = JoinGroupRequest::default();
-        request.group_id = GroupId(StrBytes::from_string(group.clone()));
-        request.session_timeout_ms = millis(session_timeout);
-        request.rebalance_timeout_ms = millis(session_timeout);
-        request.member_id = StrBytes::from_string(member_id.clone());
-        request.protocol_type = StrBytes::from_static_str(PROTOCOL_TYPE);
-        let mut protocol = JoinGroupRequestProtocol::default();
-        protocol.name = StrBytes::from_static_str(PROTOCOL_NAME);
-        protocol.metadata = serde_json::to_vec(&metadata).unwrap_or_default().into();
-        request.protocols = vec![protocol];
-        // JoinGroup waits for the rebalance: up to the rebalance timeout.
-        let started = Instant::now();
-        let deadline = started + session_timeout * 2 + Duration::from_secs(5);
-        let joined = self
-            .wire
-            .pool
-            .send_via(Lane::Coordination, addr, &request, "JoinGroup", deadline)
-            .await
-            .map_err(unreachable)?;
-        match ResponseError::try_from_code(joined.error_code) {
-            None => {}
-            Some(ResponseError::MemberIdRequired) => {
-                *member_id = joined.member_id.to_string();
-                return Ok(Next::Rejoin);
-            }
-            Some(error) => return self.failed("JoinGroup", error, member_id),
-        }
-        *member_id = joined.member_id.to_string();
-        let generation = joined.generation_id;
-        let leader = joined.leader.as_str() == member_id.as_str();
-        let mut sync = SyncGroupRequest::default();
-        sync.group_id = GroupId(StrBytes::from_string(group.clone()));
-        sync.generation_id = generation;
-        sync.member_id = StrBytes::from_string(member_id.clone());
-        sync.protocol_type = Some(StrBytes::from_static_str(PROTOCOL_TYPE));
-        sync.protocol_name = Some(StrBytes::from_static_str(PROTOCOL_NAME));
-        if leader {
-            let members: Vec<(String, Metadata)> = joined
-                .members
-                .iter()
-                .map(|m| {
-                    let metadata = serde_json::from_slice::<Metadata>(&m.metadata)
-                        .unwrap_or_else(|error| {
-                            tracing::warn!(%group, member = %m.member_id, "a member's metadata does not read ({error}): it gets nothing");
-                            Metadata::default()
-                        });
-                    (m.member_id.to_string(), metadata)
-                })
-                .collect();
-            for (id, m) in &members {
-                if m.exporter != crate::VERSION {
-                    tracing::info!(%group, member = %id, "member runs exporter {} (this leader {})", m.exporter, crate::VERSION);
-                }
-            }
-            let plan = assign(member_id, &members);
-            for (id, a) in &plan {
-                for (cluster, reason) in &a.refused {
-                    tracing::warn!(%group, member = %id, %cluster, "not shared with that member: {reason}");
-                }
-            }
-            tracing::info!(
-                %group, generation, members = members.len(),
-                "leading the coordination group: {}",
-                plan.iter()
-                    .map(|(id, a)| format!("{id}=[{}]", a.clusters.join(",")))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            );
-            sync.assignments = plan
-                .into_iter()
-                .map(|(id, a)| {
-                    let mut assignment = SyncGroupRequestAssignment::default();
-                    assignment.member_id = StrBytes::from_string(id);
-                    assignment.assignment = serde_json::to_vec(&a).unwrap_or_default().into();
-                    assignment
-                })
-                .collect();
-        }
-        // A new generation exists from here on: what this replica served in the previous
-        // one may already be another's, so a failed SyncGroup leaves it nothing.
-        let syncing = Instant::now();
-        let synced = match self
-            .wire
-            .pool
-            .send_via(Lane::Coordination, addr, &sync, "SyncGroup", deadline)
-            .await
-        {
-            Ok(synced) => synced,
-            Err(error) => {
-                self.drop_assignment();
-                return Err(unreachable(error));
-            }
-        };
-        if let Some(error) = ResponseError::try_from_code(synced.error_code) {
-            self.drop_assignment();
-            return self.failed("SyncGroup", error, member_id);
-        }
-        let assignment: Assignment = if synced.assignment.is_empty() {
-            Assignment::default()
-        } else {
-            serde_json::from_slice(&synced.assignment).unwrap_or_else(|error| {
-                tracing::warn!(%group, "the leader's assignment does not read ({error}): serving nothing");
-                Assignment::default()
-            })
-        };
-        let assignment = readable(assignment).unwrap_or_else(|problem| {
-            tracing::error!(%group, "{problem}");
-            Assignment::default()
-        });
-        for (cluster, reason) in &assignment.refused {
-            tracing::error!(%group, %cluster, "not shared with this replica: {reason}; give every replica the same configuration");
-        }
-        let mine: BTreeSet<String> = assignment
-            .clusters
-            .iter()
-            .filter(|c| self.fingerprints.contains_key(*c))
-            .cloned()
-            .collect();
-        tracing::info!(
-            %group, generation, leader, member = %member_id,
-            "serving {} of {} cluster(s){}{}",
-            mine.len(),
-            self.fingerprints.len(),
-            if mine.is_empty() { " (standing by)" } else { ": " },
-            mine.iter().cloned().collect::<Vec<_>>().join(", ")
-        );
-        let id = member_id.clone();
-        let synced = Instant::now();
-        self.ownership.update(|s| {
-            // What it served until now (a current membership's) goes on; what it gains
-            // waits for the member that gives it up to stop.
-            let served = if s.mode == Mode::Member && s.valid_until.is_some_and(|at| synced < at) {
-                s.assigned.clone()
-            } else {
-                BTreeSet::new()
-            };
-            s.gained = mine.difference(&served).cloned().collect();
-            s.gained_until = (!s.gained.is_empty()).then_some(synced + HAND_OVER_GRACE);
-            s.mode = Mode::Member;
-            s.assigned = mine;
-            s.valid_until = Some(syncing + session_timeout);
-            s.generation = generation;
-            s.leader = leader;
-            s.member_id = id;
-            s.refused = assignment.refused.clone();
-            s.rebalances += 1;
-        });
-        // The cluster loops and the rendered bodies learn when the wait is over.
-        let ownership = self.ownership.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(HAND_OVER_GRACE).await;
-            ownership.changes.send_modify(|n| *n += 1);
-        });
-
-        // Heartbeats until the group moves on.
-        let mut beat = HeartbeatRequest::default();
-        beat.group_id = GroupId(StrBytes::from_string(group.clone()));
-        beat.generation_id = generation;
-        beat.member_id = StrBytes::from_string(member_id.clone());
-        loop {
-            tokio::time::sleep(self.settings.heartbeat_interval).await;
-            let sent = Instant::now();
-            let deadline = sent + self.settings.heartbeat_interval.max(Duration::from_secs(1));
-            let answer = match self
-                .wire
-                .pool
-                .send_via(
-                    Lane::Coordination,
-                    &heartbeat_to,
-                    &beat,
-                    "Heartbeat",
-                    deadline,
-                )
-                .await
-            {
-                Ok(answer) => answer,
-                Err(error) => {
-                    tracing::debug!(%group, "Heartbeat: {error}");
-                    if self.ownership.view().1 {
-                        // The coordinator may have moved (its broker died): ask where
-                        // it is now and go on heartbeating in the same generation, which
-                        // the new coordinator knows from __consumer_offsets.
-                        if let Ok(moved) = self.find_coordinator().await {
-                            if moved != heartbeat_to {
-                                tracing::info!(%group, from = %heartbeat_to, to = %moved, "the coordination group's coordinator moved");
-                                heartbeat_to = moved;
-                            }
-                        }
-                        continue;
-                    }
-                    // The membership ran out while the coordinator did not answer.
-                    self.drop_assignment();
-                    return Ok(Next::Rediscover);
-                }
-            };
-            match ResponseError::try_from_code(answer.error_code) {
-                None => self.ownership.update(|s| {
-                    s.valid_until = Some(sent + session_timeout);
-                }),
-                Some(ResponseError::RebalanceInProgress) => {
-                    // Still a member; keep serving until the new assignment.
-                    self.ownership.update(|s| {
-                        s.valid_until = Some(sent + session_timeout);
-                    });
-                    return Ok(Next::Rejoin);
-                }
-                Some(ResponseError::NotCoordinator | ResponseError::CoordinatorNotAvailable) => {
-                    // Moved: heartbeat the new coordinator in the same generation.
-                    if let Ok(moved) = self.find_coordinator().await {
-                        heartbeat_to = moved;
-                    }
-                    if !self.ownership.view().1 {
-                        self.drop_assignment();
-                        return Ok(Next::Rediscover);
-                    }
-                }
-                Some(error) => return self.failed("Heartbeat", error, member_id),
-            }
-        }
-    }
-
-    fn drop_assignment(&self) {
-        self.ownership.update(|s| {
-            s.mode = Mode::Joining;
-            s.assigned.clear();
-            s.valid_until = None;
-            s.leader = false;
-        });
-    }
-
-    fn failed(
-        &self,
-        api: &str,
-        error: ResponseError,
-        member_id: &mut String,
-    ) -> Result<Next, Failure> {
-        let group = &self.settings.group;
-        match error {
-            ResponseError::GroupAuthorizationFailed => {
-                Err(Failure::Denied(format!("{api}: {error}")))
-            }
-            ResponseError::InconsistentGroupProtocol => Err(Failure::Denied(format!(
-                "{api}: {error} (is the group name {group} taken by a consumer group?)"
-            ))),
-            ResponseError::NotCoordinator | ResponseError::CoordinatorNotAvailable => {
-                tracing::info!(%group, "{api}: {error}: looking for the new coordinator");
-                Ok(Next::Rediscover)
-            }
-            ResponseError::RebalanceInProgress => Ok(Next::Rejoin),
-            // The coordinator is still loading the group: ask again after a pause.
-            ResponseError::CoordinatorLoadInProgress => Ok(Next::Rediscover),
-            ResponseError::UnknownMemberId
-            | ResponseError::IllegalGeneration
-            | ResponseError::FencedInstanceId => {
-                tracing::info!(%group, "{api}: {error}: the group moved on, joining again");
-                if error == ResponseError::UnknownMemberId {
-                    member_id.clear();
-                }
-                self.drop_assignment();
-                Ok(Next::Rejoin)
-            }
-            other => {
-                tracing::warn!(%group, "{api}: {other}; joining again");
-                self.drop_assignment();
-                member_id.clear();
-                Err(Failure::Unreachable(format!("{api}: {other}")))
-            }
-        }
-    }
-}
-
-enum Failure {
-    /// The group cannot be used by this replica (ACL, name taken).
-    Denied(String),
-    /// No coordinator answered.
-    Unreachable(String),
 }
 
 fn unreachable(error: WireError) -> Failure {
@@ -945,6 +1236,7 @@ mod tests {
                 .collect(),
             generation,
             owned: owned.iter().map(|s| s.to_string()).collect(),
+            ..Metadata::default()
         }
     }
 
@@ -1031,44 +1323,145 @@ mod tests {
             serde_json::from_slice(br#"{"version":3,"min_version":3,"clusters":["a"]}"#).unwrap();
         let refusal = readable(other).unwrap_err();
         assert!(refusal.contains("needs members of version 3"), "{refusal}");
-        // This version's leader writes what every version 1 member follows.
+        // This version's leader shares one cluster per group, which a member of version 1
+        // would take for its whole share: it asks for version 2.
         let plan = assign("m1", &[("m1".to_string(), member(&[("a", "1")], -1, &[]))]);
-        assert_eq!(plan["m1"].min_version, 1);
+        assert_eq!(plan["m1"].min_version, 2);
     }
 
     #[test]
     fn an_expired_membership_serves_nothing() {
         let ownership = Ownership::member(vec!["a".into()], "g");
         assert!(!ownership.serves("a"));
-        ownership.update(|s| {
+        ownership.update("a", |s| {
             s.mode = Mode::Member;
-            s.assigned = ["a".to_string()].into();
+            s.assigned = true;
             s.valid_until = Some(Instant::now() + Duration::from_secs(60));
         });
         assert!(ownership.serves("a"));
-        ownership.update(|s| s.valid_until = Some(Instant::now()));
+        ownership.update("a", |s| s.valid_until = Some(Instant::now()));
         assert!(!ownership.serves("a"));
         assert!(!ownership.view().1);
         assert!(Ownership::everything(vec!["a".into()]).serves("a"));
     }
 
     /// A cluster gained in a rebalance is served only once the member that gave it up
-    /// has had HAND_OVER_GRACE to stop; what the member kept is served throughout.
+    /// has had HAND_OVER_GRACE to stop.
     #[test]
     fn a_gained_cluster_waits_for_the_grace() {
-        let ownership = Ownership::member(vec!["a".into(), "b".into()], "g");
         let now = Instant::now();
-        ownership.update(|s| {
+        let share = Share {
+            mode: Mode::Member,
+            assigned: true,
+            valid_until: Some(now + Duration::from_secs(60)),
+            generation: 3,
+            leader: false,
+            member_id: "m".into(),
+            refused: None,
+            rebalances: 1,
+            fallbacks: 0,
+            gained_until: Some(now + HAND_OVER_GRACE),
+        };
+        assert_eq!(share.serving(now), Serving::No);
+        assert_eq!(share.serving(now + HAND_OVER_GRACE / 2), Serving::No);
+        assert_eq!(share.serving(now + HAND_OVER_GRACE), Serving::Yes);
+    }
+
+    /// A cluster whose group no coordinator answers is served only as one that is
+    /// down; each cluster's share is its own.
+    #[test]
+    fn an_unreachable_group_serves_its_cluster_only_while_down() {
+        let ownership = Ownership::member(vec!["a".into(), "b".into()], "g");
+        ownership.update("a", |s| s.mode = Mode::Unreachable);
+        ownership.update("b", |s| {
             s.mode = Mode::Member;
-            s.assigned = ["a".to_string(), "b".to_string()].into();
-            s.valid_until = Some(now + Duration::from_secs(60));
-            s.gained = ["b".to_string()].into();
-            s.gained_until = Some(now + HAND_OVER_GRACE);
+            s.assigned = true;
+            s.valid_until = Some(Instant::now() + Duration::from_secs(60));
         });
-        let state = ownership.lock().clone();
-        assert!(state.serves("a", now));
-        assert!(!state.serves("b", now));
-        assert!(!state.serves("b", now + HAND_OVER_GRACE / 2));
-        assert!(state.serves("b", now + HAND_OVER_GRACE));
+        assert_eq!(ownership.serving("a"), Serving::IfDown);
+        assert_eq!(ownership.serving("b"), Serving::Yes);
+        let report = ownership.report();
+        assert_eq!(report.serving, ["b"]);
+        assert_eq!(report.mode("a"), Some(Mode::Unreachable));
+        // What the member of a's group says of the replica: it serves one cluster
+        // elsewhere, and a is not its own.
+        assert_eq!(ownership.claims("a"), (-1, false, 1));
+    }
+
+    /// The groups of several clusters decide at once, each with the loads the members
+    /// reported: replicas that serve nothing yet get the clusters spread, not all on
+    /// one; a replica above its share gives one up.
+    #[test]
+    fn groups_of_several_clusters_balance_by_the_replicas_loads() {
+        let member_of = |replica: &str, cluster: &str, load: u32, owned: bool| Metadata {
+            version: VERSION,
+            clusters: [(cluster.to_string(), "1".to_string())].into(),
+            generation: if owned { 4 } else { -1 },
+            owned: if owned {
+                vec![cluster.to_string()]
+            } else {
+                Vec::new()
+            },
+            replica: replica.to_string(),
+            load,
+            configured: 4,
+            ..Metadata::default()
+        };
+        let mut owner: BTreeMap<String, String> = BTreeMap::new();
+        for cluster in ["c1", "c2", "c3", "c4"] {
+            let members: Vec<(String, Metadata)> = ["r1", "r2"]
+                .iter()
+                .map(|r| (format!("{r}-{cluster}"), member_of(r, cluster, 0, false)))
+                .collect();
+            let plan = assign(&members[0].0, &members);
+            let (id, _) = plan.iter().find(|(_, a)| !a.clusters.is_empty()).unwrap();
+            owner.insert(cluster.to_string(), id[..2].to_string());
+        }
+        let r1 = owner.values().filter(|r| *r == "r1").count();
+        assert!(
+            (1..=3).contains(&r1),
+            "all four clusters on one replica: {owner:?}"
+        );
+        // r1 serves three elsewhere and owns c4: over its share of 2, c4 goes to r2.
+        let members = vec![
+            ("r1-c4".to_string(), member_of("r1", "c4", 3, true)),
+            ("r2-c4".to_string(), member_of("r2", "c4", 0, false)),
+        ];
+        assert_eq!(assign("r1-c4", &members)["r2-c4"].clusters, ["c4"]);
+        // Within its share it keeps it.
+        let members = vec![
+            ("r1-c4".to_string(), member_of("r1", "c4", 1, true)),
+            ("r2-c4".to_string(), member_of("r2", "c4", 1, false)),
+        ];
+        assert_eq!(assign("r2-c4", &members)["r1-c4"].clusters, ["c4"]);
+    }
+
+    /// Two configured clusters on the same brokers meet in one group: each goes to one
+    /// member that names it.
+    #[test]
+    fn two_clusters_on_the_same_brokers_share_one_group() {
+        let members: Vec<(String, Metadata)> = [("r1", "a"), ("r1", "b"), ("r2", "a"), ("r2", "b")]
+            .iter()
+            .map(|(r, c)| {
+                (
+                    format!("{r}-{c}"),
+                    Metadata {
+                        version: VERSION,
+                        clusters: [(c.to_string(), "1".to_string())].into(),
+                        generation: -1,
+                        replica: r.to_string(),
+                        configured: 2,
+                        ..Metadata::default()
+                    },
+                )
+            })
+            .collect();
+        let plan = assign("r1-a", &members);
+        for (id, a) in &plan {
+            for c in &a.clusters {
+                assert!(id.ends_with(c.as_str()), "{id} got {c}: {plan:?}");
+            }
+        }
+        assert_eq!(served(&plan), ["a", "b"]);
     }
 }

@@ -389,9 +389,13 @@ impl FeatureState {
                     Resource::TransactionalId => lower.contains("transactionalidauthorization"),
                 };
                 let covers = |p: &&Permission| p.requests.contains(&request);
+                // The resource the error names before the request's own: a group's
+                // description refused for its topics (KIP-848's ConsumerGroupDescribe
+                // answers TOPIC_AUTHORIZATION_FAILED) wants Describe on the topics.
                 let grant = feature
                     .permissions()
                     .find(|p| covers(p) && named(p))
+                    .or_else(|| feature.permissions().find(named))
                     .or_else(|| feature.permissions().find(covers))
                     .or_else(|| feature.permissions().next())
                     .map(|p| {
@@ -492,6 +496,18 @@ mod tests {
         );
         assert!(
             FeatureState::from_error(Feature::Offsets, "ListOffsets", "deadline passed").is_none()
+        );
+        // A KIP-848 group described with topics the principal may not describe.
+        let topics = FeatureState::from_error(
+            Feature::Groups,
+            "DescribeGroups",
+            "b:9092: describing group \"billing\": TopicAuthorizationFailed",
+        )
+        .unwrap();
+        assert!(
+            topics.reason.contains("grant Describe on the topics"),
+            "{}",
+            topics.reason
         );
     }
 

@@ -16,6 +16,7 @@
 //!   to do on a cluster (off for a while with the reason, then tried again).
 //! - [`features`]: what the exporter can see of a cluster, feature by feature, and which
 //!   request each sends with which permission.
+//! - [`visibility`]: the topics it expects to sample and does not see, and why.
 //!
 //! A sampler returns a [`RawSample`]: the offsets exactly as the broker reported them,
 //! with failures recorded per stage. Turning that into metric values (gaps, lags, the
@@ -30,6 +31,7 @@ mod cycle;
 pub mod features;
 mod native;
 pub mod records;
+pub mod visibility;
 pub mod wire;
 
 use std::collections::{BTreeMap, HashMap};
@@ -39,6 +41,10 @@ use std::time::Instant;
 
 pub use ask::forensics::DEFAULT_MAX_TIMEOUT_MS;
 pub use cycle::{check_client, KafkaSampler};
+/// For tests/offsets_fallback.rs, which drives librdkafka's ListConsumerGroupOffsets the
+/// way a cycle does; not an API.
+#[doc(hidden)]
+pub use native::list_consumer_group_offsets;
 pub use native::{CommittedOffset, GroupOffsetsError};
 
 /// Takes one sample of a cluster: one asynchronous cycle. Calls into librdkafka, which
@@ -191,7 +197,8 @@ pub struct RawTransaction {
     pub start_offset: i64,
     /// DescribeProducers' `lastTimestamp`: the largest timestamp of the producer's last
     /// batch to this partition, as the producer wrote it (CreateTime; event time for
-    /// Streams, Connect or Flink). Never used to date the transaction.
+    /// Streams, Connect or Flink). Dates only a transaction no coordinator knows whose
+    /// first record was not read ([`crate::derive::AgeClock::LastTimestamp`]).
     pub last_timestamp_ms: i64,
     pub coordinator: CoordinatorView,
 }
@@ -430,6 +437,9 @@ pub struct RawSample {
     /// ([`crate::derive::features`]): turned off by the configuration, a capability off
     /// for a while, a refusal answered per resource.
     pub features: BTreeMap<features::Feature, features::FeatureState>,
+    /// Topics the exporter expected and the metadata left out, sorted by name, with why
+    /// ([`visibility`]): refused by an ACL, deleted, or not confirmed either way.
+    pub unseen_topics: Vec<visibility::UnseenTopic>,
 }
 
 /// The cluster's open transactions as the coordinators list them (ListTransactions on

@@ -431,6 +431,19 @@ impl LogExtent {
             .map(|e| e.max_timestamp)
     }
 
+    /// The producer's timestamp (CreateTime) of the first record of the batch that starts
+    /// at `offset`: at a transaction's start offset, its first write to the partition, by
+    /// the producer's clock. `None` when this extent holds no batch starting there, when
+    /// the batch carries LogAppendTime ([`LogExtent::append_time_at`]), or when it has no
+    /// timestamp (-1).
+    pub fn create_time_at(&self, offset: i64) -> Option<i64> {
+        let at = self.entries.partition_point(|e| e.last_offset < offset);
+        self.entries
+            .get(at)
+            .filter(|e| e.base_offset == offset && !e.log_append_time && e.first_timestamp > 0)
+            .map(|e| e.first_timestamp)
+    }
+
     /// When the first record a consumer at `from` would receive below `bound` was
     /// written (see [`LogExtent::receivable`] for `committed_only`).
     pub fn first_receivable(&self, from: i64, bound: i64, committed_only: bool) -> FirstRecord {
@@ -1377,6 +1390,32 @@ mod hostile {
         assert_eq!(extent.append_time_at(3), Some(9_000));
         assert_eq!(extent.append_time_at(4), Some(9_000));
         assert_eq!(extent.append_time_at(5), None, "past the extent");
+    }
+
+    /// A transaction's first write, by the producer's clock: the first timestamp of the
+    /// batch that starts exactly at its start offset, never one inside a batch, never a
+    /// LogAppendTime batch (the broker's clock: `append_time_at`), never -1.
+    #[test]
+    fn create_time_only_of_a_create_time_batch_starting_there() {
+        let mut extent = LogExtent::new(0);
+        extent.append(
+            &[
+                txn(0, 3, 1_000, 7),
+                Batch {
+                    log_append_time: true,
+                    max_timestamp: 9_000,
+                    ..txn(3, 2, 5_000, 8)
+                },
+                txn(5, 1, -1, 9),
+            ],
+            6,
+            None,
+        );
+        assert_eq!(extent.create_time_at(0), Some(1_000));
+        assert_eq!(extent.create_time_at(1), None, "inside a batch");
+        assert_eq!(extent.create_time_at(3), None, "LogAppendTime");
+        assert_eq!(extent.create_time_at(5), None, "no timestamp");
+        assert_eq!(extent.create_time_at(6), None, "past the extent");
     }
 
     /// Found by `batches_with_any_header_values`: a largest timestamp far below the

@@ -114,8 +114,13 @@ async fn readyz(State(state): State<AppState>) -> Response {
             // what it has (nothing of this cluster), and is ready to.
             let why = match report.refused.get(name) {
                 Some(reason) => format!("not served by this replica: {reason}"),
-                None if report.mode == Mode::Joining => {
-                    "not served until this replica has joined the group".to_string()
+                None if report.mode(name) == Some(Mode::Joining) => {
+                    "not served until this replica has joined the cluster's group".to_string()
+                }
+                None if report.mode(name) == Some(Mode::Unreachable) => {
+                    "no coordinator of the cluster's group answers: served only as down (up 0) \
+                     while this replica cannot reach the cluster either"
+                        .to_string()
                 }
                 None => "served by another replica".to_string(),
             };
@@ -213,25 +218,33 @@ impl AppState {
     }
 }
 
-/// One line on this replica's place in its coordination group.
+/// One line on this replica's place in its coordination groups (one per cluster).
 fn ha_line(group: &str, report: &Report) -> String {
     let serving = if report.serving.is_empty() {
         "nothing".to_string()
     } else {
         report.serving.join(", ")
     };
-    match report.mode {
-        Mode::Member => format!(
-            "ha group {group}: {} of generation {}, serving {serving}",
-            if report.leader { "leader" } else { "member" },
-            report.generation
-        ),
-        Mode::Joining => format!("ha group {group}: joining, serving nothing yet"),
-        Mode::Alone => {
-            format!("ha group {group}: unusable (see the log), serving every cluster alone")
-        }
-        Mode::Everything => format!("ha group {group}: serving {serving}"),
+    let mut line = format!("ha group {group}: serving {serving}");
+    let leading: Vec<&str> = report
+        .shares
+        .iter()
+        .filter(|s| s.mode == Mode::Member && s.leader)
+        .map(|s| s.cluster.as_str())
+        .collect();
+    if !leading.is_empty() {
+        let _ = write!(line, "; leads the group on {}", leading.join(", "));
     }
+    for share in &report.shares {
+        let what = match share.mode {
+            Mode::Member | Mode::Everything => continue,
+            Mode::Joining => "joining",
+            Mode::Alone => "group unusable (see the log), served alone",
+            Mode::Unreachable => "no coordinator answers, served only while down",
+        };
+        let _ = write!(line, "; {}: {what}", share.cluster);
+    }
+    line
 }
 
 /// Every partition with HW > LSO, longest stuck first, with the transactions that hold
@@ -837,8 +850,9 @@ pub struct StuckTransaction<'a> {
     pub state: Option<&'a str>,
     /// `null` when no clock dates the transaction (see `age_clock`).
     pub age_seconds: Option<f64>,
-    /// coordinator, log_append_time or first_sight: the clock `age_seconds` is read
-    /// from; never a timestamp the producer wrote.
+    /// coordinator, log_append_time, first_sight, or for a transaction no coordinator
+    /// knows, create_time or last_timestamp (the producer's clock): the clock
+    /// `age_seconds` is read from.
     pub age_clock: Option<&'static str>,
     pub timeout_ms: Option<i32>,
     /// open, disagrees, not_found, loading (a coordinator that moved is loading the
@@ -1378,7 +1392,7 @@ pub fn render_index(
     }
     render_isolation(&mut out, &report.isolation);
     render_cluster_transactions(&mut out, &report.transactions);
-    out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own, never from a timestamp the producer wrote. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic. A transaction's age comes from its coordinator's start time, else the LogAppendTime of its first record, else the first cycle that saw it; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
+    out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own; a timestamp the producer wrote dates only a transaction no coordinator knows (a hanging one) that was open before the exporter first looked. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic, or else, for a transaction no coordinator knows, from the CreateTime of the record at the LSO (the producer's clock). A transaction's age comes from its coordinator's start time, else the oldest of the LogAppendTime of its first record, the first cycle that saw it and, for one no coordinator knows, its first record's CreateTime or its producer's last write; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
     out
 }
 

@@ -48,6 +48,8 @@ struct State {
     mode: Option<Mode>,
     /// Group id -> how many more OffsetFetch answers to replace with a loading error.
     failing_groups: HashMap<String, u32>,
+    /// The error those answers carry instead (`fail_offset_fetch_with`).
+    offset_fetch_error: Option<i16>,
     /// Errors injected so far.
     injected: u32,
     /// API key -> highest version left in ApiVersions answers (-1: the key is removed):
@@ -201,6 +203,14 @@ impl Proxy {
         state.transactions_forgotten = true;
     }
 
+    /// No coordinator lists any transaction from now on (ListTransactions answers are
+    /// emptied), everything else left as the broker answers it: a transaction the
+    /// coordinators no longer know (KIP-664), on a `CreateTime` topic the records keep
+    /// the producer's timestamps.
+    pub fn hide_transactions(&self) {
+        self.state.lock().unwrap().transactions_forgotten = true;
+    }
+
     /// Every ListTransactions answer from now on carries `error_code` and no
     /// transaction (as a coordinator that is not available answers).
     pub fn fail_list_transactions(&self, error_code: i16) {
@@ -234,6 +244,14 @@ impl Proxy {
     /// How many OffsetFetch answers were replaced so far.
     pub fn injected(&self) -> u32 {
         self.state.lock().unwrap().injected
+    }
+
+    /// As `fail_offset_fetch`, with `error_code` (e.g. 16, NOT_COORDINATOR: a coordinator
+    /// that moved) in every OffsetFetch answer the proxy replaces from now on.
+    pub fn fail_offset_fetch_with(&self, group: &str, times: u32, error_code: i16) {
+        let mut state = self.state.lock().unwrap();
+        state.offset_fetch_error = Some(error_code);
+        state.failing_groups.insert(group.to_string(), times);
     }
 
     pub fn remaining_failures(&self, group: &str) -> u32 {
@@ -556,7 +574,7 @@ fn inject(
     version: i16,
     groups: &[String],
 ) -> Option<Bytes> {
-    let failing: Vec<String> = {
+    let (failing, error_code) = {
         let mut state = state.lock().unwrap();
         let due: Vec<String> = groups
             .iter()
@@ -570,7 +588,10 @@ fn inject(
             }
             state.injected += 1;
         }
-        due
+        let error_code = state
+            .offset_fetch_error
+            .unwrap_or(COORDINATOR_LOAD_IN_PROGRESS);
+        (due, error_code)
     };
     if failing.is_empty() {
         return None;
@@ -584,7 +605,7 @@ fn inject(
                 let id = group.group_id.clone();
                 *group = OffsetFetchResponseGroup::default();
                 group.group_id = id;
-                group.error_code = COORDINATOR_LOAD_IN_PROGRESS;
+                group.error_code = error_code;
             }
         }
         response
@@ -592,7 +613,7 @@ fn inject(
         OffsetFetchResponse::default()
     };
     if version < 8 {
-        response.error_code = COORDINATOR_LOAD_IN_PROGRESS;
+        response.error_code = error_code;
     }
     let mut buf = BytesMut::new();
     let mut header = ResponseHeader::default();

@@ -183,16 +183,18 @@ fn build_librdkafka() {
 
     let out_dir = env::var("OUT_DIR").expect("OUT_DIR missing");
 
-    if !Path::new(&out_dir).join("LICENSE").exists() {
-        // We're not allowed to build in-tree directly, as ~/.cargo/registry is
-        // globally shared. mklove doesn't support out-of-tree builds [0], so we
-        // work around the issue by creating a clone of librdkafka inside of
-        // OUT_DIR, and build inside of *that* tree.
-        //
-        // https://github.com/edenhill/mklove/issues/17
-        println!("Cloning librdkafka");
-        run_command_or_fail(".", "cp", &["-a", "librdkafka/.", &out_dir]);
-    }
+    // We're not allowed to build in-tree directly, as ~/.cargo/registry is
+    // globally shared. mklove doesn't support out-of-tree builds [0], so we
+    // work around the issue by creating a clone of librdkafka inside of
+    // OUT_DIR, and build inside of *that* tree.
+    //
+    // https://github.com/edenhill/mklove/issues/17
+    //
+    // kafka-lso-exporter (see PATCHED.md): copied on every run of this script,
+    // not only into an empty OUT_DIR, so that a patched source file replaces
+    // the copy an earlier build left there (make rebuilds what is newer).
+    println!("Cloning librdkafka");
+    run_command_or_fail(".", "cp", &["-a", "librdkafka/.", &out_dir]);
 
     println!("Configuring librdkafka");
     run_command_or_fail(&out_dir, "./configure", configure_flags.as_slice());

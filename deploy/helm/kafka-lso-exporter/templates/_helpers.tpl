@@ -251,8 +251,9 @@ alerts/kafka-lso-exporter.rules.yml) with .Values.prometheusRule applied. Render
 
 Overrides are keyed by alert name. For each rule, the fields of the alert's entry
 (threshold, for, severity, labels, annotations, enabled) apply, and an entry's section
-named after the rule's source severity (warning:, critical:) wins over them; that is how
-the two KafkaLsoStuck rules are told apart.
+named after the rule's source severity (warning:, critical:) wins over them, so that an
+alert with a rule per severity could tell them apart (the shipped rules have one severity
+per alert name).
 
 threshold replaces the number of the last comparison of expr ("... > 5000",
 "... > 120)"); a rule whose expr does not end in a comparison fails the render instead of

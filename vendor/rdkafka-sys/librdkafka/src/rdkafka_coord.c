@@ -205,6 +205,27 @@ static void rd_kafka_coord_req_tmr_cb(rd_kafka_timers_t *rkts, void *arg) {
         rd_kafka_coord_req_fsm(rkts->rkts_rk, creq);
 }
 
+static void rd_kafka_coord_req_fail(rd_kafka_t *rk,
+                                    rd_kafka_coord_req_t *creq,
+                                    rd_kafka_resp_err_t err);
+
+/**
+ * @brief Timer callback for a coord request's timeout (creq_ts_timeout).
+ *
+ * kafka-lso-exporter patch (see vendor/rdkafka-sys/PATCHED.md): upstream never reads
+ * creq_ts_timeout, so a request whose coordinator stays down waits on rk_coord_reqs
+ * until a broker changes state, long after its caller gave up. It fails with
+ * __TIMED_OUT instead, as a failed FindCoordinator fails it.
+ */
+static void rd_kafka_coord_req_timeout_tmr_cb(rd_kafka_timers_t *rkts,
+                                              void *arg) {
+        rd_kafka_coord_req_t *creq = arg;
+
+        if (!creq->creq_done)
+                rd_kafka_coord_req_fail(rkts->rkts_rk, creq,
+                                        RD_KAFKA_RESP_ERR__TIMED_OUT);
+}
+
 
 /**
  * @brief Look up coordinator for \p coordtype and \p coordkey
@@ -251,6 +272,14 @@ void rd_kafka_coord_req(rd_kafka_t *rk,
 
         TAILQ_INSERT_TAIL(&rk->rk_coord_reqs, creq, creq_link);
 
+        /* kafka-lso-exporter patch: the request fails at its timeout (stopped
+         * when it is done, in rd_kafka_coord_req_destroy()). */
+        if (timeout_ms != RD_POLL_INFINITE)
+                rd_kafka_timer_start_oneshot(
+                    &rk->rk_timers, &creq->creq_timeout_tmr, rd_true,
+                    (rd_ts_t)RD_MAX(delay_ms + timeout_ms, 1) * 1000,
+                    rd_kafka_coord_req_timeout_tmr_cb, creq);
+
         if (delay_ms)
                 rd_kafka_timer_start_oneshot(&rk->rk_timers, &creq->creq_tmr,
                                              rd_true, (rd_ts_t)delay_ms * 1000,
@@ -283,6 +312,9 @@ static rd_bool_t rd_kafka_coord_req_destroy(rd_kafka_t *rk,
                 creq->creq_done = rd_true;
 
                 rd_kafka_timer_stop(&rk->rk_timers, &creq->creq_tmr,
+                                    RD_DO_LOCK);
+                /* kafka-lso-exporter patch */
+                rd_kafka_timer_stop(&rk->rk_timers, &creq->creq_timeout_tmr,
                                     RD_DO_LOCK);
         }
 
@@ -431,8 +463,11 @@ err:
                 return;
 
         } else if (actions & RD_KAFKA_ERR_ACTION_RETRY) {
-                rd_kafka_buf_retry(rkb, request);
-                return; /* Keep refcnt from req_fsm() and retry */
+                /* kafka-lso-exporter patch (see PATCHED.md): upstream returns
+                 * whether or not the request is retried, and a request out of
+                 * retries kept the refcount forever. */
+                if (rd_kafka_buf_retry(rkb, request))
+                        return; /* Keep refcnt from req_fsm() and retry */
         }
 
         /* Rely on state broadcast to trigger retry */

@@ -87,6 +87,9 @@ typedef struct rd_kafka_coord_req_s {
                                          *   Will fail with an error
                                          *   code pertaining to the
                                          *   current state */
+        rd_kafka_timer_t creq_timeout_tmr; /**< Fires at creq_ts_timeout
+                                            *   (kafka-lso-exporter patch,
+                                            *   see PATCHED.md). */
         rd_interval_t creq_query_intvl; /**< Coord query interval (1s) */
 
         rd_kafka_send_req_cb_t *creq_send_req_cb; /**< Sender callback */

@@ -1369,7 +1369,10 @@ err:
 
         actions = rd_kafka_handle_OffsetFetch_err_action(rkb, err, request);
 
-        if (actions & RD_KAFKA_ERR_ACTION_REFRESH) {
+        /* kafka-lso-exporter patch (see vendor/rdkafka-sys/PATCHED.md): an Admin
+         * API client (ListConsumerGroupOffsets) has no consumer group, and
+         * rd_kafka_cgrp_op() on a null group crashed the process. */
+        if ((actions & RD_KAFKA_ERR_ACTION_REFRESH) && rkb->rkb_rk->rk_cgrp) {
                 /* Re-query for coordinator */
                 rd_kafka_cgrp_op(rkb->rkb_rk->rk_cgrp, NULL, RD_KAFKA_NO_REPLYQ,
                                  RD_KAFKA_OP_COORD_QUERY, err);
