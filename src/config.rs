@@ -522,6 +522,28 @@ impl NameFilter {
         };
         include.is_match(name) && !self.exclude.is_match(name)
     }
+
+    /// The names the include patterns spell out whole and the filter accepts: `^orders$`
+    /// (a `.` read as itself, escaped or not), not `orders` (a search) nor `^orders-.*`.
+    /// The exporter expects to see them.
+    pub fn named(&self) -> Vec<String> {
+        let whole = |pattern: &str| -> Option<String> {
+            let inner = pattern.strip_prefix('^')?.strip_suffix('$')?;
+            let name = inner.replace("\\.", ".").replace("\\-", "-");
+            let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+            (!name.is_empty() && name.chars().all(legal)).then_some(name)
+        };
+        let mut names: Vec<String> = self
+            .include
+            .patterns()
+            .iter()
+            .filter_map(|p| whole(p))
+            .filter(|name| self.accepts(name))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
 }
 
 /// Why the configuration was rejected. The message names the key and its source.
@@ -1939,6 +1961,18 @@ groups = { assigned_only = true }
         let text =
             format!("[[clusters]]\nbootstrap_servers = \"localhost:9092\"\ntopics = {table}\n");
         load(name, &text).clusters[0].topics.clone()
+    }
+
+    #[test]
+    fn the_topics_an_include_pattern_names_whole() {
+        let filter = topics(
+            "named",
+            r#"{ include = ["^orders$", "^eu\\.payments$", "^audit.v1$", "invoices", "^ledger-.*", "^(a|b)$", "^__consumer_offsets$", "^dropped$"], exclude = ["^dropped$"] }"#,
+        );
+        assert_eq!(
+            filter.named(),
+            ["__consumer_offsets", "audit.v1", "eu.payments", "orders"]
+        );
     }
 
     #[test]

@@ -546,7 +546,7 @@ fn print_open_transaction(plan: &Plan, producer: &DrillProducer, offsets: &BTree
         plan.transactional_id
     );
     println!(
-        "  alerts: KafkaLsoStuck (after 3m, critical after 15m), KafkaLsoGapHigh, \
+        "  alerts: KafkaLsoStuck (after 3m), KafkaLsoStuckCritical (after 15m), KafkaLsoGapHigh, \
          KafkaConsumerGroupBlockedByTransaction"
     );
     println!();

@@ -517,6 +517,69 @@ mod tests {
         snapshot
     }
 
+    /// A rebalance that collides and gives the cluster straight back keeps what the
+    /// cluster loop derived (the stuck clock goes on, not from 0); a change of another
+    /// cluster's share adds no cycle.
+    #[tokio::test]
+    async fn a_cluster_given_straight_back_keeps_its_state_and_its_rhythm() {
+        static CYCLES: AtomicUsize = AtomicUsize::new(0);
+        fn script(_: usize) -> RawSample {
+            CYCLES.fetch_add(1, Ordering::SeqCst);
+            orders_and_groups()
+        }
+        let stuck = |s: &ClusterSnapshot| {
+            s.partitions
+                .first()
+                .and_then(|p| p.visibility.as_ref())
+                .map_or(0.0, |v| v.lso_stuck_seconds)
+        };
+        let (mut cluster_loop, mut published, _) = looping(script, None);
+        let ownership = Ownership::member(vec!["prod".into(), "other".into()], "g");
+        ownership.hold_for_test("prod", true, false);
+        cluster_loop.ownership = ownership.clone();
+        cluster_loop.interval = Duration::from_millis(400);
+        cluster_loop.keep_state_for = Duration::from_secs(5);
+        let (stop, stopped) = watch::channel(false);
+        let running = tokio::spawn(cluster_loop.run(stopped));
+        let first = published
+            .wait_for(|s| s.as_deref().is_some_and(|s| stuck(s) >= 1.0))
+            .await
+            .unwrap()
+            .clone()
+            .unwrap();
+        let before = stuck(&first);
+        // Another cluster's rebalance, many times over: no cycle out of the rhythm.
+        let cycles = CYCLES.load(Ordering::SeqCst);
+        for _ in 0..5 {
+            ownership.hold_for_test("other", false, true);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            CYCLES.load(Ordering::SeqCst) <= cycles + 1,
+            "a rebalance of another cluster added cycles: {} -> {}",
+            cycles,
+            CYCLES.load(Ordering::SeqCst)
+        );
+        // A collision: let go, and given straight back.
+        ownership.hold_for_test("prod", false, false);
+        published.wait_for(|s| s.is_none()).await.unwrap();
+        ownership.hold_for_test("prod", true, false);
+        let back = published
+            .wait_for(|s| s.is_some())
+            .await
+            .unwrap()
+            .clone()
+            .unwrap();
+        assert!(
+            stuck(&back) >= before,
+            "the stuck clock started over after a rebalance that gave the cluster back: {} then {}",
+            before,
+            stuck(&back)
+        );
+        stop.send_replace(true);
+        running.await.unwrap();
+    }
+
     #[tokio::test]
     async fn a_panicking_cycle_marks_the_cluster_down_and_drops_its_values() {
         fn script(cycle: usize) -> RawSample {

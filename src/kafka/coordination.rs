@@ -230,6 +230,21 @@ impl Ownership {
         });
     }
 
+    /// For the scheduler's tests: this replica holds `cluster` (a current membership) or
+    /// not; `bump` wakes the loops even when nothing of the cluster changed (another
+    /// cluster's rebalance).
+    #[cfg(test)]
+    pub(crate) fn hold_for_test(&self, cluster: &str, held: bool, bump: bool) {
+        self.update(cluster, |s| {
+            s.mode = Mode::Member;
+            s.assigned = held;
+            s.valid_until = Some(Instant::now() + Duration::from_secs(600));
+        });
+        if bump {
+            self.changes.send_modify(|n| *n += 1);
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Share>> {
         self.shares.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -55,6 +55,7 @@ use super::ask::topic_configs::TopicConfigs;
 use super::capability::Capability;
 use super::features::{Feature, FeatureState, Status};
 use super::native::{list_consumer_group_offsets, queued_events, set_oauth_token};
+use super::visibility::{self, Absence, Expectation, TopicWatch};
 use super::wire::oauth::{self, TokenSource};
 use super::wire::{Security, WireClient, WireError};
 use super::{
@@ -111,6 +112,8 @@ pub struct KafkaSampler {
     /// The features the configuration turns off, or that the own client cannot serve
     /// with the cluster's settings: said in every cycle.
     settled: Vec<(Feature, FeatureState)>,
+    /// The topics it expects to see, across cycles ([`super::visibility`]).
+    topic_watch: std::sync::Mutex<TopicWatch>,
 }
 
 /// The features off from the start: by `transactions`, `transaction_list`,
@@ -539,6 +542,7 @@ impl KafkaSampler {
             pushed_token: Default::default(),
             refusal_said: Default::default(),
             settled: settled_features(config, wire_unusable.as_deref()),
+            topic_watch: std::sync::Mutex::new(TopicWatch::new(config.topics.named())),
         })
     }
 
@@ -1152,6 +1156,10 @@ impl KafkaSampler {
             sample.groups = groups;
         }
 
+        // 3b. The topics it expects and the metadata left out, asked for by name: an ACL
+        // that does not cover them, a topic deleted, or a broker's metadata behind.
+        self.unseen_topics(&mut sample, &targets, deadline).await;
+
         // 4. Log start offsets, last stable offsets, then high watermarks.
         let [log_start, last_stable, high_watermark] =
             self.log_offsets(&targets, &brokers, deadline).await;
@@ -1198,6 +1206,145 @@ impl KafkaSampler {
         }
 
         sample
+    }
+}
+
+/// Missing topics asked about by name through librdkafka at most per cycle (one request
+/// each); the rest count as not confirmed either way.
+const NAMED_THROUGH_LIBRDKAFKA: usize = 20;
+
+impl KafkaSampler {
+    /// Fills [`RawSample::unseen_topics`]: the topics it expects ([`TopicWatch`]) that
+    /// the cycle's metadata (`targets`) left out, each asked about by name with a share
+    /// of the time left. Those refused count as refusals of the metadata stage, those
+    /// not confirmed either way as its failures; a deleted one is neither.
+    async fn unseen_topics(&self, sample: &mut RawSample, targets: &[Target], deadline: Instant) {
+        let lock = || self.topic_watch.lock().unwrap_or_else(|p| p.into_inner());
+        let listed: std::collections::HashSet<&str> =
+            targets.iter().map(|(topic, _, _)| &**topic).collect();
+        let missing = lock().missing(&listed, &sample.groups, |t| self.topics.accepts(t));
+        let answered = if missing.is_empty() {
+            Vec::new()
+        } else {
+            let named_deadline = Instant::now() + remaining(deadline) / 4;
+            self.named_metadata(missing, named_deadline).await
+        };
+        let mut listed: Vec<&Arc<str>> = targets.iter().map(|(topic, _, _)| topic).collect();
+        listed.dedup();
+        sample.unseen_topics = lock().settle(listed, answered);
+        let mut failures = Failures::default();
+        if let Some((count, denial)) = visibility::denial(&sample.unseen_topics) {
+            failures.add_as(super::features::Cause::Denied, count, || denial);
+        }
+        for unseen in &sample.unseen_topics {
+            if let Absence::Unconfirmed(why) = &unseen.absence {
+                failures.add_as(super::features::Cause::Failed, 1, || {
+                    format!(
+                        "topic {:?} ({}) is missing from the metadata: {why}",
+                        unseen.topic, unseen.expected
+                    )
+                });
+            }
+        }
+        sample.fail_all(Stage::Metadata, failures);
+    }
+
+    /// What a Metadata request that names each of `missing` answers of it.
+    async fn named_metadata(
+        &self,
+        missing: Vec<(Arc<str>, Expectation)>,
+        deadline: Instant,
+    ) -> Vec<(Arc<str>, Expectation, Absence)> {
+        let names: Vec<Arc<str>> = missing.iter().map(|(topic, _)| topic.clone()).collect();
+        let answers: Vec<Absence> = match self.own().filter(|_| self.wire_metadata.usable()) {
+            Some(wire) => {
+                match metadata::fetch_named(&wire.pool, &self.candidates, &names, deadline).await {
+                    Ok(answer) => names
+                        .iter()
+                        .map(|name| {
+                            let topic = answer
+                                .topics
+                                .iter()
+                                .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == &**name));
+                            match topic.map(|t| t.error_code) {
+                                None => Absence::Unconfirmed("not in the answer naming it".into()),
+                                Some(code) => absence_of(code, || {
+                                    format!(
+                                        "{:?}",
+                                        kafka_protocol::ResponseError::try_from_code(code)
+                                    )
+                                }),
+                            }
+                        })
+                        .collect(),
+                    Err(error) => {
+                        let why = format!("asking for it by name failed: {error}");
+                        names
+                            .iter()
+                            .map(|_| Absence::Unconfirmed(why.clone()))
+                            .collect()
+                    }
+                }
+            }
+            None => {
+                let consumer = self.read_uncommitted.clone();
+                let asked = names.clone();
+                blocking(move || {
+                    asked
+                        .iter()
+                        .enumerate()
+                        .map(|(i, name)| {
+                            if i >= NAMED_THROUGH_LIBRDKAFKA {
+                                return Absence::Unconfirmed("not asked in this cycle".into());
+                            }
+                            match consumer.fetch_metadata(Some(name), remaining(deadline)) {
+                                Ok(metadata) => match metadata.topics().first() {
+                                    Some(topic) => match topic.error() {
+                                        None => absence_of(0, String::new),
+                                        Some(error) => {
+                                            absence_of(error as i16, || format!("{error:?}"))
+                                        }
+                                    },
+                                    None => {
+                                        Absence::Unconfirmed("not in the answer naming it".into())
+                                    }
+                                },
+                                Err(error) => Absence::Unconfirmed(format!(
+                                    "asking for it by name failed: {error}"
+                                )),
+                            }
+                        })
+                        .collect()
+                })
+                .await
+                .unwrap_or_else(|error| {
+                    names
+                        .iter()
+                        .map(|_| Absence::Unconfirmed(error.clone()))
+                        .collect()
+                })
+            }
+        };
+        missing
+            .into_iter()
+            .zip(answers)
+            .map(|((topic, expected), absence)| (topic, expected, absence))
+            .collect()
+    }
+}
+
+/// What a topic's error code in a Metadata answer that names it says of its absence;
+/// `error` describes any other code.
+fn absence_of(error_code: i16, error: impl FnOnce() -> String) -> Absence {
+    // TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION: the protocol's codes.
+    match error_code {
+        29 => Absence::Denied,
+        // librdkafka's own code for a topic the cluster does not know as well.
+        3 | -188 => Absence::Deleted,
+        0 => Absence::Unconfirmed(
+            "listed when asked for by name (the brokers' metadata differed for a moment)".into(),
+        ),
+        _ => Absence::Unconfirmed(error()),
     }
 }
 

@@ -5,11 +5,13 @@
 //! delay, never its metadata. The broker that answered last is asked first next time.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt as _};
-use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
 
 use crate::kafka::wire::{Pool, WireError};
 
@@ -69,13 +71,46 @@ pub async fn fetch(
     candidates: &Candidates,
     deadline: Instant,
 ) -> Result<MetadataResponse, WireError> {
-    let order = candidates.order();
     let mut request = MetadataRequest::default();
     request.topics = None; // every topic
     request.allow_auto_topic_creation = false;
+    hedged(pool, candidates, &request, deadline).await
+}
+
+/// The metadata of the topics named, as [`fetch`] asks: where every topic's leaves out
+/// those the principal may not Describe, this one answers each with its error
+/// (TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION). Never creates a topic.
+pub async fn fetch_named(
+    pool: &Pool,
+    candidates: &Candidates,
+    topics: &[Arc<str>],
+    deadline: Instant,
+) -> Result<MetadataResponse, WireError> {
+    let mut request = MetadataRequest::default();
+    request.topics = Some(
+        topics
+            .iter()
+            .map(|topic| {
+                let mut named = MetadataRequestTopic::default();
+                named.name = Some(TopicName(StrBytes::from_string(topic.to_string())));
+                named
+            })
+            .collect(),
+    );
+    request.allow_auto_topic_creation = false;
+    hedged(pool, candidates, &request, deadline).await
+}
+
+/// `request` to the first broker to answer, the next asked after [`hedge`].
+async fn hedged(
+    pool: &Pool,
+    candidates: &Candidates,
+    request: &MetadataRequest,
+    deadline: Instant,
+) -> Result<MetadataResponse, WireError> {
+    let order = candidates.order();
     let mut asking = FuturesUnordered::new();
     let mut last_error = WireError::Deadline;
-    let request = &request;
     let ask = |addr: String| async move {
         let answer = pool.send(&addr, request, "Metadata", deadline).await;
         (addr, answer)
