@@ -203,91 +203,11 @@ impl ClusterLoop {
             let elapsed = started.elapsed();
             self.metrics
                 .observe_cycle(&self.cluster, elapsed.as_secs_f64());
-            // Once per change, not per cycle: a feature that stopped working, or works again.
-            for change in &feature_changes {
-                let (feature, now) = (change.feature, &change.now);
-                match (now.status, &change.was) {
-                    (Status::Ok, None) => {
-                        tracing::debug!(cluster = %self.cluster, %feature, "feature works")
-                    }
-                    (Status::Ok, Some(_)) => {
-                        tracing::info!(cluster = %self.cluster, %feature, "feature works again")
-                    }
-                    (Status::Disabled, _) => {
-                        tracing::info!(cluster = %self.cluster, %feature, "feature off: {}", now.reason)
-                    }
-                    (status, _) => tracing::warn!(
-                        cluster = %self.cluster,
-                        %feature,
-                        status = status.as_str(),
-                        "feature does not work: {} (it gives {})",
-                        now.reason,
-                        feature.gives()
-                    ),
-                }
-            }
+            self.log_feature_changes(&feature_changes);
 
-            let pinned = derived
-                .partitions
-                .iter()
-                .filter(|p| p.visibility.is_some_and(|v| v.hw_minus_lso > 0))
-                .count();
-            if up {
-                match was_up {
-                    Some(true) => tracing::debug!(
-                        cluster = %self.cluster,
-                        partitions = derived.partitions.len(),
-                        groups = derived.groups.len(),
-                        pinned,
-                        seconds = elapsed.as_secs_f64(),
-                        commit_watch = remembered.0,
-                        transaction_watch = remembered.1,
-                        isolation_watch = remembered.2,
-                        "cycle done"
-                    ),
-                    Some(false) => tracing::info!(
-                        cluster = %self.cluster,
-                        partitions = derived.partitions.len(),
-                        groups = derived.groups.len(),
-                        pinned,
-                        "cluster reachable again"
-                    ),
-                    None => tracing::info!(
-                        cluster = %self.cluster,
-                        partitions = derived.partitions.len(),
-                        groups = derived.groups.len(),
-                        pinned,
-                        seconds = elapsed.as_secs_f64(),
-                        "first cycle done"
-                    ),
-                }
-                if !derived.failures.is_empty() {
-                    let summary: Vec<String> = derived
-                        .failures
-                        .iter()
-                        .map(|(stage, f)| {
-                            format!("{stage}: {} failed (first: {})", f.count, f.first_error)
-                        })
-                        .collect();
-                    tracing::warn!(cluster = %self.cluster, "cycle partly failed; affected series are absent: {}", summary.join("; "));
-                }
-            } else if unreadable {
-                let reason = derived
-                    .failures
-                    .iter()
-                    .find(|(stage, _)| *stage == Stage::HighWatermark)
-                    .or(derived.failures.first())
-                    .map(|(_, f)| f.first_error.as_str())
-                    .unwrap_or("unknown error");
-                tracing::warn!(cluster = %self.cluster, "the cluster answers metadata, but no partition's offsets could be read: it counts as down: {reason}");
-            } else if !panicked {
-                let reason = derived
-                    .failures
-                    .first()
-                    .map(|(_, f)| f.first_error.as_str())
-                    .unwrap_or("unknown error");
-                tracing::warn!(cluster = %self.cluster, "cannot reach the cluster, its series are absent: {reason}");
-            }
+            self.log_outcome(
+                &derived, up, unreadable, panicked, was_up, elapsed, remembered,
+            );
             was_up = Some(up);
 
             let snapshot = ClusterSnapshot {
@@ -312,85 +232,203 @@ impl ClusterLoop {
                     Default::default()
                 },
             };
-            // The cardinality guard counts what the render shows, with the render's own
-            // code (CPU work that grows with the fleet: not on an async worker).
-            let guarded = {
-                let max_series = max_series.clone();
-                tokio::task::spawn_blocking(move || {
-                    let mut snapshot = snapshot;
-                    let trimmed = match max_series.as_ref() {
-                        Some((max, priority)) => {
-                            expose::guard(&snapshot, Some(*max), |g| priority.accepts(g))
-                        }
-                        None => expose::guard(&snapshot, None, |_| true),
-                    };
-                    snapshot.series_dropped = trimmed.dropped;
-                    snapshot.series = trimmed.shown;
-                    snapshot.left_out_groups = trimmed.groups;
-                    snapshot
-                })
-                .await
+            let snapshot = match self.guard(snapshot, max_series.clone()).await {
+                Some(snapshot) => snapshot,
+                // As a cycle whose derivation panicked: published as down, with none of
+                // its series, never as the previous cycle's.
+                None => ClusterSnapshot::down(&self.cluster, taken_at, last_success, exposition),
             };
-            let snapshot = match guarded {
-                Ok(snapshot) => snapshot,
-                Err(error) => {
-                    // As a cycle whose derivation panicked: published as down, with none
-                    // of its series, never as the previous cycle's.
-                    tracing::error!(cluster = %self.cluster, "counting the cycle's series panicked, the cluster counts as down for this cycle: {error}");
-                    ClusterSnapshot::down(&self.cluster, taken_at, last_success, exposition)
-                }
-            };
-            let limited = snapshot.series_dropped > 0;
-            let over = self
-                .max_series
-                .as_ref()
-                .is_some_and(|(max, _)| snapshot.series > *max);
-            if (limited, over) != was_limited {
-                if limited {
-                    tracing::warn!(
-                        cluster = %self.cluster,
-                        series_dropped = snapshot.series_dropped,
-                        groups = snapshot.left_out_groups.len(),
-                        "over max_series: the offset series (per partition and per topic) of groups outside priority_groups are left out \
-                         (kafka_lso_exporter_series_dropped); raise max_series or narrow the group regexes"
-                    );
-                } else if !over {
-                    tracing::info!(cluster = %self.cluster, "back under max_series: every series is exported again");
-                }
-                if over {
-                    tracing::warn!(
-                        cluster = %self.cluster,
-                        series = snapshot.series,
-                        "still over max_series with every group outside priority_groups left out: the partition, topic, \
-                         transaction and group-state series and the priority groups alone are more (kafka_lso_exporter_series); \
-                         raise max_series or narrow the topic regexes"
-                    );
-                }
-                was_limited = (limited, over);
-            }
+            was_limited = self.log_limits(&snapshot, was_limited);
             if !self.ownership.serves(&self.cluster) {
                 // Handed over during the cycle: the next turn of the loop lets go.
                 continue;
             }
-            let previous = self.snapshots.send_replace(Some(Arc::new(snapshot)));
-            // Rendered before it replaces the previous cycle's body, so that no scrape
-            // waits for a render; the next cycle starts after it.
-            let metrics = self.metrics.clone();
-            if let Err(error) = tokio::task::spawn_blocking(move || {
-                // Freeing a large snapshot takes time too: not on an async worker.
-                drop(previous);
-                metrics.cycle_finished_and_rendered();
-                // What the cycle freed goes back to the system, not kept by the allocator
-                // for the next cycle's peak (crate::memory).
-                crate::memory::release_freed();
-            })
-            .await
-            {
-                tracing::error!(cluster = %self.cluster, "rendering /metrics failed: {error}");
-                self.metrics.cycle_finished();
-            }
+            self.publish(snapshot).await;
         }
         tracing::debug!(cluster = %self.cluster, "sampling stopped");
+    }
+
+    /// The cardinality guard counts what the render shows, with the render's own code
+    /// (CPU work that grows with the fleet: not on an async worker). `None` when it
+    /// panicked.
+    async fn guard(
+        &self,
+        snapshot: ClusterSnapshot,
+        max_series: Arc<Option<(usize, NameFilter)>>,
+    ) -> Option<ClusterSnapshot> {
+        let guarded = tokio::task::spawn_blocking(move || {
+            let mut snapshot = snapshot;
+            let trimmed = match max_series.as_ref() {
+                Some((max, priority)) => {
+                    expose::guard(&snapshot, Some(*max), |g| priority.accepts(g))
+                }
+                None => expose::guard(&snapshot, None, |_| true),
+            };
+            snapshot.series_dropped = trimmed.dropped;
+            snapshot.series = trimmed.shown;
+            snapshot.left_out_groups = trimmed.groups;
+            snapshot
+        })
+        .await;
+        guarded
+            .map_err(|error| tracing::error!(cluster = %self.cluster, "counting the cycle's series panicked, the cluster counts as down for this cycle: {error}"))
+            .ok()
+    }
+
+    /// Makes `snapshot` the cluster's current one, rendered before it replaces the
+    /// previous cycle's body, so that no scrape waits for a render; the next cycle starts
+    /// after it.
+    async fn publish(&self, snapshot: ClusterSnapshot) {
+        let previous = self.snapshots.send_replace(Some(Arc::new(snapshot)));
+        let metrics = self.metrics.clone();
+        if let Err(error) = tokio::task::spawn_blocking(move || {
+            // Freeing a large snapshot takes time too: not on an async worker.
+            drop(previous);
+            metrics.cycle_finished_and_rendered();
+            // What the cycle freed goes back to the system, not kept by the allocator
+            // for the next cycle's peak (crate::memory).
+            crate::memory::release_freed();
+        })
+        .await
+        {
+            tracing::error!(cluster = %self.cluster, "rendering /metrics failed: {error}");
+            self.metrics.cycle_finished();
+        }
+    }
+
+    /// Once per change, not per cycle: a feature that stopped working, or works again.
+    fn log_feature_changes(&self, feature_changes: &[crate::derive::features::Change]) {
+        for change in feature_changes {
+            let (feature, now) = (change.feature, &change.now);
+            match (now.status, &change.was) {
+                (Status::Ok, None) => {
+                    tracing::debug!(cluster = %self.cluster, %feature, "feature works")
+                }
+                (Status::Ok, Some(_)) => {
+                    tracing::info!(cluster = %self.cluster, %feature, "feature works again")
+                }
+                (Status::Disabled, _) => {
+                    tracing::info!(cluster = %self.cluster, %feature, "feature off: {}", now.reason)
+                }
+                (status, _) => tracing::warn!(
+                    cluster = %self.cluster,
+                    %feature,
+                    status = status.as_str(),
+                    "feature does not work: {} (it gives {})",
+                    now.reason,
+                    feature.gives()
+                ),
+            }
+        }
+    }
+
+    /// What one cycle came to, in the log: its figures at debug, a change of reach at
+    /// info, a cycle that partly failed or a cluster down at warn.
+    #[allow(clippy::too_many_arguments)]
+    fn log_outcome(
+        &self,
+        derived: &crate::derive::state::Derived,
+        up: bool,
+        unreadable: bool,
+        panicked: bool,
+        was_up: Option<bool>,
+        elapsed: Duration,
+        remembered: (usize, usize, usize),
+    ) {
+        let pinned = derived
+            .partitions
+            .iter()
+            .filter(|p| p.visibility.is_some_and(|v| v.hw_minus_lso > 0))
+            .count();
+        if up {
+            match was_up {
+                Some(true) => tracing::debug!(
+                    cluster = %self.cluster,
+                    partitions = derived.partitions.len(),
+                    groups = derived.groups.len(),
+                    pinned,
+                    seconds = elapsed.as_secs_f64(),
+                    commit_watch = remembered.0,
+                    transaction_watch = remembered.1,
+                    isolation_watch = remembered.2,
+                    "cycle done"
+                ),
+                Some(false) => tracing::info!(
+                    cluster = %self.cluster,
+                    partitions = derived.partitions.len(),
+                    groups = derived.groups.len(),
+                    pinned,
+                    "cluster reachable again"
+                ),
+                None => tracing::info!(
+                    cluster = %self.cluster,
+                    partitions = derived.partitions.len(),
+                    groups = derived.groups.len(),
+                    pinned,
+                    seconds = elapsed.as_secs_f64(),
+                    "first cycle done"
+                ),
+            }
+            if !derived.failures.is_empty() {
+                let summary: Vec<String> = derived
+                    .failures
+                    .iter()
+                    .map(|(stage, f)| {
+                        format!("{stage}: {} failed (first: {})", f.count, f.first_error)
+                    })
+                    .collect();
+                tracing::warn!(cluster = %self.cluster, "cycle partly failed; affected series are absent: {}", summary.join("; "));
+            }
+        } else if unreadable {
+            let reason = derived
+                .failures
+                .iter()
+                .find(|(stage, _)| *stage == Stage::HighWatermark)
+                .or(derived.failures.first())
+                .map(|(_, f)| f.first_error.as_str())
+                .unwrap_or("unknown error");
+            tracing::warn!(cluster = %self.cluster, "the cluster answers metadata, but no partition's offsets could be read: it counts as down: {reason}");
+        } else if !panicked {
+            let reason = derived
+                .failures
+                .first()
+                .map(|(_, f)| f.first_error.as_str())
+                .unwrap_or("unknown error");
+            tracing::warn!(cluster = %self.cluster, "cannot reach the cluster, its series are absent: {reason}");
+        }
+    }
+
+    /// Says when the cluster goes over `max_series` or back under it, once per change;
+    /// returns the new (limited, over).
+    fn log_limits(&self, snapshot: &ClusterSnapshot, was_limited: (bool, bool)) -> (bool, bool) {
+        let limited = snapshot.series_dropped > 0;
+        let over = self
+            .max_series
+            .as_ref()
+            .is_some_and(|(max, _)| snapshot.series > *max);
+        if (limited, over) != was_limited {
+            if limited {
+                tracing::warn!(
+                    cluster = %self.cluster,
+                    series_dropped = snapshot.series_dropped,
+                    groups = snapshot.left_out_groups.len(),
+                    "over max_series: the offset series (per partition and per topic) of groups outside priority_groups are left out \
+                     (kafka_lso_exporter_series_dropped); raise max_series or narrow the group regexes"
+                );
+            } else if !over {
+                tracing::info!(cluster = %self.cluster, "back under max_series: every series is exported again");
+            }
+            if over {
+                tracing::warn!(
+                    cluster = %self.cluster,
+                    series = snapshot.series,
+                    "still over max_series with every group outside priority_groups left out: the partition, topic, \
+                     transaction and group-state series and the priority groups alone are more (kafka_lso_exporter_series); \
+                     raise max_series or narrow the topic regexes"
+                );
+            }
+        }
+        (limited, over)
     }
 }
 
