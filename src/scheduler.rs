@@ -67,6 +67,8 @@ impl ClusterLoop {
         let mut deriver = fresh_deriver();
         let mut handed = self.ownership.subscribe();
         let mut sampling_here = false;
+        // How the cluster was served at the last turn of the loop.
+        let mut served_as = Serving::No;
         // When this replica last let the cluster go, while it keeps its state.
         let mut let_go_at: Option<Instant> = None;
         let max_series = Arc::new(self.max_series.clone());
@@ -84,8 +86,7 @@ impl ClusterLoop {
                     // Only a change of this cluster's share breaks the rhythm (taken over:
                     // act now, not at the next tick); a rebalance that leaves it where it
                     // was, or another cluster's, never adds a cycle.
-                    let served = self.ownership.serving(&self.cluster) != Serving::No;
-                    if served == sampling_here {
+                    if self.ownership.serving(&self.cluster) == served_as {
                         continue;
                     }
                     ticker.reset();
@@ -93,6 +94,13 @@ impl ClusterLoop {
                 _ = shutdown.wait_for(|stop| *stop) => break,
             }
             let serving = self.ownership.serving(&self.cluster);
+            if serving == Serving::IfDown && served_as == Serving::Yes {
+                // What it published as the cluster's owner is not this replica's to
+                // serve any more; only a cycle that cannot reach the cluster is.
+                self.snapshots.send_replace(None);
+                self.metrics.cycle_finished();
+            }
+            served_as = serving;
             if serving == Serving::No {
                 if sampling_here {
                     // Another replica's share now, or this replica's membership ran out:
@@ -145,15 +153,6 @@ impl ClusterLoop {
                 _ = shutdown.wait_for(|stop| *stop) => break,
             };
 
-            if serving == Serving::IfDown && raw.reached {
-                // Nobody coordinates the cluster's group from here, yet the cluster
-                // answers: another replica may serve it, so nothing is published here.
-                if self.snapshots.borrow().is_some() {
-                    self.snapshots.send_replace(None);
-                    self.metrics.cycle_finished();
-                }
-                continue;
-            }
             // Reached, but not one partition's offsets could be read (every leader
             // refused or failed): the cluster is down for the exporter. It never looks
             // healthy and empty at once.
@@ -164,6 +163,18 @@ impl ClusterLoop {
                         && p.last_stable_offset.is_none()
                         && p.log_start_offset.is_none()
                 });
+            if serving == Serving::IfDown && raw.reached && !unreadable {
+                // Nobody coordinates the cluster's group from here, yet the cluster
+                // answers: another replica may serve it, so nothing is published here,
+                // and what was derived here goes stale from now on.
+                if self.snapshots.borrow().is_some() {
+                    self.snapshots.send_replace(None);
+                    self.metrics.cycle_finished();
+                }
+                sampling_here = false;
+                let_go_at.get_or_insert_with(Instant::now);
+                continue;
+            }
             let mut up = raw.reached && !unreadable;
             let deriver = deriver.clone();
             let derived = tokio::task::spawn_blocking(move || {
@@ -191,18 +202,23 @@ impl ClusterLoop {
             if up {
                 last_success = Some(taken_at);
             }
-            for (stage, failure) in &derived.failures {
-                self.metrics
-                    .count_errors(&self.cluster, *stage, failure.count);
-                self.metrics
-                    .count_refusals(&self.cluster, *stage, failure.refused);
-            }
-            for anomaly in &derived.anomalies {
-                self.metrics.count_anomaly(&self.cluster, *anomaly);
-            }
             let elapsed = started.elapsed();
-            self.metrics
-                .observe_cycle(&self.cluster, elapsed.as_secs_f64());
+            // A replica that serves the cluster only while it cannot reach it says `up 0`
+            // and no more: its failures are not the cluster's (another replica may
+            // reach it), and its cycles are not the owner's.
+            if serving == Serving::Yes {
+                for (stage, failure) in &derived.failures {
+                    self.metrics
+                        .count_errors(&self.cluster, *stage, failure.count);
+                    self.metrics
+                        .count_refusals(&self.cluster, *stage, failure.refused);
+                }
+                for anomaly in &derived.anomalies {
+                    self.metrics.count_anomaly(&self.cluster, *anomaly);
+                }
+                self.metrics
+                    .observe_cycle(&self.cluster, elapsed.as_secs_f64());
+            }
             self.log_feature_changes(&feature_changes);
 
             self.log_outcome(
@@ -239,9 +255,11 @@ impl ClusterLoop {
                 None => ClusterSnapshot::down(&self.cluster, taken_at, last_success, exposition),
             };
             was_limited = self.log_limits(&snapshot, was_limited);
-            if !self.ownership.serves(&self.cluster) {
+            match self.ownership.serving(&self.cluster) {
+                Serving::Yes => {}
+                Serving::IfDown if !snapshot.up => {}
                 // Handed over during the cycle: the next turn of the loop lets go.
-                continue;
+                _ => continue,
             }
             self.publish(snapshot).await;
         }

@@ -565,8 +565,8 @@ pub enum Catchup {
     Seconds(f64),
     /// It consumes no faster than records arrive: the lag does not close.
     NotClosing,
-    /// A read_committed group whose bound (the LSO) an open transaction pins on one of
-    /// the topic's partitions: it waits for the transaction, however fast it reads.
+    /// A read_committed group that has read everything up to the LSOs, one of which an
+    /// open transaction pins: it waits for the transaction, however fast it reads.
     WaitsForTransaction,
 }
 

@@ -105,6 +105,14 @@ struct Share {
     /// A cluster gained in this generation is served only from then on (see
     /// [`HAND_OVER_GRACE`]).
     gained_until: Option<Instant>,
+    /// The generation in which the leader last gave this replica the cluster, kept when
+    /// the replica lets it go on a failure: its next JoinGroup claims it, and the
+    /// newest claim wins (a collision gives the cluster back to where it was).
+    claim: Option<i32>,
+    /// The group's leader runs a version before one group per cluster (a rolling
+    /// upgrade): it shares every cluster through this one group, so this replica serves
+    /// nothing anywhere until the rollout ends, rather than twice beside the old ones.
+    legacy_leader: bool,
 }
 
 /// How this replica decides whether to serve a cluster.
@@ -195,6 +203,8 @@ impl Ownership {
             rebalances: 0,
             fallbacks: 0,
             gained_until: None,
+            claim: None,
+            legacy_leader: false,
         };
         let replica = format!(
             "{}/{}/{:x}",
@@ -255,9 +265,11 @@ impl Ownership {
             return Serving::Yes;
         }
         let now = Instant::now();
-        self.lock()
+        let shares = self.lock();
+        let legacy = shares.values().any(|s| s.legacy_leader);
+        shares
             .get(cluster)
-            .map_or(Serving::No, |s| s.serving(now))
+            .map_or(Serving::No, |s| s.serving(now, legacy))
     }
 
     /// Whether what this replica published of `cluster` may be served now (in full, or
@@ -303,11 +315,12 @@ impl Ownership {
             fallbacks: 0,
             shares: Vec::new(),
         };
+        let legacy = shares.values().any(|s| s.legacy_leader);
         for cluster in &self.clusters {
             let Some(share) = shares.get(cluster) else {
                 continue;
             };
-            if share.serving(now) == Serving::Yes {
+            if share.serving(now, legacy) == Serving::Yes {
                 report.serving.push(cluster.clone());
             }
             if let Some(reason) = &share.refused {
@@ -343,32 +356,35 @@ impl Ownership {
         }
     }
 
-    /// What this replica says in `cluster`'s group: the generation in which it was
-    /// given the cluster (if it serves it), and how many clusters it serves elsewhere.
-    fn claims(&self, cluster: &str) -> (i32, bool, u32) {
+    /// What this replica says in `cluster`'s group: the generation in which it was last
+    /// given the cluster (-1: never, or given to another since), and the other clusters it
+    /// holds (served, waiting out the grace, or let go on a failure and claimed back).
+    fn claims(&self, cluster: &str) -> (i32, Vec<String>) {
         let shares = self.lock();
         let now = Instant::now();
-        let elsewhere = shares
+        let legacy = shares.values().any(|s| s.legacy_leader);
+        let held = shares
             .iter()
-            .filter(|(name, s)| name.as_str() != cluster && s.serving(now) == Serving::Yes)
-            .count();
-        let owns = shares
-            .get(cluster)
-            .filter(|s| s.mode == Mode::Member && s.assigned);
-        (
-            owns.map_or(-1, |s| s.generation),
-            owns.is_some(),
-            u32::try_from(elsewhere).unwrap_or(u32::MAX),
-        )
+            .filter(|(name, s)| {
+                name.as_str() != cluster
+                    && (s.serving(now, legacy) == Serving::Yes || s.claim.is_some())
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        let claim = shares.get(cluster).and_then(|s| s.claim).unwrap_or(-1);
+        (claim, held)
     }
 }
 
 impl Share {
-    fn serving(&self, now: Instant) -> Serving {
+    /// `legacy`: some group of this replica has a leader of a version before one group
+    /// per cluster ([`Share::legacy_leader`]).
+    fn serving(&self, now: Instant, legacy: bool) -> Serving {
         match self.mode {
             Mode::Everything | Mode::Alone => Serving::Yes,
             Mode::Joining => Serving::No,
             Mode::Unreachable => Serving::IfDown,
+            Mode::Member if legacy => Serving::No,
             Mode::Member => {
                 let current = self.valid_until.is_some_and(|at| now < at);
                 let waiting = self.gained_until.is_some_and(|at| now < at);
@@ -405,9 +421,14 @@ pub struct Metadata {
     /// their brokers.
     #[serde(default)]
     pub replica: String,
-    /// How many clusters the replica serves through its other groups (version 2).
+    /// How many clusters the replica holds through its other groups (version 2).
     #[serde(default)]
     pub load: u32,
+    /// Which clusters the replica holds through its other groups (version 2): a replica
+    /// above its fair share keeps the ones of the lowest hash of cluster and replica, so
+    /// that the groups of its clusters, deciding at once, give up the same ones.
+    #[serde(default)]
+    pub held: Vec<String>,
     /// How many clusters the replica's configuration names (version 2).
     #[serde(default)]
     pub configured: u32,
@@ -544,12 +565,18 @@ pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, 
         .unwrap_or(0)
         .max(names.len());
     let fair = configured.div_ceil(replicas.len().max(1));
-    let mut load: BTreeMap<&str, usize> = BTreeMap::new();
+    let rank_key = |cluster: &str, replica: &str| fingerprint(&format!("{cluster}\u{0}{replica}"));
+    // What each replica holds elsewhere (the clusters of this group left out: they are
+    // decided here), and what it claims here.
+    let mut held: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (id, m) in members {
-        let base = load.entry(replica_of[id]).or_default();
-        *base = (*base).max(m.load as usize);
+        let set = held.entry(replica_of[id]).or_default();
+        set.extend(m.held.iter().filter(|c| !names.contains(c)).cloned());
+        if m.held.is_empty() && m.load > 0 && set.is_empty() {
+            // A member that says only how many: counted, by placeholder names.
+            set.extend((0..m.load).map(|n| format!("\u{0}{n}")));
+        }
     }
-    // Sticky first: the newest claim of each cluster, while within the fair share.
     let mut claims: Vec<(&String, &String, i32)> = Vec::new();
     for (id, m) in members {
         for owned in &m.owned {
@@ -558,12 +585,39 @@ pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, 
     }
     claims.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(b.1)));
     let mut given: BTreeMap<&String, &String> = BTreeMap::new();
-    for (cluster, id, _) in claims {
-        let allowed = eligible.get(cluster).is_some_and(|ok| ok.contains(&id));
-        let replica = replica_of[id];
-        if allowed && !given.contains_key(cluster) && load[replica] < fair {
+    for (cluster, id, _) in &claims {
+        let allowed = eligible.get(*cluster).is_some_and(|ok| ok.contains(id));
+        if allowed && !given.contains_key(*cluster) {
             given.insert(cluster, id);
-            *load.get_mut(replica).expect("every replica has a load") += 1;
+        }
+    }
+    // Sticky within the fair share: a replica that holds more (elsewhere and here) keeps
+    // the `fair` clusters of the lowest rank key and gives up the others, the same ones
+    // in every group of its clusters.
+    let mut load: BTreeMap<&str, usize> = BTreeMap::new();
+    for replica in replica_of.values() {
+        load.insert(replica, held.get(replica).map_or(0, BTreeSet::len));
+    }
+    let mut by_replica: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+    for (cluster, id) in &given {
+        by_replica.entry(replica_of[*id]).or_default().push(cluster);
+    }
+    for (replica, here) in by_replica {
+        let mut all: Vec<(String, String)> = held
+            .get(replica)
+            .into_iter()
+            .flatten()
+            .map(|c| (rank_key(c, replica), c.clone()))
+            .chain(here.iter().map(|c| (rank_key(c, replica), (*c).clone())))
+            .collect();
+        all.sort();
+        let kept: BTreeSet<&String> = all.iter().take(fair).map(|(_, c)| c).collect();
+        for cluster in here {
+            if kept.contains(cluster) {
+                *load.get_mut(replica).expect("every replica has a load") += 1;
+            } else {
+                given.remove(cluster);
+            }
         }
     }
     for (name, ok) in &eligible {
@@ -572,11 +626,7 @@ pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, 
         }
         let pick = ok.iter().min_by_key(|id| {
             let replica = replica_of[**id];
-            (
-                load[replica],
-                fingerprint(&format!("{name}\u{0}{replica}")),
-                (**id).clone(),
-            )
+            (load[replica], rank_key(name, replica), (**id).clone())
         });
         if let Some(id) = pick {
             given.insert(name, id);
@@ -690,8 +740,8 @@ impl Coordinator {
         // learning it (an answer lost): every failure until the new assignment lets the
         // cluster go.
         let joined = match self.join(&addr, &mut session.member_id).await {
-            Ok(Some(joined)) => joined,
-            Ok(None) => return Ok(Next::Rejoin),
+            Ok(Ok(joined)) => joined,
+            Ok(Err(next)) => return Ok(next),
             Err(failure) => {
                 self.let_go();
                 return Err(failure);
@@ -768,24 +818,29 @@ impl Coordinator {
         }
     }
 
-    /// JoinGroup; `None` when the coordinator gave this member its id and wants it to
-    /// join again with it.
-    async fn join(&self, addr: &str, member_id: &mut String) -> Result<Option<Joined>, Failure> {
+    /// JoinGroup; `Err(next)` when the coordinator answered with what to do instead
+    /// (join again with the member id it gave, look for the coordinator elsewhere).
+    async fn join(
+        &self,
+        addr: &str,
+        member_id: &mut String,
+    ) -> Result<Result<Joined, Next>, Failure> {
         let session_timeout = self.settings.session_timeout;
-        let (generation, owns, load) = self.ownership.claims(&self.cluster);
+        let (generation, held) = self.ownership.claims(&self.cluster);
         let metadata = Metadata {
             version: VERSION,
             exporter: crate::VERSION.to_string(),
             host: hostname(),
             clusters: [(self.cluster.clone(), self.fingerprint.clone())].into(),
             generation,
-            owned: if owns {
+            owned: if generation >= 0 {
                 vec![self.cluster.clone()]
             } else {
                 Vec::new()
             },
             replica: self.ownership.replica.clone(),
-            load,
+            load: u32::try_from(held.len()).unwrap_or(u32::MAX),
+            held,
             configured: u32::try_from(self.ownership.clusters.len()).unwrap_or(u32::MAX),
         };
         let mut request = JoinGroupRequest::default();
@@ -814,17 +869,12 @@ impl Coordinator {
             None => {}
             Some(ResponseError::MemberIdRequired) => {
                 *member_id = joined.member_id.to_string();
-                return Ok(None);
+                return Ok(Err(Next::Rejoin));
             }
-            Some(error) => {
-                return match self.failed("JoinGroup", error, member_id) {
-                    Ok(_) => Ok(None),
-                    Err(failure) => Err(failure),
-                }
-            }
+            Some(error) => return self.failed("JoinGroup", error, member_id).map(Err),
         }
         *member_id = joined.member_id.to_string();
-        Ok(Some(Joined {
+        Ok(Ok(Joined {
             generation: joined.generation_id,
             leader: joined.leader.as_str() == member_id.as_str(),
             members: self.members(&joined),
@@ -935,7 +985,14 @@ impl Coordinator {
     /// Follows the assignment of a generation just synced (at `syncing`).
     fn take(&self, joined: &Joined, member_id: &str, assignment: Assignment, syncing: Instant) {
         let (group, cluster) = (&self.settings.group, &self.cluster);
-        let refused = assignment.refused.get(cluster).cloned();
+        // A leader of version 1 shares every cluster through this one group, with the
+        // configuration compared as written: its refusals say nothing of this version's.
+        let legacy = assignment.version == 1;
+        let refused = assignment.refused.get(cluster).cloned().filter(|_| !legacy);
+        if legacy {
+            tracing::warn!(%group, %cluster, "the group's leader runs an exporter version that shares every cluster through one group: \
+                 this replica serves nothing until the replicas of that version are gone (a rolling upgrade), rather than twice");
+        }
         if let Some(reason) = &refused {
             tracing::error!(%group, %cluster, "not shared with this replica: {reason}; give every replica the same configuration");
         }
@@ -948,6 +1005,7 @@ impl Coordinator {
         );
         let synced = Instant::now();
         let mut gained = false;
+        let legacy_before = self.ownership.lock().values().any(|s| s.legacy_leader);
         self.ownership.update(cluster, |s| {
             // What it served until now (a current membership's) goes on; a cluster it
             // gains waits for the member that gives it up to stop.
@@ -963,7 +1021,13 @@ impl Coordinator {
             s.member_id = member_id.to_string();
             s.refused = refused;
             s.rebalances += 1;
+            s.claim = mine.then_some(generation);
+            s.legacy_leader = legacy;
         });
+        if legacy_before != self.ownership.lock().values().any(|s| s.legacy_leader) {
+            // Every cluster's loop: what this replica may serve changed everywhere.
+            self.ownership.changes.send_modify(|n| *n += 1);
+        }
         if gained {
             // The cluster's loop learns when the wait is over.
             let ownership = self.ownership.clone();
@@ -1006,7 +1070,7 @@ impl Coordinator {
                     return Ok(Next::Rejoin);
                 }
                 Some(ResponseError::NotCoordinator | ResponseError::CoordinatorNotAvailable) => {
-                    if !self.ownership.view().1 || !self.current() {
+                    if !self.current() {
                         // The membership ran out while the coordinator did not answer.
                         self.let_go();
                         return Ok(Next::Rediscover);
@@ -1281,11 +1345,20 @@ mod tests {
         // m2 took over `a` at generation 7 while m1 was frozen; m1 still claims it from 5.
         let members = vec![
             ("m1".to_string(), member(&all, 5, &["a"])),
-            ("m2".to_string(), member(&all, 7, &["a", "b"])),
+            ("m2".to_string(), member(&all, 7, &["a"])),
             ("m3".to_string(), member(&all, -1, &[])),
         ];
         let plan = assign("m1", &members);
         assert_eq!(plan["m2"].clusters, ["a"]);
+        assert_eq!(served(&plan), ["a", "b"]);
+        // Claiming both, above its share of one: it keeps one and gives up the other.
+        let members = vec![
+            ("m1".to_string(), member(&all, 5, &["a"])),
+            ("m2".to_string(), member(&all, 7, &["a", "b"])),
+            ("m3".to_string(), member(&all, -1, &[])),
+        ];
+        let plan = assign("m1", &members);
+        assert_eq!(plan["m2"].clusters.len(), 1, "{plan:?}");
         assert_eq!(served(&plan), ["a", "b"]);
         // One cluster, three members: it does not move.
         let one = [("a", "1")];
@@ -1376,10 +1449,14 @@ mod tests {
             rebalances: 1,
             fallbacks: 0,
             gained_until: Some(now + HAND_OVER_GRACE),
+            claim: Some(3),
+            legacy_leader: false,
         };
-        assert_eq!(share.serving(now), Serving::No);
-        assert_eq!(share.serving(now + HAND_OVER_GRACE / 2), Serving::No);
-        assert_eq!(share.serving(now + HAND_OVER_GRACE), Serving::Yes);
+        assert_eq!(share.serving(now, false), Serving::No);
+        assert_eq!(share.serving(now + HAND_OVER_GRACE / 2, false), Serving::No);
+        assert_eq!(share.serving(now + HAND_OVER_GRACE, false), Serving::Yes);
+        // A leader of version 1 in any of the replica's groups: nothing served.
+        assert_eq!(share.serving(now + HAND_OVER_GRACE, true), Serving::No);
     }
 
     /// A cluster whose group no coordinator answers is served only as one that is
@@ -1398,9 +1475,18 @@ mod tests {
         let report = ownership.report();
         assert_eq!(report.serving, ["b"]);
         assert_eq!(report.mode("a"), Some(Mode::Unreachable));
-        // What the member of a's group says of the replica: it serves one cluster
-        // elsewhere, and a is not its own.
-        assert_eq!(ownership.claims("a"), (-1, false, 1));
+        // What the member of a's group says of the replica: it holds b elsewhere, and
+        // a is not its own.
+        assert_eq!(ownership.claims("a"), (-1, vec!["b".to_string()]));
+        // Given b, then let go on a failure (a collision): b is still claimed, with the
+        // generation it was given in.
+        ownership.update("b", |s| {
+            s.claim = Some(7);
+            s.assigned = false;
+            s.mode = Mode::Joining;
+        });
+        assert_eq!(ownership.claims("b").0, 7);
+        assert_eq!(ownership.claims("a").1, ["b"]);
     }
 
     /// The groups of several clusters decide at once, each with the loads the members
@@ -1437,17 +1523,35 @@ mod tests {
             (1..=3).contains(&r1),
             "all four clusters on one replica: {owner:?}"
         );
-        // r1 serves three elsewhere and owns c4: over its share of 2, c4 goes to r2.
-        let members = vec![
-            ("r1-c4".to_string(), member_of("r1", "c4", 3, true)),
-            ("r2-c4".to_string(), member_of("r2", "c4", 0, false)),
-        ];
-        assert_eq!(assign("r1-c4", &members)["r2-c4"].clusters, ["c4"]);
+        // r1 holds all four; r2 arrives, and the four groups decide at once with what
+        // the members said: r1 keeps the two of its lowest rank, r2 gets the other two.
+        let all = ["c1", "c2", "c3", "c4"];
+        let mut r1 = Vec::new();
+        for cluster in all {
+            let mut first = member_of("r1", cluster, 3, true);
+            first.held = all
+                .iter()
+                .filter(|c| **c != cluster)
+                .map(|c| c.to_string())
+                .collect();
+            let members = vec![
+                (format!("r1-{cluster}"), first),
+                (format!("r2-{cluster}"), member_of("r2", cluster, 0, false)),
+            ];
+            let plan = assign(&members[0].0, &members);
+            if plan[&format!("r1-{cluster}")].clusters == [cluster] {
+                r1.push(cluster);
+            } else {
+                assert_eq!(plan[&format!("r2-{cluster}")].clusters, [cluster]);
+            }
+        }
+        assert_eq!(r1.len(), 2, "r1 keeps {r1:?} of four");
         // Within its share it keeps it.
-        let members = vec![
-            ("r1-c4".to_string(), member_of("r1", "c4", 1, true)),
-            ("r2-c4".to_string(), member_of("r2", "c4", 1, false)),
-        ];
+        let mut first = member_of("r1", "c4", 1, true);
+        first.held = vec!["c1".into()];
+        let mut second = member_of("r2", "c4", 1, false);
+        second.held = vec!["c2".into()];
+        let members = vec![("r1-c4".to_string(), first), ("r2-c4".to_string(), second)];
         assert_eq!(assign("r2-c4", &members)["r1-c4"].clusters, ["c4"]);
     }
 

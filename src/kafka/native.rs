@@ -4,7 +4,11 @@
 //! librdkafka accepts one group per ListConsumerGroupOffsets request, so every group gets
 //! its own request; all are issued at once on a private result queue and collected on the
 //! calling (blocking) thread until the deadline. librdkafka routes each request to the
-//! group's coordinator.
+//! group's coordinator. The vendored librdkafka ends each request at the deadline inside
+//! too (upstream, one whose coordinator stayed down waited until a broker changed state:
+//! one left behind per group and cycle), and a coordinator that moved (NOT_COORDINATOR)
+//! is an error, asked again here, where upstream crashed the process
+//! (vendor/rdkafka-sys/PATCHED.md, tests/offsets_fallback.rs).
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr;

@@ -1235,6 +1235,25 @@ pub fn render_index(
     if !not_sampled_yet.is_empty() && not_sampled_yet.len() < clusters.len() {
         unknown.push(format!("{}: not sampled yet", not_sampled_yet.join(", ")));
     }
+    // Topics it expects and may not describe: "none" would speak for them too.
+    let hidden: Vec<&str> = clusters
+        .iter()
+        .filter(|(_, snapshot)| {
+            snapshot.as_ref().is_some_and(|s| {
+                s.up && s
+                    .features
+                    .get(&crate::kafka::features::Feature::Offsets)
+                    .is_some_and(|f| f.status == crate::kafka::features::Status::Denied)
+            })
+        })
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if !hidden.is_empty() {
+        unknown.push(format!(
+            "{}: topics an ACL hides from it (see above)",
+            hidden.join(", ")
+        ));
+    }
     if report.partitions.is_empty() && unknown.is_empty() {
         out.push_str(
             "<p>None: every partition's last stable offset equals its high watermark.</p>\n",
@@ -2542,6 +2561,32 @@ mod tests {
         assert!(page.contains("<td class=\"l\">prod</td><td>starting</td>"));
         assert!(page.contains("<a href=\"metrics\">metrics</a>"), "{page}");
         assert!(page.contains("None: every partition"));
+    }
+
+    /// Topics an ACL hides: `/` says so, and no "every partition's LSO equals its HW"
+    /// about a cluster whose topics it cannot all see.
+    #[test]
+    fn topics_an_acl_hides_are_no_none_on_the_page() {
+        use crate::kafka::features::{Feature, FeatureState, Status};
+        let mut hiding = snapshot("prod", Vec::new(), Vec::new());
+        hiding.features = [(
+            Feature::Offsets,
+            FeatureState::off(
+                Status::Denied,
+                "Metadata refused by an ACL; grant Describe on the topics: Topic authorization \
+                 failed for 1 topic the exporter is to sample, which the brokers leave out of \
+                 the metadata it gets: \"orders\" (group \"billing\" reads it)",
+            ),
+        )]
+        .into();
+        let clusters = [("prod".to_string(), Some(Arc::new(hiding)))];
+        let page = render_index(&clusters, &HashMap::new(), "/metrics", SystemTime::now());
+        assert!(!page.contains("None: every partition"), "{page}");
+        assert!(
+            page.contains("Not known for prod: topics an ACL hides from it (see above)")
+                && page.contains("(group &quot;billing&quot; reads it)"),
+            "{page}"
+        );
     }
 
     #[test]

@@ -215,15 +215,24 @@ static void rd_kafka_coord_req_fail(rd_kafka_t *rk,
  * kafka-lso-exporter patch (see vendor/rdkafka-sys/PATCHED.md): upstream never reads
  * creq_ts_timeout, so a request whose coordinator stays down waits on rk_coord_reqs
  * until a broker changes state, long after its caller gave up. It fails with
- * __TIMED_OUT instead, as a failed FindCoordinator fails it.
+ * __TIMED_OUT instead, as a failed FindCoordinator fails it. A cached coordinator it
+ * waited for in vain is forgotten, so that the next request looks the coordinator up
+ * again rather than wait for a broker that may be gone (a decommissioned broker
+ * changes state no more).
  */
 static void rd_kafka_coord_req_timeout_tmr_cb(rd_kafka_timers_t *rkts,
                                               void *arg) {
         rd_kafka_coord_req_t *creq = arg;
+        rd_kafka_t *rk             = rkts->rkts_rk;
 
-        if (!creq->creq_done)
-                rd_kafka_coord_req_fail(rkts->rkts_rk, creq,
-                                        RD_KAFKA_RESP_ERR__TIMED_OUT);
+        if (creq->creq_done)
+                return;
+
+        if (creq->creq_rkb && !rd_kafka_broker_is_up(creq->creq_rkb))
+                rd_kafka_coord_cache_evict(&rk->rk_coord_cache,
+                                           creq->creq_rkb);
+
+        rd_kafka_coord_req_fail(rk, creq, RD_KAFKA_RESP_ERR__TIMED_OUT);
 }
 
 

@@ -1371,8 +1371,13 @@ err:
 
         /* kafka-lso-exporter patch (see vendor/rdkafka-sys/PATCHED.md): an Admin
          * API client (ListConsumerGroupOffsets) has no consumer group, and
-         * rd_kafka_cgrp_op() on a null group crashed the process. */
-        if ((actions & RD_KAFKA_ERR_ACTION_REFRESH) && rkb->rkb_rk->rk_cgrp) {
+         * rd_kafka_cgrp_op() on a null group crashed the process. Its coordinator
+         * requests look the coordinator up again instead: the broker that answered
+         * is forgotten as a coordinator (Admin API responses are handled on the
+         * main thread, which owns the coordinator cache). */
+        if ((actions & RD_KAFKA_ERR_ACTION_REFRESH) && !rkb->rkb_rk->rk_cgrp) {
+                rd_kafka_coord_cache_evict(&rkb->rkb_rk->rk_coord_cache, rkb);
+        } else if (actions & RD_KAFKA_ERR_ACTION_REFRESH) {
                 /* Re-query for coordinator */
                 rd_kafka_cgrp_op(rkb->rkb_rk->rk_cgrp, NULL, RD_KAFKA_NO_REPLYQ,
                                  RD_KAFKA_OP_COORD_QUERY, err);
