@@ -89,14 +89,16 @@ local text = import 'lib/text.libsonnet';
     // `value` per partition, with the partition's current LSO as the label `lso` (value 0
     // added), over the partitions `value` has: a subquery's inner expression. count_values
     // `without`, not `by`: Prometheus 2.42 (Debian's) drops `by` labels of count_values
-    // evaluated over a range (a subquery).
+    // evaluated over a range (a subquery). The right side of the match is made one series
+    // per partition (`max by`), so that a second scrape job of the same exporter (other
+    // `job`, `namespace` labels) cannot make the match many-to-many and the rule fail.
     local mem = c.restartMemoryWindow,
     local memStep = c.restartMemoryStep,
     local atLso(value) = std.rstripChars(|||
       (
         %(value)s
           + on (%(cl)s, topic, partition) group_left (lso)
-        (0 * count_values without (%(r)s) ("lso", max without (%(r)s) (kafka_partition_last_stable_offset%(s)s) and on (%(cl)s, topic, partition) %(value)s))
+        (0 * max by (%(cl)s, topic, partition, lso) (count_values without (%(r)s) ("lso", max without (%(r)s) (kafka_partition_last_stable_offset%(s)s) and on (%(cl)s, topic, partition) %(value)s)))
       )
     ||| % { value: value, cl: cl, r: r, s: sel([]) }, '\n'),
     // The partitions behind their HW now, with their current LSO as the label `lso`: both

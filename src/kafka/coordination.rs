@@ -240,6 +240,11 @@ impl Ownership {
         });
     }
 
+    /// Whether a group of this replica has a leader of version 1 ([`Share::legacy_leader`]).
+    fn beside_old_leader(&self) -> bool {
+        self.lock().values().any(|s| s.legacy_leader)
+    }
+
     /// For the scheduler's tests: this replica holds `cluster` (a current membership) or
     /// not; `bump` wakes the loops even when nothing of the cluster changed (another
     /// cluster's rebalance).
@@ -755,7 +760,11 @@ impl Coordinator {
                 return outcome;
             }
         };
-        self.take(&joined, &session.member_id, assignment, syncing);
+        if self.take(&joined, &session.member_id, assignment, syncing) {
+            // An old leader gave this replica the cluster it will not serve: join again,
+            // naming no cluster, so that the old leader gives it to one of its own.
+            return Ok(Next::Rejoin);
+        }
         self.heartbeats(session, joined.generation).await
     }
 
@@ -831,7 +840,13 @@ impl Coordinator {
             version: VERSION,
             exporter: crate::VERSION.to_string(),
             host: hostname(),
-            clusters: [(self.cluster.clone(), self.fingerprint.clone())].into(),
+            // Beside an old leader, which shares every cluster through this group, it names
+            // none: the old replicas serve them until they are gone.
+            clusters: if self.ownership.beside_old_leader() {
+                BTreeMap::new()
+            } else {
+                [(self.cluster.clone(), self.fingerprint.clone())].into()
+            },
             generation,
             owned: if generation >= 0 {
                 vec![self.cluster.clone()]
@@ -982,8 +997,16 @@ impl Coordinator {
         }))
     }
 
-    /// Follows the assignment of a generation just synced (at `syncing`).
-    fn take(&self, joined: &Joined, member_id: &str, assignment: Assignment, syncing: Instant) {
+    /// Follows the assignment of a generation just synced (at `syncing`). True when the
+    /// member must join again at once: an old leader gave this replica the cluster, which
+    /// it declines, or the old leader is gone and the member named no cluster.
+    fn take(
+        &self,
+        joined: &Joined,
+        member_id: &str,
+        assignment: Assignment,
+        syncing: Instant,
+    ) -> bool {
         let (group, cluster) = (&self.settings.group, &self.cluster);
         // A leader of version 1 shares every cluster through this one group, with the
         // configuration compared as written: its refusals say nothing of this version's.
@@ -1005,6 +1028,8 @@ impl Coordinator {
         );
         let synced = Instant::now();
         let mut gained = false;
+        // It joined naming no cluster (beside an old leader, see `join`).
+        let mut named_none = false;
         let legacy_before = self.ownership.lock().values().any(|s| s.legacy_leader);
         self.ownership.update(cluster, |s| {
             // What it served until now (a current membership's) goes on; a cluster it
@@ -1022,6 +1047,7 @@ impl Coordinator {
             s.refused = refused;
             s.rebalances += 1;
             s.claim = mine.then_some(generation);
+            named_none = s.legacy_leader;
             s.legacy_leader = legacy;
         });
         if legacy_before != self.ownership.lock().values().any(|s| s.legacy_leader) {
@@ -1036,6 +1062,9 @@ impl Coordinator {
                 ownership.changes.send_modify(|n| *n += 1);
             });
         }
+        // Declined, or the old leader is gone while this member named nothing: join
+        // again, naming the cluster.
+        (legacy && mine) || (named_none && !legacy)
     }
 
     /// Heartbeats in `generation` until the group moves on.
