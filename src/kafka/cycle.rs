@@ -11,6 +11,9 @@
 //!    (ListGroups v5, then each group described by its own protocol) and their committed
 //!    offsets (one OffsetFetch, to the broker that listed them), share groups' progress
 //!    ([`super::ask::groups`], [`super::ask::offsets`]);
+//!    then the topics it expects (named in the configuration, read by those groups,
+//!    sampled before) and the metadata left out, asked for by name: an ACL hides them, or
+//!    they were deleted ([`super::visibility`]);
 //! 4. per partition leader, all leaders at once: log start offsets (ListOffsets
 //!    EARLIEST), last stable offsets (ListOffsets LATEST, read_committed), then high
 //!    watermarks (ListOffsets LATEST, read_uncommitted), one request each, to the leaders
@@ -928,7 +931,8 @@ impl Sampler for KafkaSampler {
 type Target = (Arc<str>, i32, i32);
 
 /// The partitions `topics` selects, with their leaders and replicas, and the brokers, from
-/// a Metadata answer of the own client.
+/// a Metadata answer of the own client. A topic answered with an error is left out here;
+/// if the exporter expects it, the cycle asks about it by name ([`super::visibility`]).
 fn plan_of(answer: &MetadataResponse, topics: &NameFilter) -> MetadataPlan {
     let mut plan: Vec<(Target, Replication)> = Vec::new();
     for topic in &answer.topics {
