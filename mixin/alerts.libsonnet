@@ -874,8 +874,9 @@ local text = import 'lib/text.libsonnet';
               summary: 'kafka-lso-exporter: {{ $value }} cluster(s) of coordination group {{ $labels.group }} served by no replica',
               description: describe(|||
                 The replicas of coordination group {{ $labels.group }} have served {{ $value }} fewer clusters than their
-                configuration names for more than %(clustersUnservedFor)s: no replica samples those clusters, their
-                series are absent and no alert about them can fire. /readyz of each replica names what it serves.
+                configuration names for more than %(clustersUnservedFor)s. A cluster that is down is reported up 0 by
+                the replicas that cannot reach it (KafkaLsoExporterClusterDown fires for it); any other cluster
+                not served has no series, and no alert about it can fire. /readyz of each replica names what it serves.
               |||),
               runbook_url: runbook('KafkaLsoExporterClustersUnserved'),
             },

@@ -1668,7 +1668,7 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
     }
 
     let ha = match raw.ha {
-        Some(ha) => validate_ha(ha, &clusters, figment)?,
+        Some(ha) => validate_ha(ha, figment)?,
         None => None,
     };
     Ok(Config {
@@ -1686,11 +1686,7 @@ fn validate(raw: RawConfig, figment: &Figment) -> Result<Config, ConfigError> {
 }
 
 /// `[ha]`: no group (or an empty one) is a single replica.
-fn validate_ha(
-    raw: RawHa,
-    clusters: &[ClusterConfig],
-    figment: &Figment,
-) -> Result<Option<HaSettings>, ConfigError> {
+fn validate_ha(raw: RawHa, figment: &Figment) -> Result<Option<HaSettings>, ConfigError> {
     let Some(group) = raw
         .group
         .map(|g| g.trim().to_string())
@@ -1711,24 +1707,9 @@ fn validate_ha(
             "must be at most 249 printable characters".to_string(),
         ));
     }
-    let cluster = match raw.cluster {
-        Some(name) if clusters.iter().any(|c| c.name == name) => Some(name),
-        Some(name) => {
-            return Err(invalid(
-                figment,
-                &["ha", "cluster"],
-                format!(
-                    "\"{name}\" is not a configured cluster (configured: {})",
-                    clusters
-                        .iter()
-                        .map(|c| c.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ))
-        }
-        None => None,
-    };
+    // Deprecated and ignored (each cluster coordinates its own share): accepted whatever
+    // it names, with a warning at start and in --check-config.
+    let cluster = raw.cluster;
     let session_timeout =
         parse_duration(figment, &["ha", "session_timeout"], &raw.session_timeout)?;
     let heartbeat_interval = parse_duration(

@@ -91,7 +91,7 @@ pub async fn run_with(
     let mut coordinators = Vec::new();
     if let Some(cluster) = config.ha.as_ref().and_then(|ha| ha.cluster.as_ref()) {
         tracing::warn!(
-            %cluster,
+            ha_cluster = %cluster,
             "ha.cluster is deprecated and ignored: each cluster's share is coordinated on that cluster \
              (a group of the name ha.group in each); remove the setting"
         );

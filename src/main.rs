@@ -237,6 +237,11 @@ fn main() -> ExitCode {
                  (session timeout {:?}, heartbeat {:?}); the principal needs Read on that group in every cluster",
                 ha.group, ha.session_timeout, ha.heartbeat_interval
             );
+            if ha.cluster.is_some() {
+                println!(
+                    "ha warning: ha.cluster is deprecated and ignored: each cluster's share is coordinated on that cluster; remove it"
+                );
+            }
         }
         if !config.ignored_env.is_empty() {
             println!(

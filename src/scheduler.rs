@@ -125,7 +125,12 @@ impl ClusterLoop {
                     tracing::info!(
                         cluster = %self.cluster,
                         state = if kept { "kept: back within keep_state_for" } else { "new" },
-                        "sampled by this replica now (its share of the cluster's coordination group, or served alone)"
+                        "{}",
+                        if serving == Serving::IfDown {
+                            "sampled by this replica, served only while it cannot reach the cluster (no coordinator of the cluster's group answers)"
+                        } else {
+                            "sampled by this replica now (its share of the cluster's coordination group, or served alone)"
+                        }
                     );
                 }
                 let_go_at = None;

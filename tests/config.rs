@@ -263,13 +263,6 @@ fn bad_configs() -> Vec<BadConfig> {
             "bad-",
         ),
         (
-            "an [ha] cluster that is not configured",
-            format!("{CLUSTER}\n[ha]\ngroup = \"g\"\ncluster = \"nope\"\n"),
-            vec![],
-            "ha.cluster",
-            "bad-",
-        ),
-        (
             "unknown top-level key",
             format!("intervall = \"5s\"\n{CLUSTER}"),
             vec![],

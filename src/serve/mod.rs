@@ -174,7 +174,10 @@ async fn index(State(state): State<AppState>) -> Html<String> {
         SystemTime::now(),
     );
     let report = state.ownership.report();
-    if let (Some(group), true) = (&report.group, report.serving.is_empty()) {
+    // A cluster this replica reports only as down (no coordinator of its group answers)
+    // is shown: it has a snapshot here.
+    let shown = snapshots.iter().any(|(_, snapshot)| snapshot.is_some());
+    if let (Some(group), true) = (&report.group, report.serving.is_empty() && !shown) {
         // A replica that stands by knows nothing of the clusters: it says so, and no
         // "every partition's LSO equals its HW" about data it does not sample.
         return Html(format!(
