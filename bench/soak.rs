@@ -25,11 +25,13 @@
 //! SSL listeners), and the groups it keeps are ten groups whose coordinator is broker N
 //! (the leader of their `__consumer_offsets` partitions), read once, after which broker N
 //! is stopped for the rest of the soak (no restart then; started again at the end). Ten
-//! groups stay in librdkafka's coordinator cache (11 entries), which keeps naming broker
-//! N, so every cycle's ListConsumerGroupOffsets waits for a broker that is gone: the
-//! coordinator request librdkafka 2.12.1 left behind per group and cycle until a broker
-//! changed state (vendor/rdkafka-sys/PATCHED.md). The RSS must stay flat meanwhile. The
-//! churn's topics get replication factor 2 then, so that two brokers can hold them.
+//! groups stay in librdkafka's coordinator cache (11 entries), which names broker N: the
+//! cycles right after the stop ask a broker that no longer coordinates them, then one
+//! that is gone (vendor/rdkafka-sys/PATCHED.md: unpatched, the first crashed the
+//! exporter, and a request waiting for the second could stay inside librdkafka for good,
+//! one per group and cycle). Their offsets must come back from the new coordinators and
+//! the RSS stay flat. The churn's topics get replication factor 2 then, so that two
+//! brokers can hold them.
 //!
 //! Reported: the exporter's RSS over time and its slope over the second half, series
 //! left behind for deleted topics and groups (scraped every 5 s; a name counts as left

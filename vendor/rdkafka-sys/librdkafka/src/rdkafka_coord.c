@@ -472,9 +472,9 @@ err:
                 return;
 
         } else if (actions & RD_KAFKA_ERR_ACTION_RETRY) {
-                /* kafka-lso-exporter patch (see PATCHED.md): upstream returns
-                 * whether or not the request is retried, and a request out of
-                 * retries kept the refcount forever. */
+                /* kafka-lso-exporter patch (see PATCHED.md): upstream kept the
+                 * refcount whether or not the request was retried, and a request
+                 * out of retries was never freed. */
                 if (rd_kafka_buf_retry(rkb, request))
                         return; /* Keep refcnt from req_fsm() and retry */
         }
