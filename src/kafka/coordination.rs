@@ -1192,24 +1192,70 @@ impl Coordinator {
     /// take over without waiting for the session to time out.
     async fn leave(&self, session: &Session) {
         let (group, cluster) = (&self.settings.group, &self.cluster);
-        let (Some(addr), false) = (&session.coordinator, session.member_id.is_empty()) else {
+        if session.member_id.is_empty() {
             return;
-        };
+        }
+        // Two tries within 2 s: where the coordinator is not known (the replica was
+        // looking for it) or answers that it is not the coordinator any more, it is
+        // looked up again once.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut coordinator = session.coordinator.clone();
+        let mut error = String::from("no coordinator known");
+        for _ in 0..2 {
+            let addr = match coordinator.take() {
+                Some(addr) => addr,
+                None => {
+                    match tokio::time::timeout_at(deadline.into(), self.find_coordinator()).await {
+                        Ok(Ok(addr)) => addr,
+                        Ok(Err(Failure::Denied(e) | Failure::Unreachable(e))) => {
+                            error = e;
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            };
+            match self.leave_via(&addr, &session.member_id, deadline).await {
+                None => {
+                    tracing::info!(%group, %cluster, "left the coordination group");
+                    return;
+                }
+                Some((moved, e)) => {
+                    error = format!("{addr}: {e}");
+                    if !moved {
+                        break;
+                    }
+                }
+            }
+        }
+        tracing::warn!(
+            %group, %cluster,
+            "could not leave the coordination group ({error}): the other replicas take the cluster over once the session times out"
+        );
+    }
+
+    /// One LeaveGroup; `None` when accepted, else whether the coordinator moved, and the
+    /// error.
+    async fn leave_via(
+        &self,
+        addr: &str,
+        member_id: &str,
+        deadline: Instant,
+    ) -> Option<(bool, String)> {
         let mut request = LeaveGroupRequest::default();
-        request.group_id = GroupId(StrBytes::from_string(group.clone()));
+        request.group_id = GroupId(StrBytes::from_string(self.settings.group.clone()));
         // By the members list (v3+, every broker since Kafka 2.4), not the old field.
         let mut identity = MemberIdentity::default();
-        identity.member_id = StrBytes::from_string(session.member_id.clone());
+        identity.member_id = StrBytes::from_string(member_id.to_string());
         identity.reason = Some(StrBytes::from_static_str("the replica stops"));
         request.members = vec![identity];
-        let deadline = Instant::now() + Duration::from_secs(2);
         let answer = self
             .wire
             .pool
             .send_via(Lane::Coordination, addr, &request, "LeaveGroup", deadline)
             .await;
-        let error = match &answer {
-            Err(error) => Some(error.to_string()),
+        match answer {
+            Err(error) => Some((true, error.to_string())),
             Ok(answer) => ResponseError::try_from_code(answer.error_code)
                 .or_else(|| {
                     answer
@@ -1217,14 +1263,13 @@ impl Coordinator {
                         .iter()
                         .find_map(|m| ResponseError::try_from_code(m.error_code))
                 })
-                .map(|e| e.to_string()),
-        };
-        match error {
-            None => tracing::info!(%group, %cluster, "left the coordination group"),
-            Some(error) => tracing::warn!(
-                %group, %cluster, coordinator = %addr,
-                "could not leave the coordination group ({error}): the other replicas take the cluster over once the session times out"
-            ),
+                .map(|e| {
+                    let moved = matches!(
+                        e,
+                        ResponseError::NotCoordinator | ResponseError::CoordinatorNotAvailable
+                    );
+                    (moved, e.to_string())
+                }),
         }
     }
 
