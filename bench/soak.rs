@@ -131,20 +131,7 @@ async fn groups_coordinated_by(tag: &str, broker: i32, count: usize) -> Vec<Stri
     let new = NewTopic::new(&topic, 1, TopicReplication::Fixed(3));
     let _ = admin().create_topics([&new], &AdminOptions::new()).await;
     send(&plain_producer(), &topic, 0, count);
-    let commit = |group: &str, offset: i64| {
-        let member: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", bootstrap())
-            .set("group.id", group)
-            .create()
-            .unwrap();
-        let mut offsets = TopicPartitionList::new();
-        offsets
-            .add_partition_offset(&topic, 0, Offset::Offset(offset))
-            .unwrap();
-        member
-            .commit(&offsets, CommitMode::Sync)
-            .unwrap_or_else(|e| panic!("committing for {group}: {e}"));
-    };
+    let commit = |group: &str, offset: i64| commit_offset(group, &topic, offset);
     // The first commit creates __consumer_offsets where it does not exist yet.
     commit(&format!("{tag}-warmup"), 0);
     let metadata: BaseConsumer = ClientConfig::new()

@@ -43,22 +43,6 @@ fn send_at(producer: &Producer_, topic: &str, partition: i32, count: usize, time
     producer.flush(Duration::from_secs(30)).expect("flush");
 }
 
-/// Commits `offset` on partition 0 of `topic` for `group`, as a consumer would.
-fn commit(group: &str, topic: &str, offset: i64) {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap())
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut offsets = TopicPartitionList::new();
-    offsets
-        .add_partition_offset(topic, 0, Offset::Offset(offset))
-        .unwrap();
-    consumer.assign(&offsets).expect("assign");
-    consumer.commit(&offsets, CommitMode::Sync).expect("commit");
-}
-
 /// Asserts a time value is within `tolerance` seconds of `expected`.
 fn assert_near(what: &str, value: Option<f64>, expected: f64, tolerance: f64) {
     let value = value.unwrap_or_else(|| panic!("{what}: absent"));
@@ -202,7 +186,7 @@ async fn known_records_behind_markers_and_aborted_transactions() {
     send(&t, &topic, 0, 10);
     t.commit_transaction(Duration::from_secs(30)).unwrap();
     wait_high_watermark(&topic, 0, 11);
-    commit(&group, &topic, 7);
+    commit_offset(&group, &topic, 7);
 
     let exporter = Exporter::start(&anchored(&topic), &anchored(&group), &[]).await;
     let g = group_labels(&group, &topic, "0");
@@ -267,10 +251,10 @@ async fn pinned_partition_with_groups() -> Pinned {
         t0,
         _transaction: transaction,
     };
-    commit(&pinned.blocked, &pinned.topic, 5);
-    commit(&pinned.between, &pinned.topic, 8);
-    commit(&pinned.behind, &pinned.topic, 0);
-    commit(&pinned.caught_up, &pinned.topic, 11);
+    commit_offset(&pinned.blocked, &pinned.topic, 5);
+    commit_offset(&pinned.between, &pinned.topic, 8);
+    commit_offset(&pinned.behind, &pinned.topic, 0);
+    commit_offset(&pinned.caught_up, &pinned.topic, 11);
     pinned
 }
 
@@ -458,8 +442,8 @@ async fn groups_outside_the_window_get_time_lag_from_a_short_read() {
     wait_high_watermark(&topic, 0, 11);
     send_at(&plain_producer(), &topic, 0, 10, t0 - 500_000);
     wait_high_watermark(&topic, 0, 21);
-    commit(&far, &topic, 3);
-    commit(&near, &topic, 19);
+    commit_offset(&far, &topic, 3);
+    commit_offset(&near, &topic, 19);
 
     let groups = format!("{}|{}", anchored(&far), anchored(&near));
     let exporter = Exporter::start(
@@ -524,7 +508,7 @@ async fn log_append_time_topics_use_the_brokers_time() {
     // Claims to be an hour old; the broker stamps its own time.
     send_at(&plain_producer(), &topic, 0, 3, written - 3_600_000);
     wait_high_watermark(&topic, 0, 3);
-    commit(&group, &topic, 0);
+    commit_offset(&group, &topic, 0);
     let exporter = Exporter::start(&anchored(&topic), &anchored(&group), &[]).await;
     let g = group_labels(&group, &topic, "0");
     exporter

@@ -26,9 +26,8 @@ use common::*;
 use kafka_lso_exporter::kafka::{list_consumer_group_offsets, CommittedOffset, GroupOffsetsError};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::statistics::Statistics;
-use rdkafka::{Offset, TopicPartitionList};
 
 /// More groups than librdkafka's coordinator cache holds (11 entries), so that most
 /// requests left behind look their coordinator up again.
@@ -94,19 +93,6 @@ fn fetch(
     })
 }
 
-fn commit(group: &str, topic: &str, offset: i64) {
-    let member: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap())
-        .set("group.id", group)
-        .create()
-        .unwrap();
-    let mut offsets = TopicPartitionList::new();
-    offsets
-        .add_partition_offset(topic, 0, Offset::Offset(offset))
-        .unwrap();
-    member.commit(&offsets, CommitMode::Sync).unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn requests_for_a_coordinator_that_does_not_answer_stay_bounded() {
     require_kafka();
@@ -116,7 +102,7 @@ async fn requests_for_a_coordinator_that_does_not_answer_stay_bounded() {
     let groups: Vec<String> = (0..GROUPS).map(|i| format!("{topic}-g{i:02}")).collect();
     tokio::task::block_in_place(|| {
         for (i, group) in groups.iter().enumerate() {
-            commit(group, &topic, i as i64 + 1);
+            commit_offset(group, &topic, i as i64 + 1);
         }
     });
 
@@ -208,7 +194,7 @@ async fn a_coordinator_that_moved_is_asked_again() {
     let groups = vec![format!("{topic}-a"), format!("{topic}-b")];
     tokio::task::block_in_place(|| {
         for (i, group) in groups.iter().enumerate() {
-            commit(group, &topic, i as i64 + 1);
+            commit_offset(group, &topic, i as i64 + 1);
         }
     });
     let addr = |s: String| s.parse().unwrap();

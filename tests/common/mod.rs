@@ -305,6 +305,25 @@ pub fn read_to_end(
     (consumer, records)
 }
 
+/// Commits `offset` on partition 0 of `topic` for `group`, as a consumer would (no
+/// member stays).
+pub fn commit_offset(group: &str, topic: &str, offset: i64) {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset(topic, 0, Offset::Offset(offset))
+        .unwrap();
+    consumer.assign(&offsets).expect("assign");
+    consumer
+        .commit(&offsets, CommitMode::Sync)
+        .unwrap_or_else(|e| panic!("committing for {group}: {e}"));
+}
+
 /// [`read_to_end`], then commits the position. Returns the committed offset per
 /// partition.
 pub fn consume_all_and_commit(
