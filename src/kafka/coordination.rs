@@ -426,9 +426,6 @@ pub struct Metadata {
     /// their brokers.
     #[serde(default)]
     pub replica: String,
-    /// How many clusters the replica holds through its other groups (version 2).
-    #[serde(default)]
-    pub load: u32,
     /// Which clusters the replica holds through its other groups (version 2): a replica
     /// above its fair share keeps the ones of the lowest hash of cluster and replica, so
     /// that the groups of its clusters, deciding at once, give up the same ones.
@@ -577,10 +574,6 @@ pub fn assign(leader: &str, members: &[(String, Metadata)]) -> BTreeMap<String, 
     for (id, m) in members {
         let set = held.entry(replica_of[id]).or_default();
         set.extend(m.held.iter().filter(|c| !names.contains(c)).cloned());
-        if m.held.is_empty() && m.load > 0 && set.is_empty() {
-            // A member that says only how many: counted, by placeholder names.
-            set.extend((0..m.load).map(|n| format!("\u{0}{n}")));
-        }
     }
     let mut claims: Vec<(&String, &String, i32)> = Vec::new();
     for (id, m) in members {
@@ -854,7 +847,6 @@ impl Coordinator {
                 Vec::new()
             },
             replica: self.ownership.replica.clone(),
-            load: u32::try_from(held.len()).unwrap_or(u32::MAX),
             held,
             configured: u32::try_from(self.ownership.clusters.len()).unwrap_or(u32::MAX),
         };
@@ -1568,7 +1560,7 @@ mod tests {
     /// one; a replica above its share gives one up.
     #[test]
     fn groups_of_several_clusters_balance_by_the_replicas_loads() {
-        let member_of = |replica: &str, cluster: &str, load: u32, owned: bool| Metadata {
+        let member_of = |replica: &str, cluster: &str, owned: bool| Metadata {
             version: VERSION,
             clusters: [(cluster.to_string(), "1".to_string())].into(),
             generation: if owned { 4 } else { -1 },
@@ -1578,7 +1570,6 @@ mod tests {
                 Vec::new()
             },
             replica: replica.to_string(),
-            load,
             configured: 4,
             ..Metadata::default()
         };
@@ -1586,7 +1577,7 @@ mod tests {
         for cluster in ["c1", "c2", "c3", "c4"] {
             let members: Vec<(String, Metadata)> = ["r1", "r2"]
                 .iter()
-                .map(|r| (format!("{r}-{cluster}"), member_of(r, cluster, 0, false)))
+                .map(|r| (format!("{r}-{cluster}"), member_of(r, cluster, false)))
                 .collect();
             let plan = assign(&members[0].0, &members);
             let (id, _) = plan.iter().find(|(_, a)| !a.clusters.is_empty()).unwrap();
@@ -1602,7 +1593,7 @@ mod tests {
         let all = ["c1", "c2", "c3", "c4"];
         let mut r1 = Vec::new();
         for cluster in all {
-            let mut first = member_of("r1", cluster, 3, true);
+            let mut first = member_of("r1", cluster, true);
             first.held = all
                 .iter()
                 .filter(|c| **c != cluster)
@@ -1610,7 +1601,7 @@ mod tests {
                 .collect();
             let members = vec![
                 (format!("r1-{cluster}"), first),
-                (format!("r2-{cluster}"), member_of("r2", cluster, 0, false)),
+                (format!("r2-{cluster}"), member_of("r2", cluster, false)),
             ];
             let plan = assign(&members[0].0, &members);
             if plan[&format!("r1-{cluster}")].clusters == [cluster] {
@@ -1621,9 +1612,9 @@ mod tests {
         }
         assert_eq!(r1.len(), 2, "r1 keeps {r1:?} of four");
         // Within its share it keeps it.
-        let mut first = member_of("r1", "c4", 1, true);
+        let mut first = member_of("r1", "c4", true);
         first.held = vec!["c1".into()];
-        let mut second = member_of("r2", "c4", 1, false);
+        let mut second = member_of("r2", "c4", false);
         second.held = vec!["c2".into()];
         let members = vec![("r1-c4".to_string(), first), ("r2-c4".to_string(), second)];
         assert_eq!(assign("r2-c4", &members)["r1-c4"].clusters, ["c4"]);
