@@ -1,5 +1,6 @@
 //! Stamps the git revision into the binary for `kafka_lso_exporter_build_info`.
-//! `GIT_REVISION` wins when set (container builds have no .git).
+//! `GIT_REVISION` wins when set (container builds have no .git). Also names the optional
+//! cargo features built in, for `--version`.
 
 use std::process::Command;
 
@@ -30,4 +31,18 @@ fn main() {
         })
         .unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=GIT_REVISION={revision}");
+    let features: Vec<&str> = [
+        ("CARGO_FEATURE_AWS_MSK_IAM", "aws-msk-iam"),
+        ("CARGO_FEATURE_GSSAPI", "gssapi"),
+    ]
+    .into_iter()
+    .filter(|(var, _)| std::env::var_os(var).is_some())
+    .map(|(_, name)| name)
+    .collect();
+    let features = if features.is_empty() {
+        "none".to_string()
+    } else {
+        features.join(" ")
+    };
+    println!("cargo:rustc-env=BUILD_FEATURES={features}");
 }

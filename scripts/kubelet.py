@@ -9,7 +9,10 @@ web=tls, web=tls+basic: the stand-in web config file has tls_server_config and/o
 basic_auth_users (the chart cannot know what the user's Secret holds);
 services=FILE+FILE: the Services of these manifests live in the same namespace too (their
 service-link variables reach the pod); links=on: as if the pod left enableServiceLinks on
-(what a user who removes `enableServiceLinks: false` gets).
+(what a user who removes `enableServiceLinks: false` gets); expect=startup-failure: the pod's
+startup probe is meant never to pass (a probe of a path the exporter does not serve): the
+run passes when the kubelet would restart the container for it, before running any other
+probe.
 
 For each Deployment, StatefulSet, DaemonSet or Pod with a container named
 kafka-lso-exporter, in a mount and network namespace of its own (all pods at once):
@@ -32,11 +35,13 @@ kafka-lso-exporter, in a mount and network namespace of its own (all pods at onc
   every cluster is down (kafka_lso_exporter_up 0) and a replica of a coordination group
   reaches no coordinator.
 
-Then the probes on the kubelet's schedule (initialDelaySeconds, periodSeconds,
-timeoutSeconds, failureThreshold; startupProbe first): httpGet to the pod IP with the
-kubelet's headers, 200-399 a success, HTTPS without verification; tcpSocket a connect. A
-liveness probe failing failureThreshold times in a row, a startup probe running out, or
-readiness not reached within 60 s is a failure. /metrics is scraped as the pod's
+Then the probes on the kubelet's schedule (initialDelaySeconds from the container's start,
+periodSeconds, timeoutSeconds, failureThreshold): the startup probe alone until it passes
+(the kubelet runs no liveness or readiness probe before), then liveness and readiness, each
+first due at the later of its initial delay and the startup probe's success; httpGet to the
+pod IP with the kubelet's headers, 200-399 a success, HTTPS without verification; tcpSocket
+a connect. A liveness probe failing failureThreshold times in a row, a startup probe running
+out, or readiness not reached within 60 s is a failure. /metrics is scraped as the pod's
 ServiceMonitor, PodMonitor or annotations say. SIGTERM: the process exits 0 within
 terminationGracePeriodSeconds. The process's log must hold no panic and no refused write.
 """
@@ -82,6 +87,7 @@ CONFIG_MAP_DATA = {
                                "  dns_lookup_kdc = false\n"
                                "[realms]\n  EXAMPLE.COM = {\n    kdc = kdc.example.com:88\n  }\n"},
 }
+STARTUP_FAILED = "startupProbe failed"
 PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "timeoutSeconds": 1,
                   "successThreshold": 1, "failureThreshold": 3}
 LIMIT_FACTORS = {"": 1, "k": 1000, "M": 1000**2, "G": 1000**3, "Ki": 1024, "Mi": 1024**2, "Gi": 1024**3}
@@ -98,7 +104,8 @@ def image():
         stage = f.read().split("\nFROM ")[-1]
     entrypoint = json.loads(re.search(r"^ENTRYPOINT (\[.*\])", stage, re.M).group(1))
     uid, _, gid = re.search(r"^USER (\S+)", stage, re.M).group(1).partition(":")
-    binary = re.search(r"^COPY --from=build \S+ (\S+)", stage, re.M).group(1)
+    # The binary from a build stage, or from the release's build context.
+    binary = re.search(r"^COPY (?:--from=\S+ )?\S*/kafka-lso-exporter (\S+)$", stage, re.M).group(1)
     return entrypoint, int(uid), int(gid or uid), binary
 
 
@@ -586,7 +593,18 @@ def inside(path, options, exporter, index):
         started = time.monotonic()
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         problems += probe(pod, process, started, facts)
-        if process.poll() is None:
+        restarted = any(p.startswith(STARTUP_FAILED) for p in problems)
+        if pod.options.get("expect") == "startup-failure":
+            if restarted and len(problems) == 1:
+                facts.append(f"as expected, {problems[0]}; no other probe ran before")
+                problems = []
+            else:
+                problems.append("expected the startup probe to fail and the kubelet to restart the container")
+        if restarted:
+            # The kubelet kills the container (and would start it again).
+            process.kill()
+            process.wait()
+        elif process.poll() is None:
             status = open(f"/proc/{process.pid}/status").read()
             real_uid = re.search(r"^Uid:\s+(\d+)", status, re.M).group(1)
             if int(real_uid) != uid:
@@ -677,16 +695,23 @@ def probe(pod, process, started, facts):
     startup = probes.get("startupProbe")
     began = 0.0
     if startup:
-        ok, at = run_probe(pod, process, started, startup, "startupProbe", 0.0, until_success=True)
+        ok, what = run_probe(pod, process, started, startup, "startupProbe", 0.0, until_success=True)
+        at = time.monotonic() - started
+        if not ok and process.poll() is not None:
+            return [f"the process exited with status {process.returncode} at {at:.1f} s, before its startup probe passed"]
         if not ok:
-            return [f"startupProbe failed {startup['failureThreshold']} times: the kubelet restarts the container ({at})"]
-        began = time.monotonic() - started
+            return [f"{STARTUP_FAILED} {startup['failureThreshold']} times, the last at {at:.1f} s ({what}): "
+                    "the kubelet restarts the container"]
+        began = at
+        facts.append(f"started at {at:.1f} s (startupProbe {what}); liveness and readiness from then on")
     live, ready = probes.get("livenessProbe"), probes.get("readinessProbe")
-    # Both workers at once, on one clock.
+    # Both workers at once, on one clock. The initial delay counts from the container's
+    # start (the kubelet's worker compares it with StartedAt), not from the startup
+    # probe's success.
     schedule = []
     for kind, p in (("livenessProbe", live), ("readinessProbe", ready)):
         if p:
-            schedule.append([began + p["initialDelaySeconds"], kind, p, 0])
+            schedule.append([max(began, p["initialDelaySeconds"]), kind, p, 0])
     ready_at = None
     live_checks = 0
     while schedule:
@@ -715,7 +740,7 @@ def probe(pod, process, started, facts):
         # Done once ready and liveness has passed on its schedule at least twice (or for
         # as long as a restart could have come).
         if (ready or ready_at is not None) and (ready is None or ready_at is not None) and \
-                (live is None or live_checks >= 2 and at >= began + live["initialDelaySeconds"]):
+                (live is None or live_checks >= 2 and at >= max(began, live["initialDelaySeconds"])):
             break
     if ready is None and live:
         facts.append("no readinessProbe: ready once started")

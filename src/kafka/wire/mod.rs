@@ -35,6 +35,7 @@ use self::scram::ScramClient;
 mod compact;
 #[cfg(feature = "gssapi")]
 mod gssapi;
+#[cfg(feature = "aws-msk-iam")]
 pub mod msk_iam;
 pub mod oauth;
 pub mod scram;

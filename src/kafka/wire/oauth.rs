@@ -109,6 +109,7 @@ enum Method {
     File {
         path: PathBuf,
     },
+    #[cfg(feature = "aws-msk-iam")]
     MskIam {
         region: Option<String>,
         signer: tokio::sync::OnceCell<super::msk_iam::MskIam>,
@@ -121,6 +122,7 @@ impl Method {
             Method::Unsecured { .. } => "unsecured JWT",
             Method::Oidc { .. } => "OIDC token endpoint",
             Method::File { .. } => "token file",
+            #[cfg(feature = "aws-msk-iam")]
             Method::MskIam { .. } => "AWS MSK IAM",
         }
     }
@@ -248,10 +250,21 @@ impl TokenSource {
             "file" => Method::File {
                 path: PathBuf::from(need("sasl.oauthbearer.token.file", "file")?),
             },
+            #[cfg(feature = "aws-msk-iam")]
             "aws_msk_iam" => Method::MskIam {
                 region: get("sasl.oauthbearer.aws.region").map(str::to_string),
                 signer: Default::default(),
             },
+            #[cfg(not(feature = "aws-msk-iam"))]
+            "aws_msk_iam" => {
+                return Err(property_error(
+                    "sasl.oauthbearer.method",
+                    "aws_msk_iam needs a build with the cargo feature aws-msk-iam (the \
+                     default build, the release tarball and the image have it); this one \
+                     was built without it"
+                        .to_string(),
+                ))
+            }
             other => {
                 return Err(property_error(
                     "sasl.oauthbearer.method",
@@ -507,6 +520,7 @@ impl TokenSource {
                     stamp,
                 ))
             }
+            #[cfg(feature = "aws-msk-iam")]
             Method::MskIam { region, signer } => {
                 let signer = signer
                     .get_or_try_init(|| {

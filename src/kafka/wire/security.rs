@@ -139,7 +139,8 @@ fn gssapi<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<Sasl, String> {
 fn gssapi<'a>(_: &impl Fn(&str) -> Option<&'a str>) -> Result<Sasl, String> {
     Err(
         "SASL mechanism GSSAPI is not supported by this build (it lacks the cargo feature \
-         `gssapi`)"
+         `gssapi`): use the -kerberos release tarball or the image built with \
+         --build-arg FLAVOUR=kerberos"
             .into(),
     )
 }

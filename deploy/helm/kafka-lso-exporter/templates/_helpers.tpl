@@ -26,11 +26,167 @@ app.kubernetes.io/name: {{ include "kafka-lso-exporter.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/*
+The labels of every object: the chart's own, then commonLabels. Call with the root
+context; an object with labels of its own uses kafka-lso-exporter.labelsWith.
+*/}}
 {{- define "kafka-lso-exporter.labels" -}}
-helm.sh/chart: {{ include "kafka-lso-exporter.chart" . }}
+{{- include "kafka-lso-exporter.labelsWith" (list . dict) }}
+{{- end }}
+
+{{/*
+The chart's own labels, then commonLabels and the object's own labels merged (the
+object's win over commonLabels, so that no key is written twice). commonLabels may not
+name a label the chart sets: two of them select the pods. Call with (list $ $objectLabels).
+*/}}
+{{- define "kafka-lso-exporter.labelsWith" -}}
+{{- $root := index . 0 }}
+{{- $own := list "helm.sh/chart" "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" }}
+{{- range $key, $_ := $root.Values.commonLabels | default dict }}
+{{- if has $key $own }}
+{{- fail (printf "commonLabels.%s: the chart sets this label itself (%s)" $key (join ", " $own)) }}
+{{- end }}
+{{- end -}}
+helm.sh/chart: {{ include "kafka-lso-exporter.chart" $root }}
+{{ include "kafka-lso-exporter.selectorLabels" $root }}
+app.kubernetes.io/version: {{ $root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ $root.Release.Service }}
+{{- with merge (deepCopy (index . 1 | default dict)) ($root.Values.commonLabels | default dict) }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The labels of the pods: the selector's, then commonLabels and podLabels merged (podLabels
+win).
+*/}}
+{{- define "kafka-lso-exporter.podLabels" -}}
 {{ include "kafka-lso-exporter.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with merge (deepCopy (.Values.podLabels | default dict)) (.Values.commonLabels | default dict) }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Service's labels as a YAML map, for the ServiceMonitor's jobLabel (the job is the value
+of that label of the Service).
+*/}}
+{{- define "kafka-lso-exporter.serviceLabels" -}}
+{{- include "kafka-lso-exporter.labelsWith" (list . (.Values.service.labels | default dict)) }}
+{{- end }}
+
+{{/*
+imagePullSecrets of the pod: global.imagePullSecrets (shared by the charts of an umbrella
+release), then imagePullSecrets; each entry a {name} or a bare name; each name once.
+Renders a YAML list, or nothing.
+*/}}
+{{- define "kafka-lso-exporter.imagePullSecrets" -}}
+{{- $names := list }}
+{{- range concat (dig "imagePullSecrets" list (.Values.global | default dict)) (.Values.imagePullSecrets | default list) }}
+{{- $name := kindIs "map" . | ternary (get (kindIs "map" . | ternary . dict) "name") . | toString }}
+{{- if not (has $name $names) }}
+{{- $names = append $names $name }}
+{{- end }}
+{{- end }}
+{{- $secrets := list }}
+{{- range $names }}
+{{- $secrets = append $secrets (dict "name" .) }}
+{{- end }}
+{{- with $secrets }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The settings of the ServiceMonitor (kind "serviceMonitor") or PodMonitor ("podMonitor"),
+as YAML: prometheus.<kind>, and where it leaves a key empty (false, "", 0, [] or {}, each
+key's default), the same key of the deprecated top-level <kind> of chart 0.1.0 (whose
+`labels` is `additionalLabels` now). A key set in both places, differently, fails the
+render. Call with (list $ kind).
+*/}}
+{{- define "kafka-lso-exporter.monitorValues" -}}
+{{- $root := index . 0 }}
+{{- $kind := index . 1 }}
+{{- $current := deepCopy (get ($root.Values.prometheus | default dict) $kind | default dict) }}
+{{- range $key, $value := get $root.Values $kind | default dict }}
+{{- $newKey := eq $key "labels" | ternary "additionalLabels" $key }}
+{{- $now := get $current $newKey }}
+{{- if and (not (empty $now)) (not (empty $value)) (ne (toYaml $now) (toYaml $value)) }}
+{{- fail (printf "%s.%s (deprecated) and prometheus.%s.%s are both set, differently: keep prometheus.%s.%s and remove %s.%s" $kind $key $kind $newKey $kind $newKey $kind $key) }}
+{{- end }}
+{{- if empty $now }}
+{{- $_ := set $current $newKey $value }}
+{{- end }}
+{{- end }}
+{{- toYaml $current }}
+{{- end }}
+
+{{/* The key that turned a monitor on, for messages: prometheus.<kind>.enabled or the deprecated one. */}}
+{{- define "kafka-lso-exporter.monitorSwitch" -}}
+{{- $root := index . 0 }}
+{{- $kind := index . 1 }}
+{{- if dig $kind "enabled" false ($root.Values.prometheus | default dict) }}
+{{- printf "prometheus.%s.enabled" $kind }}
+{{- else }}
+{{- printf "%s.enabled" $kind }}
+{{- end }}
+{{- end }}
+
+{{/*
+The labels of the PrometheusRule: prometheusRule.additionalLabels, or the deprecated
+prometheusRule.labels; both, differently, fail the render. Renders a YAML map.
+*/}}
+{{- define "kafka-lso-exporter.ruleLabels" -}}
+{{- $new := .Values.prometheusRule.additionalLabels | default dict }}
+{{- $old := .Values.prometheusRule.labels | default dict }}
+{{- if and $new $old (ne (toYaml $new) (toYaml $old)) }}
+{{- fail "prometheusRule.labels (deprecated) and prometheusRule.additionalLabels are both set, differently: keep prometheusRule.additionalLabels and remove prometheusRule.labels" }}
+{{- end }}
+{{- toYaml ($new | default $old) }}
+{{- end }}
+
+{{/*
+The deprecated keys the values use, one "old -> new" per line; empty when none.
+*/}}
+{{- define "kafka-lso-exporter.deprecations" -}}
+{{- $lines := list }}
+{{- range $kind := list "serviceMonitor" "podMonitor" }}
+{{- range $key, $_ := get $.Values $kind | default dict }}
+{{- $lines = append $lines (printf "%s.%s -> prometheus.%s.%s" $kind $key $kind (eq $key "labels" | ternary "additionalLabels" $key)) }}
+{{- end }}
+{{- end }}
+{{- if hasKey (.Values.prometheusRule | default dict) "labels" }}
+{{- $lines = append $lines "prometheusRule.labels -> prometheusRule.additionalLabels" }}
+{{- end }}
+{{- join "\n" $lines }}
+{{- end }}
+
+{{/*
+Fails the render when the cluster does not serve an object's API (its CRD is not
+installed): the install would fail at apply with "no matches for kind", after the other
+objects were created. Call with (list $ "group/version" "Kind" SWITCH OWNER): SWITCH the
+value that turned the object on, OWNER what ships the CRD ("the Prometheus Operator").
+*/}}
+{{- define "kafka-lso-exporter.requireApi" -}}
+{{- $root := index . 0 }}
+{{- $api := printf "%s/%s" (index . 1) (index . 2) }}
+{{- if not ($root.Capabilities.APIVersions.Has $api) }}
+{{- fail (printf "%s=true, but the cluster has no %s CRD (%s): install %s's CRDs first, or set %s=false. (helm template, which sees no cluster: --api-versions %s)" (index . 3) (index . 2) $api (index . 4) (index . 3) $api) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Scrape limits of a ServiceMonitor or PodMonitor spec, those set above 0. Call with the
+monitor's settings.
+*/}}
+{{- define "kafka-lso-exporter.scrapeLimits" -}}
+{{- range $key := list "sampleLimit" "targetLimit" "labelLimit" "labelNameLengthLimit" "labelValueLengthLimit" }}
+{{- with get $ $key }}
+{{- if gt (int .) 0 }}
+{{ $key }}: {{ int . }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{- define "kafka-lso-exporter.image" -}}
@@ -232,15 +388,22 @@ minutes" for 5m, "1 hour" for 1h; any other duration ("1h30m") as it is.
 {{/*
 The matchers of KafkaLsoExporterAbsent: prometheusRule.exporterSelector, else this
 release's scrape job as the Prometheus Operator names it (a ServiceMonitor's job is the
-Service's name, a PodMonitor's <namespace>/<name>) with the pods' namespace, else none.
+Service's name, a PodMonitor's <namespace>/<name>; with jobLabel, the value of that label
+of the Service or pod where it has one) with the pods' namespace, else none.
 */}}
 {{- define "kafka-lso-exporter.exporterSelector" -}}
+{{- $serviceMonitor := include "kafka-lso-exporter.monitorValues" (list . "serviceMonitor") | fromYaml }}
+{{- $podMonitor := include "kafka-lso-exporter.monitorValues" (list . "podMonitor") | fromYaml }}
 {{- if .Values.prometheusRule.exporterSelector }}
 {{- .Values.prometheusRule.exporterSelector }}
-{{- else if .Values.serviceMonitor.enabled }}
-{{- printf "job=%q, namespace=%q" (include "kafka-lso-exporter.fullname" .) .Release.Namespace }}
-{{- else if (.Values.podMonitor | default dict).enabled }}
-{{- printf "job=%q, namespace=%q" (printf "%s/%s" (.Values.podMonitor.namespace | default .Release.Namespace) (include "kafka-lso-exporter.fullname" .)) .Release.Namespace }}
+{{- else if $serviceMonitor.enabled }}
+{{- $labels := include "kafka-lso-exporter.serviceLabels" . | fromYaml }}
+{{- $job := get $labels ($serviceMonitor.jobLabel | default "") | default (include "kafka-lso-exporter.fullname" .) }}
+{{- printf "job=%q, namespace=%q" (toString $job) .Release.Namespace }}
+{{- else if $podMonitor.enabled }}
+{{- $labels := include "kafka-lso-exporter.podLabels" . | fromYaml }}
+{{- $job := get $labels ($podMonitor.jobLabel | default "") | default (printf "%s/%s" ($podMonitor.namespace | default .Release.Namespace) (include "kafka-lso-exporter.fullname" .)) }}
+{{- printf "job=%q, namespace=%q" (toString $job) .Release.Namespace }}
 {{- end }}
 {{- end }}
 
