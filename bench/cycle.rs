@@ -143,7 +143,7 @@ fn observe_cycles(run: &Run, n: usize) -> (Vec<f64>, Vec<BTreeMap<String, u32>>)
             }
             current.clear();
             first = false;
-        } else if line.contains("WARN") {
+        } else if line.contains(" level=WARN ") {
             eprintln!("exporter: {line}");
         }
     }

@@ -309,7 +309,7 @@ async fn main() {
                 if let Some(c) = bytes.captures(&line) {
                     fetched.fetch_add(c[1].parse().unwrap(), Ordering::Relaxed);
                     fetches.fetch_add(1, Ordering::Relaxed);
-                } else if line.contains("WARN") || line.contains("ERROR") {
+                } else if line.contains(" level=WARN ") || line.contains(" level=ERROR ") {
                     eprint!("exporter: {line}");
                 }
                 line.clear();

@@ -294,7 +294,7 @@ async fn main() {
                             .unwrap()
                             .push((minute, c[1].parse().unwrap()));
                     }
-                } else if text.contains("WARN") || text.contains("ERROR") {
+                } else if text.contains(" level=WARN ") || text.contains(" level=ERROR ") {
                     *warnings
                         .lock()
                         .unwrap()

@@ -10,7 +10,7 @@ local text = import 'lib/text.libsonnet';
 {
   prometheusAlerts+:: {
     local c = $._config,
-    local cl = c.clusterLabel,
+    local cl = c.kafkaClusterLabel,
     local sel(matchers) = promql.selector(c, matchers),
     // Alerts with a `for` read their series through a bridge, so that one or two cycles in
     // which the exporter could not read them do not start their `for` over. A failed read

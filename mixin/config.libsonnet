@@ -2,18 +2,33 @@
 // exporter's series, alert thresholds and durations, runbook links, dashboard settings.
 // Override in your own jsonnet:
 //
-//   (import 'kafka-lso-exporter-mixin/mixin.libsonnet') + {
-//     _config+:: { kafkaLsoExporterSelector: 'job="kafka-lso-exporter"', gapThreshold: 20000 },
+//   (import 'github.com/kafka-lso-exporter/kafka-lso-exporter/mixin/mixin.libsonnet') + {
+//     _config+:: { kafkaLsoExporterSelector: 'job="kafka-lso"', gapThreshold: 20000 },
 //   }
 {
   _config+:: {
-    // The label naming the Kafka cluster on every series of the exporter.
-    clusterLabel: 'kafka_cluster',
+    // Label matchers added to every query of the rules and dashboards: those of the
+    // exporter's scrape job. The default matches the jobs the project's manifests give it:
+    // deploy/kubernetes's ServiceMonitor (job="kafka-lso-exporter", the Service's name),
+    // the Helm chart's ServiceMonitor (the release's full name, "<release>-kafka-lso-exporter"
+    // or the release name where it contains kafka-lso-exporter) and PodMonitor
+    // ("<namespace>/<full name>"). Set your own where the job is named otherwise, e.g.
+    // 'job="kafka-lso"' or 'job="kafka-lso-exporter", namespace="monitoring"'; '' selects
+    // every series of these names, whoever serves them.
+    kafkaLsoExporterSelector: 'job=~".*kafka-lso-exporter.*"',
 
-    // Label matchers added to every query of the alerts and dashboards, e.g.
-    // 'job="kafka-lso-exporter"' or 'job=~"kafka-lso.*", namespace="monitoring"'. Empty:
-    // none, every series of these names is the exporter's.
-    kafkaLsoExporterSelector: '',
+    // The label naming the Kafka cluster on every series of the exporter (the cluster's
+    // `name` in the exporter's configuration). Named clusterLabel up to 0.1.0.
+    kafkaClusterLabel: 'kafka_cluster',
+
+    // Several Kubernetes or Prometheus clusters in one data source (Thanos, Mimir, Cortex),
+    // told apart by clusterLabel, the label your Prometheus servers add as an external
+    // label: showMultiCluster adds a `cluster` variable to the dashboards (after the data
+    // source) and selects every query by it. Off: no such variable, no such matcher. The
+    // rules are evaluated where one cluster's series are (each cluster's Prometheus, or a
+    // ruler per tenant), as the other mixins' are.
+    showMultiCluster: false,
+    clusterLabel: 'cluster',
 
     // The window of the recording rules' rates and catch-up estimate (prometheusRules);
     // the exporter's own is groups.rate_window (5m by default).
@@ -171,9 +186,10 @@
     // of the exporter (dead, never scraped, or its scrapes failing) before the alert fires;
     // while it is absent, no other alert of the exporter can fire.
     exporterAbsentFor: '5m',
-    // The matchers of that one query, which must name the exporter's scrape job: with none,
-    // the alert fires only when no kafka-lso-exporter at all is scraped. The Helm chart
-    // fills in its own job and namespace (prometheusRule.exporterSelector).
+    // The matchers of that one query, which must name the exporter's scrape job (by default
+    // kafkaLsoExporterSelector's: the alert also says when that selector matches no job);
+    // with none, the alert fires only when no kafka-lso-exporter at all is scraped. The Helm
+    // chart fills in its own job and namespace (prometheusRule.exporterSelector).
     exporterAbsentSelector: self.kafkaLsoExporterSelector,
     // KafkaLsoExporterSeriesDropped: how long the max_series guard may leave series out.
     seriesDroppedFor: '15m',
@@ -199,5 +215,10 @@
     dashboardRefresh: '30s',
     dashboardPeriod: 'now-1h',
     dashboardTimezone: 'browser',
+
+    // clusterLabel named the Kafka cluster's label up to 0.1.0; it is now the multi-cluster
+    // label of the other mixins, and kafkaClusterLabel names the Kafka cluster's.
+    assert self.clusterLabel != self.kafkaClusterLabel :
+           'clusterLabel (%s) names the label of your Prometheus or Kubernetes clusters (showMultiCluster); the Kafka cluster\'s label is kafkaClusterLabel' % self.clusterLabel,
   },
 }

@@ -15,7 +15,7 @@ local promql = import 'lib/promql.libsonnet';
 {
   prometheusRules+:: {
     local c = $._config,
-    local cl = c.clusterLabel,
+    local cl = c.kafkaClusterLabel,
     local sel(matchers) = promql.selector(c, matchers),
     local r = std.join(', ', c.replicaLabels),
     local w = c.rateWindow,

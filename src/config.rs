@@ -461,8 +461,8 @@ impl Default for GroupGranularity {
     }
 }
 
-/// `logfmt` (`ts=... level=info msg="..." key=value`, the exporter-toolkit's default) or
-/// `json`, one object per line.
+/// `logfmt` (`time=... level=INFO source=... msg="..." key=value`) or `json`, one line per
+/// event, the same keys in both (promslog's, see `crate::logging`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {

@@ -7,16 +7,16 @@
 //! [`derive::ClusterSnapshot`] (pure code), [`expose`] renders snapshots for `/metrics`,
 //! [`serve`] answers HTTP (behind TLS and basic auth when a web config is given).
 //! [`scheduler`] runs one sampling loop per cluster through them. At the side:
-//! [`config`] (settings, validated; imported by all), [`logfmt`] (the default log format),
-//! [`memory`] (how the allocator holds memory; imports nothing) and `drill` (the binary's
-//! `drill` subcommand). [`run`] and [`run_with`] wire it up;
+//! [`config`] (settings, validated; imported by all), [`logging`] (the log lines, logfmt or
+//! JSON, in promslog's keys), [`memory`] (how the allocator holds memory; imports nothing)
+//! and `drill` (the binary's `drill` subcommand). [`run`] and [`run_with`] wire it up;
 //! `main.rs` only parses flags and starts telemetry.
 
 pub mod config;
 pub mod derive;
 pub mod expose;
 pub mod kafka;
-pub mod logfmt;
+pub mod logging;
 pub mod memory;
 pub mod scheduler;
 pub mod serve;

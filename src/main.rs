@@ -29,8 +29,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use kafka_lso_exporter::config::{Config, LogFormat, Overrides};
-use kafka_lso_exporter::logfmt::{Logfmt, LogfmtFields};
+use kafka_lso_exporter::config::{Config, Overrides};
+use kafka_lso_exporter::logging::{Promslog, SpanFields};
 use kafka_lso_exporter::serve::web::WebConfig;
 
 /// Prometheus exporter for Kafka transactional visibility.
@@ -145,6 +145,8 @@ const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (revision ",
     env!("GIT_REVISION"),
+    ", features ",
+    env!("BUILD_FEATURES"),
     ")"
 );
 
@@ -388,19 +390,18 @@ fn connect_check(config: &Config) -> ExitCode {
     }
 }
 
+/// Log lines on standard error, as promslog writes them (see [`kafka_lso_exporter::logging`]).
 fn init_logging(config: &Config) {
     let filter = std::env::var("RUST_LOG")
         .ok()
         .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).ok())
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(&config.log.level));
-    let builder = tracing_subscriber::fmt()
+    tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(false);
-    match config.log.format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Logfmt => builder.event_format(Logfmt).fmt_fields(LogfmtFields).init(),
-    }
+        .fmt_fields(SpanFields)
+        .event_format(Promslog::new(config.log.format))
+        .init();
 }
 
 /// Completes on SIGTERM or Ctrl-C.

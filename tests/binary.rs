@@ -1,8 +1,11 @@
-//! The binary as users run it: flags only, real broker, SIGTERM.
+//! The binary as users run it: flags only, real broker, SIGTERM; and its log, line by
+//! line, in both formats.
 
 mod common;
 
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 use common::binary::Binary;
 use common::*;
@@ -35,10 +38,9 @@ async fn quick_start_flags_serve_metrics_and_sigterm_stops_gracefully() {
 
     let (exit, log) = exporter.terminate(Duration::from_secs(5));
     assert!(exit.success(), "exit status {exit:?}");
-    assert!(
-        log.lines().all(|l| l.starts_with('{')),
-        "every log line is JSON:\n{log}"
-    );
+    for line in log.lines() {
+        promslog_line("json", line);
+    }
     assert!(
         log.contains("first cycle done")
             && log.contains("shutting down")
@@ -124,20 +126,228 @@ async fn serves_on_every_listen_address_at_the_telemetry_path() {
         .lines()
         .find(|l| l.contains("serving /internal/prometheus"))
         .unwrap_or_else(|| panic!("no start line:\n{log}"));
-    let message = format!(
-        " level=info msg=\"kafka-lso-exporter {} serving /internal/prometheus\" ",
+    let message = " level=INFO source=src/lib.rs:";
+    let msg = format!(
+        " msg=\"kafka-lso-exporter {} serving /internal/prometheus\" ",
         env!("CARGO_PKG_VERSION")
     );
     assert!(
-        started.starts_with("ts=")
-            && started.contains(&message)
+        started.starts_with("time=")
+            && started.contains(message)
+            && started.contains(&msg)
             && started.contains(&format!(":{second}"))
             && started.contains(&format!("127.0.0.1:{first}")),
         "{started}"
     );
+    // logfmt is the default.
+    for line in log.lines() {
+        promslog_line("logfmt", line);
+    }
+}
+
+/// Every line the binary writes, in either `--log.format`, has promslog's keys first —
+/// `time`, `level`, `source`, `msg` — and then only flat fields: no nested object, no key
+/// twice. At debug level against an unreachable cluster, so that every level the exporter
+/// writes by itself (and librdkafka's lines) is there. Needs no broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_log_line_has_promslogs_keys_in_both_formats() {
+    for format in ["logfmt", "json"] {
+        let exporter = Binary::start(
+            &[
+                "--bootstrap-servers",
+                "127.0.0.1:1",
+                "--cluster-name",
+                "gone",
+                "--interval",
+                "1s",
+                "--log.level",
+                "debug",
+                "--log.format",
+                format,
+            ],
+            &[],
+        );
+        exporter
+            .wait_for("up 0", Duration::from_secs(20), |s| {
+                (s.value("kafka_lso_exporter_up", &[("kafka_cluster", "gone")]) == Some(0.0))
+                    .then_some(())
+            })
+            .await;
+        // The failed cycle's warning, twice.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while exporter.log().matches("cannot reach the cluster").count() < 2 {
+            assert!(Instant::now() < deadline, "{format}:\n{}", exporter.log());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let (exit, log) = exporter.terminate(Duration::from_secs(5));
+        assert!(exit.success(), "exit status {exit:?}");
+        let lines: Vec<Vec<(String, String)>> =
+            log.lines().map(|l| promslog_line(format, l)).collect();
+        let levels: std::collections::BTreeSet<&str> =
+            lines.iter().map(|l| l[1].1.as_str()).collect();
+        assert!(
+            levels.contains("INFO") && levels.contains("DEBUG") && levels.contains("WARN"),
+            "{format}: levels {levels:?}:\n{log}"
+        );
+        let serving = format!(
+            "kafka-lso-exporter {} serving /metrics",
+            env!("CARGO_PKG_VERSION")
+        );
+        let started = lines
+            .iter()
+            .find(|l| l[3].1 == serving)
+            .unwrap_or_else(|| panic!("{format}: no start line:\n{log}"));
+        assert_eq!(started[1].1, "INFO", "{started:?}");
+        assert!(started[2].1.starts_with("src/lib.rs:"), "{started:?}");
+        let fields: Vec<&str> = started[4..].iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["listen", "clusters", "interval", "tls", "basic_auth"],
+            "{started:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l[3].1 == "stopped" && l[2].1.starts_with("src/main.rs:")),
+            "{format}: no stop line:\n{log}"
+        );
+    }
+}
+
+/// One line of the log, checked against promslog's shape and split into its keys and
+/// values, in order: `time` (RFC 3339, UTC; milliseconds in logfmt), `level`, `source`
+/// (`file:line`), `msg`, then fields that hold one value each, no key twice.
+fn promslog_line(format: &str, line: &str) -> Vec<(String, String)> {
+    let pairs = match format {
+        "json" => json_pairs(line),
+        _ => logfmt_pairs(line),
+    };
+    let keys: Vec<&str> = pairs.iter().map(|(k, _)| k.as_str()).collect();
     assert!(
-        log.lines()
-            .all(|l| l.starts_with("ts=") && l.contains(" level=")),
-        "every log line is logfmt:\n{log}"
+        keys.len() >= 4 && keys[..4] == ["time", "level", "source", "msg"],
+        "{format}: not time, level, source, msg first: {line}"
     );
+    let unique: std::collections::BTreeSet<&str> = keys.iter().copied().collect();
+    assert_eq!(unique.len(), keys.len(), "{format}: a key twice: {line}");
+    let time = &pairs[0].1;
+    assert!(
+        time.ends_with('Z') && humantime::parse_rfc3339(time).is_ok(),
+        "{format}: time {time:?}: {line}"
+    );
+    if format == "logfmt" {
+        assert_eq!(time.len(), "2024-05-01T12:00:00.123Z".len(), "{line}");
+    }
+    assert!(
+        ["ERROR", "WARN", "INFO", "DEBUG"].contains(&pairs[1].1.as_str()),
+        "{format}: level {:?}: {line}",
+        pairs[1].1
+    );
+    let source = pairs[2].1.rsplit_once(':');
+    assert!(
+        source.is_some_and(|(file, number)| file.ends_with(".rs")
+            && !file.starts_with('/')
+            && number.parse::<u32>().is_ok()),
+        "{format}: source {:?}: {line}",
+        pairs[2].1
+    );
+    pairs
+}
+
+/// A JSON line's keys in order, every value a string, number or boolean (written as
+/// text); fails on anything nested.
+fn json_pairs(line: &str) -> Vec<(String, String)> {
+    struct Ordered(Vec<(String, Value)>);
+    impl<'de> serde::Deserialize<'de> for Ordered {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Pairs;
+            impl<'de> serde::de::Visitor<'de> for Pairs {
+                type Value = Ordered;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Ordered, A::Error> {
+                    let mut pairs = Vec::new();
+                    while let Some(pair) = map.next_entry()? {
+                        pairs.push(pair);
+                    }
+                    Ok(Ordered(pairs))
+                }
+            }
+            d.deserialize_map(Pairs)
+        }
+    }
+    let Ordered(pairs) =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not one JSON object ({e}): {line}"));
+    pairs
+        .into_iter()
+        .map(|(key, value)| match value {
+            Value::String(text) => (key, text),
+            Value::Number(_) | Value::Bool(_) => (key, value.to_string()),
+            nested => panic!("{key} is {nested}, not one value: {line}"),
+        })
+        .collect()
+}
+
+/// A logfmt line as slog's text handler writes it: `key=value` pairs one space apart,
+/// a key or value bare or quoted with Go's escapes.
+fn logfmt_pairs(line: &str) -> Vec<(String, String)> {
+    let mut rest = line;
+    let mut pairs = Vec::new();
+    while !rest.is_empty() {
+        let (key, after) = logfmt_token(rest, '=').unwrap_or_else(|| panic!("no key=: {line}"));
+        let after = after
+            .strip_prefix('=')
+            .unwrap_or_else(|| panic!("{key}: no '=': {line}"));
+        let (value, after) =
+            logfmt_token(after, ' ').unwrap_or_else(|| panic!("{key}: no value: {line}"));
+        rest = match after.strip_prefix(' ') {
+            Some(next) if !next.is_empty() => next,
+            None if after.is_empty() => after,
+            _ => panic!("{key}: not one space before the next key: {line}"),
+        };
+        pairs.push((key, value));
+    }
+    pairs
+}
+
+/// A bare token up to `end` (which it must not hold), or a quoted one; and what follows.
+fn logfmt_token(text: &str, end: char) -> Option<(String, &str)> {
+    let Some(quoted) = text.strip_prefix('"') else {
+        let at = text.find([end, ' ', '=']).unwrap_or(text.len());
+        return (at > 0).then(|| (text[..at].to_string(), &text[at..]));
+    };
+    let mut token = String::new();
+    let mut chars = quoted.char_indices();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '"' => return Some((token, &quoted[at + 1..])),
+            '\\' => {
+                let (_, escape) = chars.next()?;
+                let hex = |chars: &mut std::str::CharIndices, n: usize| {
+                    let digits: String = chars.by_ref().take(n).map(|(_, c)| c).collect();
+                    char::from_u32(u32::from_str_radix(&digits, 16).ok()?)
+                };
+                token.push(match escape {
+                    '"' | '\\' => escape,
+                    'a' => '\u{7}',
+                    'b' => '\u{8}',
+                    'f' => '\u{c}',
+                    'n' => '\n',
+                    'r' => '\r',
+                    't' => '\t',
+                    'v' => '\u{b}',
+                    'x' => hex(&mut chars, 2)?,
+                    'u' => hex(&mut chars, 4)?,
+                    'U' => hex(&mut chars, 8)?,
+                    _ => return None,
+                });
+            }
+            c if c.is_control() => return None,
+            c => token.push(c),
+        }
+    }
+    None
 }

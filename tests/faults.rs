@@ -228,7 +228,8 @@ async fn unreachable_at_start() {
     let other_warnings: Vec<&str> = log
         .lines()
         .filter(|l| {
-            (l.contains("WARN") || l.contains("ERROR")) && !l.contains("cannot reach the cluster")
+            (l.contains(" level=WARN ") || l.contains(" level=ERROR "))
+                && !l.contains("cannot reach the cluster")
         })
         .collect();
     assert!(

@@ -350,7 +350,7 @@ async fn a_wrong_password_is_counted_and_never_shown() {
         "no failed cycle logged:\n{log}"
     );
     assert!(
-        log.contains("level=debug"),
+        log.contains(" level=DEBUG "),
         "no debug lines in the log:\n{log}"
     );
     assert!(

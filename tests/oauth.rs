@@ -546,7 +546,7 @@ async fn two_minutes_of_reauthentication_and_token_refresh_without_a_failed_cycl
             let log = binary.log();
             let said: Vec<&str> = log
                 .lines()
-                .filter(|l| l.contains("level=warn") || l.contains("level=error"))
+                .filter(|l| l.contains(" level=WARN ") || l.contains(" level=ERROR "))
                 .collect();
             panic!(
                 "errors counted after {:?}:\n{}\nwhat the exporter said:\n{}",
@@ -581,7 +581,7 @@ async fn two_minutes_of_reauthentication_and_token_refresh_without_a_failed_cycl
     );
     assert!(tokens >= 2, "{tokens} tokens in 2 min (40 s each):\n{log}");
     assert!(
-        !log.contains("level=warn"),
+        !log.contains(" level=WARN "),
         "warnings during the run:\n{log}"
     );
 }
@@ -622,7 +622,7 @@ async fn one_token_serves_both_clients() {
     // authentication.
     let warnings: Vec<&str> = log
         .lines()
-        .filter(|l| l.contains("level=warn") && !l.contains("(first: deadline passed)"))
+        .filter(|l| l.contains(" level=WARN ") && !l.contains("(first: deadline passed)"))
         .collect();
     assert!(warnings.is_empty(), "{warnings:#?}\n{log}");
 }

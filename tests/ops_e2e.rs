@@ -166,6 +166,8 @@ fn dashboard_queries(topic: &str) -> Vec<(String, String)> {
                     continue;
                 };
                 let filled = expr
+                    .replace("${kafka_cluster}", "test")
+                    .replace("$kafka_cluster", "test")
                     .replace("${cluster}", "test")
                     .replace("$cluster", "test")
                     .replace("${topic}", topic)

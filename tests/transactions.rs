@@ -7,6 +7,8 @@
 //! (transaction version 2 on Kafka 4.x: an epoch bump at every commit and abort) and with
 //! librdkafka (version 1).
 
+#[path = "common/api_doc.rs"]
+mod api_doc;
 mod common;
 
 use std::collections::BTreeMap;
@@ -135,6 +137,8 @@ async fn names_the_transaction_that_pins_the_lso() {
     // The blocked group, on the page and in the API.
     let (status, json) = exporter.get("/api/v1/stuck").await;
     assert_eq!(status, 200);
+    // Every key of the live answer as docs/api.md documents it.
+    api_doc::assert_documented(&json);
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     let entry = json["partitions"]
         .as_array()

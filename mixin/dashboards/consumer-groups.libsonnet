@@ -10,10 +10,10 @@ local text = import '../lib/text.libsonnet';
     // q, with the isolation selectors: %(isolation)s the groups' isolation series,
     // %(uncommitted)s those of groups judged read_uncommitted or mixed; and %(abortedWindow)s
     // the window of KafkaConsumerGroupReadAbortedRecords.
-    local groupMatchers = [c.clusterLabel + '=~"$cluster"', 'group=~"$group"'],
+    local groupMatchers = [c.kafkaClusterLabel + '=~"$kafka_cluster"', 'group=~"$group"'],
     local qi(text) = std.rstripChars(text, '\n') % (promql.new(c).vars + {
-      isolation: promql.selector(c, groupMatchers),
-      uncommitted: promql.selector(c, groupMatchers + ['isolation_level=~"read_uncommitted|mixed"']),
+      isolation: promql.new(c).selector(groupMatchers),
+      uncommitted: promql.new(c).selector(groupMatchers + ['isolation_level=~"read_uncommitted|mixed"']),
       abortedWindow: c.abortedRecordsReadWindow,
     }),
 
@@ -22,7 +22,7 @@ local text = import '../lib/text.libsonnet';
         uid=c.dashboardUIDs.consumerGroups,
         title='Kafka consumer groups: HW vs LSO lag',
         description='Consumer group lag against the high watermark and against the last stable offset: which groups are slow, which are blocked by open transactions, which read uncommitted data.',
-        variables=[g.variables.datasource, g.variables.cluster, g.variables.topic, g.variables.group],
+        variables=[g.variables.datasource, g.variables.kafkaCluster, g.variables.topic, g.variables.group],
         panels=[
           {
             id: 1,
@@ -70,7 +70,7 @@ local text = import '../lib/text.libsonnet';
                   and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 ))
                 or
-                0 * count(kafka_lso_exporter_up%(cluster)s == 1)
+                0 * count(kafka_lso_exporter_up%(kafkaCluster)s == 1)
               |||), legend='__auto'),
             ],
           },
@@ -122,7 +122,7 @@ local text = import '../lib/text.libsonnet';
                   )
                 )
                 or
-                0 * count(kafka_lso_exporter_up%(cluster)s == 1)
+                0 * count(kafka_lso_exporter_up%(kafkaCluster)s == 1)
               |||), legend='__auto'),
             ],
           },
@@ -291,7 +291,7 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.target('A', q('max(time() - kafka_lso_exporter_last_success_timestamp_seconds%(cluster)s)'), legend='__auto'),
+              g.target('A', q('max(time() - kafka_lso_exporter_last_success_timestamp_seconds%(kafkaCluster)s)'), legend='__auto'),
             ],
           },
           {
@@ -464,7 +464,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     group: 1,
                     topic: 2,
                     partition: 3,
@@ -640,7 +640,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     group: 1,
                     topic: 2,
                     partition: 3,
@@ -1069,7 +1069,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     group: 1,
                     topic: 2,
                     'Value #A': 3,
@@ -1177,7 +1177,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     group: 1,
                     topic: 2,
                     Value: 3,
@@ -1278,7 +1278,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     group: 1,
                     state: 2,
                     Value: 3,
@@ -1507,7 +1507,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     group: 1,
                     topic: 2,
                     partition: 3,
@@ -1661,7 +1661,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true, 'Value #A': true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     group: 1,
                     status: 2,
                     'Value #B': 3,
@@ -1717,7 +1717,7 @@ local text = import '../lib/text.libsonnet';
               g.target('A', q(|||
                 max by (%(c)s, group, topic) (kafka_consumergroup_topic_max_commit_stall_seconds%(groupTopic)s) > 0
                 or on (%(c)s)
-                label_replace(0 * kafka_lso_exporter_up%(cluster)s, "group", "(no stall)", "", "")
+                label_replace(0 * kafka_lso_exporter_up%(kafkaCluster)s, "group", "(no stall)", "", "")
               |||), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
             ],
             unit='s',
@@ -1751,7 +1751,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     group: 1,
                     topic: 2,
                     'Value #A': 3,
@@ -1819,7 +1819,7 @@ local text = import '../lib/text.libsonnet';
               g.target('A', q(|||
                 max by (%(c)s, group, topic) (kafka_consumergroup_topic_lost_records%(groupTopic)s) > 0
                 or on (%(c)s)
-                label_replace(0 * kafka_lso_exporter_up%(cluster)s, "group", "(none lost)", "", "")
+                label_replace(0 * kafka_lso_exporter_up%(kafkaCluster)s, "group", "(none lost)", "", "")
               |||), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
             ],
             thresholds=[{ color: 'red', value: 1 }],
@@ -1855,7 +1855,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     topic: 1,
                     group: 2,
                     isolation_level: 3,
@@ -1951,7 +1951,7 @@ local text = import '../lib/text.libsonnet';
               g.target('A', qi(|||
                 sum by (%(c)s, group, topic) (increase(kafka_consumergroup_aborted_records_read_total%(groupTopic)s[%(abortedWindow)s])) > 0
                 or on (%(c)s)
-                label_replace(0 * kafka_lso_exporter_up%(cluster)s, "group", "(none read)", "", "")
+                label_replace(0 * kafka_lso_exporter_up%(kafkaCluster)s, "group", "(none read)", "", "")
               |||), legend=q('{{group}} {{topic}} ({{%(c)s}})')),
             ],
             thresholds=[{ color: 'red', value: 1 }],

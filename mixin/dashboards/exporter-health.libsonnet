@@ -13,7 +13,7 @@ local text = import '../lib/text.libsonnet';
         uid=c.dashboardUIDs.exporterHealth,
         title='kafka-lso-exporter health',
         description='Is the exporter reaching each cluster, how fresh and how complete are its samples.',
-        variables=[g.variables.datasource, g.variables.cluster],
+        variables=[g.variables.datasource, g.variables.kafkaCluster],
         panels=[
           {
             id: 1,
@@ -61,7 +61,7 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.target('A', q('kafka_lso_exporter_up%(cluster)s'), legend=q('{{%(c)s}}')),
+              g.target('A', q('kafka_lso_exporter_up%(kafkaCluster)s'), legend=q('{{%(c)s}}')),
             ],
           },
           {
@@ -102,7 +102,7 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.target('A', q('time() - kafka_lso_exporter_last_success_timestamp_seconds%(cluster)s'), legend=q('{{%(c)s}}')),
+              g.target('A', q('time() - kafka_lso_exporter_last_success_timestamp_seconds%(kafkaCluster)s'), legend=q('{{%(c)s}}')),
             ],
           },
           {
@@ -142,7 +142,7 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.target('A', q('histogram_quantile(0.99, sum by (%(c)s, le) (rate(kafka_lso_exporter_cycle_duration_seconds_bucket%(cluster)s[$__rate_interval])))'), legend=q('{{%(c)s}}')),
+              g.target('A', q('histogram_quantile(0.99, sum by (%(c)s, le) (rate(kafka_lso_exporter_cycle_duration_seconds_bucket%(kafkaCluster)s[$__rate_interval])))'), legend=q('{{%(c)s}}')),
             ],
           },
           {
@@ -183,7 +183,7 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.instantTarget('A', q('sum(increase(kafka_lso_exporter_errors_total%(cluster)s[$__range]))'), legend='__auto'),
+              g.instantTarget('A', q('sum(increase(kafka_lso_exporter_errors_total%(kafkaCluster)s[$__range]))'), legend='__auto'),
             ],
           },
           {
@@ -224,7 +224,7 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.instantTarget('A', q('sum(increase(kafka_lso_exporter_anomalies_total%(cluster)s[$__range]))'), legend='__auto'),
+              g.instantTarget('A', q('sum(increase(kafka_lso_exporter_anomalies_total%(kafkaCluster)s[$__range]))'), legend='__auto'),
             ],
           },
           {
@@ -266,7 +266,7 @@ local text = import '../lib/text.libsonnet';
               g.instantTarget('A', q(|||
                 count by (version) (
                   kafka_lso_exporter_build_info%(exporter)s
-                  and on (job, instance) kafka_lso_exporter_up%(cluster)s
+                  and on (job, instance) kafka_lso_exporter_up%(kafkaCluster)s
                 )
               |||), legend='{{version}}'),
             ],
@@ -326,11 +326,11 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('histogram_quantile(0.5, sum by (%(c)s, le) (rate(kafka_lso_exporter_cycle_duration_seconds_bucket%(cluster)s[$__rate_interval])))'), legend=q('p50 ({{%(c)s}})')),
-              g.target('B', q('histogram_quantile(0.99, sum by (%(c)s, le) (rate(kafka_lso_exporter_cycle_duration_seconds_bucket%(cluster)s[$__rate_interval])))'), legend=q('p99 ({{%(c)s}})')),
+              g.target('A', q('histogram_quantile(0.5, sum by (%(c)s, le) (rate(kafka_lso_exporter_cycle_duration_seconds_bucket%(kafkaCluster)s[$__rate_interval])))'), legend=q('p50 ({{%(c)s}})')),
+              g.target('B', q('histogram_quantile(0.99, sum by (%(c)s, le) (rate(kafka_lso_exporter_cycle_duration_seconds_bucket%(kafkaCluster)s[$__rate_interval])))'), legend=q('p99 ({{%(c)s}})')),
               g.target('C', q(|||
-                sum by (%(c)s) (rate(kafka_lso_exporter_cycle_duration_seconds_sum%(cluster)s[$__rate_interval]))
-                / sum by (%(c)s) (rate(kafka_lso_exporter_cycle_duration_seconds_count%(cluster)s[$__rate_interval]))
+                sum by (%(c)s) (rate(kafka_lso_exporter_cycle_duration_seconds_sum%(kafkaCluster)s[$__rate_interval]))
+                / sum by (%(c)s) (rate(kafka_lso_exporter_cycle_duration_seconds_count%(kafkaCluster)s[$__rate_interval]))
               |||), legend=q('average ({{%(c)s}})')),
             ],
           },
@@ -382,7 +382,7 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('time() - kafka_lso_exporter_last_success_timestamp_seconds%(cluster)s'), legend=q('{{%(c)s}}')),
+              g.target('A', q('time() - kafka_lso_exporter_last_success_timestamp_seconds%(kafkaCluster)s'), legend=q('{{%(c)s}}')),
             ],
           },
           {
@@ -424,7 +424,7 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'single', sort: 'none' },
             },
             targets: [
-              g.target('A', q('kafka_lso_exporter_up%(cluster)s'), legend=q('{{%(c)s}}')),
+              g.target('A', q('kafka_lso_exporter_up%(kafkaCluster)s'), legend=q('{{%(c)s}}')),
             ],
           },
           {
@@ -475,9 +475,9 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('sum by (%(c)s) (kafka_topic_partitions%(cluster)s)'), legend=q('partitions ({{%(c)s}})')),
-              g.target('B', q('count by (%(c)s) (kafka_topic_partitions%(cluster)s)'), legend=q('topics ({{%(c)s}})')),
-              g.target('C', q('count by (%(c)s) (kafka_consumergroup_members%(cluster)s)'), legend=q('groups ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s) (kafka_topic_partitions%(kafkaCluster)s)'), legend=q('partitions ({{%(c)s}})')),
+              g.target('B', q('count by (%(c)s) (kafka_topic_partitions%(kafkaCluster)s)'), legend=q('topics ({{%(c)s}})')),
+              g.target('C', q('count by (%(c)s) (kafka_consumergroup_members%(kafkaCluster)s)'), legend=q('groups ({{%(c)s}})')),
             ],
           },
           {
@@ -535,7 +535,7 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('sum by (%(c)s, stage) (rate(kafka_lso_exporter_errors_total%(cluster)s[$__rate_interval]))'), legend=q('{{stage}} ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s, stage) (rate(kafka_lso_exporter_errors_total%(kafkaCluster)s[$__rate_interval]))'), legend=q('{{stage}} ({{%(c)s}})')),
             ],
           },
           {
@@ -585,7 +585,7 @@ local text = import '../lib/text.libsonnet';
               tooltip: { mode: 'multi', sort: 'desc' },
             },
             targets: [
-              g.target('A', q('sum by (%(c)s, kind) (rate(kafka_lso_exporter_anomalies_total%(cluster)s[$__rate_interval]))'), legend=q('{{kind}} ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s, kind) (rate(kafka_lso_exporter_anomalies_total%(kafkaCluster)s[$__rate_interval]))'), legend=q('{{kind}} ({{%(c)s}})')),
             ],
           },
           {
@@ -630,7 +630,7 @@ local text = import '../lib/text.libsonnet';
               g.tableTarget('A', q(|||
                 max by (job, instance, version, revision) (
                   kafka_lso_exporter_build_info%(exporter)s
-                  and on (job, instance) kafka_lso_exporter_up%(cluster)s
+                  and on (job, instance) kafka_lso_exporter_up%(kafkaCluster)s
                 )
               |||)),
             ],
@@ -657,12 +657,12 @@ local text = import '../lib/text.libsonnet';
               g.target('A', q(|||
                 max by (job, instance, namespace, pod) (
                   process_resident_memory_bytes%(exporter)s
-                  and on (job, instance) kafka_lso_exporter_up%(cluster)s
+                  and on (job, instance) kafka_lso_exporter_up%(kafkaCluster)s
                 )
               |||), legend='resident {{instance}}'),
               g.target('B', q(|||
-                max by (namespace, pod) (kube_pod_container_resource_limits{resource="memory", container="kafka-lso-exporter"})
-                  and on (namespace, pod) (process_resident_memory_bytes%(exporter)s and on (job, instance) kafka_lso_exporter_up%(cluster)s)
+                max by (namespace, pod) (kube_pod_container_resource_limits{resource="memory", container="kafka-lso-exporter"%(andCluster)s})
+                  and on (namespace, pod) (process_resident_memory_bytes%(exporter)s and on (job, instance) kafka_lso_exporter_up%(kafkaCluster)s)
               |||), legend='limit {{pod}}'),
             ],
             unit='bytes',
@@ -684,7 +684,7 @@ local text = import '../lib/text.libsonnet';
               g.target('A', q(|||
                 max by (job, instance, namespace, pod) (
                   rate(process_cpu_seconds_total%(exporter)s[$__rate_interval])
-                  and on (job, instance) kafka_lso_exporter_up%(cluster)s
+                  and on (job, instance) kafka_lso_exporter_up%(kafkaCluster)s
                 )
               |||), legend='{{instance}}'),
             ],

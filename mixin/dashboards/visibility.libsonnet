@@ -13,7 +13,7 @@ local text = import '../lib/text.libsonnet';
         uid=c.dashboardUIDs.visibility,
         title='Kafka transactional visibility',
         description='Which partitions open transactions withhold from read_committed consumers, by how much, since when, and which consumer groups they block.',
-        variables=[g.variables.datasource, g.variables.cluster, g.variables.topic, g.variables.group, g.variables.partition],
+        variables=[g.variables.datasource, g.variables.kafkaCluster, g.variables.topic, g.variables.group, g.variables.partition],
         panels=[
           {
             id: 1,
@@ -186,7 +186,7 @@ local text = import '../lib/text.libsonnet';
                   and on (%(c)s, topic, partition) (kafka_partition_hw_minus_lso%(topic)s > 0 and kafka_partition_lso_stuck_seconds%(topic)s > 0)
                 ))
                 or
-                0 * count(kafka_lso_exporter_up%(cluster)s == 1)
+                0 * count(kafka_lso_exporter_up%(kafkaCluster)s == 1)
               |||), legend='__auto'),
             ],
           },
@@ -233,7 +233,7 @@ local text = import '../lib/text.libsonnet';
                   kafka_consumergroup_topic_committed_beyond_lso%(groupTopic)s > 0
                 ))
                 or
-                0 * count(kafka_lso_exporter_up%(cluster)s == 1)
+                0 * count(kafka_lso_exporter_up%(kafkaCluster)s == 1)
               |||), legend='__auto'),
             ],
           },
@@ -276,7 +276,7 @@ local text = import '../lib/text.libsonnet';
               showPercentChange: false,
             },
             targets: [
-              g.target('A', q('max(time() - kafka_lso_exporter_last_success_timestamp_seconds%(cluster)s)'), legend='__auto'),
+              g.target('A', q('max(time() - kafka_lso_exporter_last_success_timestamp_seconds%(kafkaCluster)s)'), legend='__auto'),
             ],
           },
           {
@@ -479,7 +479,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true, 'Value #F': true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     topic: 1,
                     partition: 2,
                     'Value #A': 3,
@@ -646,7 +646,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     topic: 1,
                     partition: 2,
                     transactional_id: 3,
@@ -1115,7 +1115,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     group: 1,
                     topic: 2,
                     partition: 3,
@@ -1302,7 +1302,7 @@ local text = import '../lib/text.libsonnet';
             'Transactions the coordinators list as open for longer than the exporter\'s transaction_list_min_age (default 10 s), by coordinator state (kafka_cluster_open_transactions), whether or not they pin a partition the exporter samples. Ongoing: the producer is writing; PrepareCommit and PrepareAbort: the coordinator has decided and writes the markers (long only when a partition is unavailable); PrepareEpochFence: a new producer instance is fencing the old one.',
             { x: 0, y: 56, w: 8, h: 8 },
             [
-              g.target('A', q('sum by (%(c)s, state) (kafka_cluster_open_transactions%(cluster)s)'), legend=q('{{state}} ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s, state) (kafka_cluster_open_transactions%(kafkaCluster)s)'), legend=q('{{state}} ({{%(c)s}})')),
             ],
             stacking='normal',
           ),
@@ -1312,11 +1312,11 @@ local text = import '../lib/text.libsonnet';
             'Unpinning: open transactions that pin no partition the exporter samples (they write only to topics outside its filter, wait behind an older transaction, or have written nowhere yet): no per-partition panel or alert shows them (kafka_cluster_unpinning_open_transactions; KafkaTransactionLongOpenUnseen). Prepared: two-phase (KIP-939) transactions, which their coordinator never times out: only their application or an operator ends them (kafka_cluster_prepared_transactions; KafkaTransactionLongOpenUnseen names those that stay open and pin no sampled partition). Prepared reads 0 also where the brokers lack KIP-939.',
             { x: 8, y: 56, w: 8, h: 8 },
             [
-              g.target('A', q('sum by (%(c)s) (kafka_cluster_unpinning_open_transactions%(cluster)s)'), legend=q('unpinning ({{%(c)s}})')),
+              g.target('A', q('sum by (%(c)s) (kafka_cluster_unpinning_open_transactions%(kafkaCluster)s)'), legend=q('unpinning ({{%(c)s}})')),
               g.target('B', q(|||
-                sum by (%(c)s) (kafka_cluster_prepared_transactions%(cluster)s)
+                sum by (%(c)s) (kafka_cluster_prepared_transactions%(kafkaCluster)s)
                 or on (%(c)s)
-                0 * max by (%(c)s) (kafka_lso_exporter_up%(cluster)s)
+                0 * max by (%(c)s) (kafka_lso_exporter_up%(kafkaCluster)s)
               |||), legend=q('prepared ({{%(c)s}})')),
             ],
           ),
@@ -1327,14 +1327,14 @@ local text = import '../lib/text.libsonnet';
             { x: 16, y: 56, w: 8, h: 8 },
             [
               g.target('A', q(|||
-                sum by (%(c)s, transactional_id) (rate(kafka_transaction_fencings_total%(cluster)s[$__rate_interval])) > 0
+                sum by (%(c)s, transactional_id) (rate(kafka_transaction_fencings_total%(kafkaCluster)s[$__rate_interval])) > 0
                 or on (%(c)s)
-                label_replace(0 * max by (%(c)s) (kafka_lso_exporter_up%(cluster)s), "transactional_id", "(none)", "", "")
+                label_replace(0 * max by (%(c)s) (kafka_lso_exporter_up%(kafkaCluster)s), "transactional_id", "(none)", "", "")
               |||), legend=q('fenced {{transactional_id}} ({{%(c)s}})')),
               g.target('B', q(|||
-                sum by (%(c)s, transactional_id) (rate(kafka_transaction_coordinator_moves_total%(cluster)s[$__rate_interval])) > 0
+                sum by (%(c)s, transactional_id) (rate(kafka_transaction_coordinator_moves_total%(kafkaCluster)s[$__rate_interval])) > 0
                 or on (%(c)s)
-                label_replace(0 * max by (%(c)s) (kafka_lso_exporter_up%(cluster)s), "transactional_id", "(none)", "", "")
+                label_replace(0 * max by (%(c)s) (kafka_lso_exporter_up%(kafkaCluster)s), "transactional_id", "(none)", "", "")
               |||), legend=q('coordinator moved {{transactional_id}} ({{%(c)s}})')),
             ],
             unit='ops',
@@ -1360,14 +1360,14 @@ local text = import '../lib/text.libsonnet';
             'The oldest open transactions of the cluster, as their coordinators list them (transaction_list_detail, default 10): age, time left before the coordinator times them out (empty for two-phase transactions, which it never times out; negative: overdue), the partitions they hold, and how many of those the exporter shows as pinned (empty: they pin no sampled partition). /api/v1/stuck and the exporter\'s / page list the same with their partitions, fencings and coordinator moves.',
             { x: 0, y: 64, w: 24, h: 8 },
             [
-              g.tableTarget('A', q('max by (%(c)s, transactional_id, producer_id, producer_epoch, state, coordinator) (kafka_coordinator_transaction_age_seconds%(cluster)s)')),
-              g.tableTarget('B', q('max by (%(c)s, transactional_id, producer_id, producer_epoch, state, coordinator) (kafka_coordinator_transaction_timeout_left_seconds%(cluster)s)')),
-              g.tableTarget('C', q('max by (%(c)s, transactional_id, producer_id, producer_epoch, state, coordinator) (kafka_coordinator_transaction_partitions%(cluster)s)')),
+              g.tableTarget('A', q('max by (%(c)s, transactional_id, producer_id, producer_epoch, state, coordinator) (kafka_coordinator_transaction_age_seconds%(kafkaCluster)s)')),
+              g.tableTarget('B', q('max by (%(c)s, transactional_id, producer_id, producer_epoch, state, coordinator) (kafka_coordinator_transaction_timeout_left_seconds%(kafkaCluster)s)')),
+              g.tableTarget('C', q('max by (%(c)s, transactional_id, producer_id, producer_epoch, state, coordinator) (kafka_coordinator_transaction_partitions%(kafkaCluster)s)')),
               g.tableTarget('D', q(|||
                 max by (%(c)s, transactional_id, producer_id, producer_epoch, state, coordinator) (
-                  kafka_coordinator_transaction_age_seconds%(cluster)s * 0
+                  kafka_coordinator_transaction_age_seconds%(kafkaCluster)s * 0
                   + on (%(c)s, producer_id) group_left ()
-                  count by (%(c)s, producer_id) (kafka_transaction_open_info%(cluster)s)
+                  count by (%(c)s, producer_id) (kafka_transaction_open_info%(kafkaCluster)s)
                 )
               |||)),
             ],
@@ -1378,7 +1378,7 @@ local text = import '../lib/text.libsonnet';
                 options: {
                   excludeByName: { Time: true },
                   indexByName: {
-                    [c.clusterLabel]: 0,
+                    [c.kafkaClusterLabel]: 0,
                     transactional_id: 1,
                     producer_id: 2,
                     producer_epoch: 3,

@@ -5,7 +5,7 @@ local promql = import 'promql.libsonnet';
 {
   new(c):: {
     local q = promql.new(c).fmt,
-    local cl = c.clusterLabel,
+    local kcl = c.kafkaClusterLabel,
     local datasource = { type: 'prometheus', uid: '${datasource}' },
 
     datasource:: datasource,
@@ -23,7 +23,9 @@ local promql = import 'promql.libsonnet';
         }],
       },
       description: description,
-      editable: true,
+      // Generated: a change made in Grafana is lost at the next provisioning (Save as... keeps
+      // a copy).
+      editable: false,
       fiscalYearStartMonth: 0,
       graphTooltip: 1,
       id: null,
@@ -44,7 +46,12 @@ local promql = import 'promql.libsonnet';
       refresh: c.dashboardRefresh,
       schemaVersion: 39,
       tags: c.dashboardTags,
-      templating: { list: variables },
+      // With showMultiCluster, the `cluster` variable after the data source's.
+      local multiCluster = if c.showMultiCluster then [$.new(c).variables.cluster] else [],
+      templating: {
+        list: [v for v in variables if v.name == 'datasource'] + multiCluster
+              + [v for v in variables if v.name != 'datasource'],
+      },
       time: { from: c.dashboardPeriod, to: 'now' },
       timepicker: {},
       timezone: c.dashboardTimezone,
@@ -54,11 +61,13 @@ local promql = import 'promql.libsonnet';
       weekStart: '',
     },
 
-    // Template variables. The Kafka cluster's is named `cluster` (queries use it as
-    // $cluster) whatever the label is called. Every list comes from series the exporter
-    // serves in both granularities: the topics from kafka_topic_partitions, the groups from
-    // kafka_consumergroup_info; the partitions from kafka_partition_high_watermark, which in
-    // `topic` granularity has only the partitions withheld by an open transaction.
+    // Template variables. The Kafka cluster's is named `kafka_cluster` (queries use it as
+    // $kafka_cluster) whatever the label is called; `cluster`, with showMultiCluster, is
+    // the Prometheus or Kubernetes cluster's (clusterLabel), as in the other mixins. Every
+    // list comes from series the exporter serves in both granularities: the topics from
+    // kafka_topic_partitions, the groups from kafka_consumergroup_info; the partitions from
+    // kafka_partition_high_watermark, which in `topic` granularity has only the partitions
+    // withheld by an open transaction.
     local queryVariable(name, label, query) = {
       name: name,
       label: label,
@@ -92,9 +101,19 @@ local promql = import 'promql.libsonnet';
         options: [],
         skipUrlSync: false,
       },
-      cluster: queryVariable('cluster', 'Cluster', q('label_values(kafka_lso_exporter_up%(exporter)s, %(c)s)')),
-      topic: queryVariable('topic', 'Topic', q('label_values(kafka_topic_partitions%(cluster)s, topic)')),
-      group: queryVariable('group', 'Consumer group', q('label_values(kafka_consumergroup_info%(cluster)s, group)')),
+      // One cluster at a time: the Kafka clusters' names may repeat across them.
+      cluster: queryVariable('cluster', 'Cluster', 'label_values(kafka_lso_exporter_build_info%s, %s)' % [
+        promql.selector(c, []),
+        c.clusterLabel,
+      ]) + {
+        multi: false,
+        includeAll: false,
+        current: {},
+        allValue:: null,
+      },
+      kafkaCluster: queryVariable('kafka_cluster', 'Kafka cluster', q('label_values(kafka_lso_exporter_up%(exporter)s, %(c)s)')),
+      topic: queryVariable('topic', 'Topic', q('label_values(kafka_topic_partitions%(kafkaCluster)s, topic)')),
+      group: queryVariable('group', 'Consumer group', q('label_values(kafka_consumergroup_info%(kafkaCluster)s, group)')),
       partition: queryVariable('partition', 'Partition', q('label_values(kafka_partition_high_watermark%(topic)s, partition)')) + {
         sort: 3,
         multi: false,
@@ -272,7 +291,9 @@ local promql = import 'promql.libsonnet';
     // Data links from a table cell: a group to the consumer groups dashboard, a partition
     // to its history on the visibility dashboard.
     local link(uid, vars) =
-      '/d/' + uid + '?${__url_time_range}&var-datasource=${datasource}&var-cluster=${__data.fields.' + cl + '}' + vars,
+      '/d/' + uid + '?${__url_time_range}&var-datasource=${datasource}'
+      + (if c.showMultiCluster then '&var-cluster=${cluster}' else '')
+      + '&var-kafka_cluster=${__data.fields.' + kcl + '}' + vars,
     groupLinkURL:: link(c.dashboardUIDs.consumerGroups, '&var-group=${__value.raw}'),
     partitionLinkURL:: link(c.dashboardUIDs.visibility, '&var-topic=${__data.fields.topic}&var-partition=${__value.raw}'),
   },
