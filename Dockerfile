@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # kafka-lso-exporter container image, from the binaries of a release, as Prometheus' own
 # exporters are built: `scripts/release` compiles them and writes this file beside them
 # into the image build context dist/kafka-lso-exporter-VERSION.image/.
@@ -17,9 +15,10 @@
 # root filesystem, mount a writable volume there; the realm comes from /etc/krb5.conf or
 # KRB5_CONFIG).
 #
-# The image runs as the numeric non-root user 65532 and writes no files, so it runs with a
-# read-only root filesystem (Kubernetes readOnlyRootFilesystem: true) and needs no writable
-# volume. Configuration comes from --config FILE (mount it read-only),
+# The image runs as the numeric non-root user 65532. The default flavour writes no files, so
+# it runs with a read-only root filesystem (Kubernetes readOnlyRootFilesystem: true) and
+# needs no writable volume; the kerberos flavour needs one for kinit's credential cache (an
+# emptyDir at /tmp, or KRB5CCNAME naming a file on one). Configuration comes from --config FILE (mount it read-only),
 # KAFKA_LSO_EXPORTER_* environment variables or flags. The licences of the exporter and
 # of everything its binary contains are in /usr/share/doc/kafka-lso-exporter/.
 
@@ -40,6 +39,7 @@ RUN set -eu; \
     # Every fix the archive has, whatever the age of the base.
     DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $packages; \
+    apt-get clean; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log
 
 COPY ${FLAVOUR}/kafka-lso-exporter /usr/local/bin/kafka-lso-exporter

@@ -210,10 +210,10 @@ impl ClientContext for ClusterContext {
     fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
         match level {
             RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical => {
-                tracing::error!(target: "librdkafka", cluster = %self.cluster, "{facility}: {message}")
+                tracing::error!(target: "librdkafka", component = "librdkafka", cluster = %self.cluster, "{facility}: {message}")
             }
             _ => {
-                tracing::debug!(target: "librdkafka", cluster = %self.cluster, "{facility}: {message}")
+                tracing::debug!(target: "librdkafka", component = "librdkafka", cluster = %self.cluster, "{facility}: {message}")
             }
         }
     }
