@@ -44,6 +44,10 @@ RUN set -eu; \
 
 COPY ${FLAVOUR}/kafka-lso-exporter /usr/local/bin/kafka-lso-exporter
 COPY LICENSE THIRD-PARTY-NOTICES.txt /usr/share/doc/kafka-lso-exporter/
+# Where Strimzi's operator looks for its Kafka Exporter's run script (spec.kafkaExporter.image
+# set to this image): it starts the exporter with the operator's settings (mode 0755 in
+# the context, kept by COPY).
+COPY kafka_exporter_run.sh /opt/kafka-exporter/kafka_exporter_run.sh
 
 ARG VERSION=0.1.0
 ARG GIT_REVISION=unknown

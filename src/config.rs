@@ -570,6 +570,9 @@ pub struct Overrides {
     pub bootstrap_servers: Option<String>,
     /// Sets the first cluster's name.
     pub cluster_name: Option<String>,
+    /// Further settings of the first cluster, by key path below it (kafka_exporter's
+    /// flags: [`crate::kafka_exporter_flags`]).
+    pub cluster_settings: Vec<(Vec<String>, Value)>,
 }
 
 impl Overrides {
@@ -606,6 +609,13 @@ impl Overrides {
                 let path = ["clusters".to_string(), "0".to_string(), key.to_string()];
                 insert_path(&mut dict, &path, Value::from(value.clone()));
             }
+        }
+        for (key, value) in &self.cluster_settings {
+            let path: Vec<String> = ["clusters".to_string(), "0".to_string()]
+                .into_iter()
+                .chain(key.iter().cloned())
+                .collect();
+            insert_path(&mut dict, &path, value.clone());
         }
         NamedDict {
             name: FLAG_ORIGIN,
@@ -2206,6 +2216,7 @@ mod hostile {
                         log_format,
                         bootstrap_servers,
                         cluster_name,
+                        cluster_settings: Vec::new(),
                     }
                 },
             )

@@ -9,13 +9,15 @@
 //! [`scheduler`] runs one sampling loop per cluster through them. At the side:
 //! [`config`] (settings, validated; imported by all), [`logging`] (the log lines, logfmt or
 //! JSON, in promslog's keys), [`memory`] (how the allocator holds memory; imports nothing)
-//! and `drill` (the binary's `drill` subcommand). [`run`] and [`run_with`] wire it up;
+//! [`kafka_exporter_flags`] (kafka_exporter's command line, read into settings) and `drill`
+//! (the binary's `drill` subcommand). [`run`] and [`run_with`] wire it up;
 //! `main.rs` only parses flags and starts telemetry.
 
 pub mod config;
 pub mod derive;
 pub mod expose;
 pub mod kafka;
+pub mod kafka_exporter_flags;
 pub mod logging;
 pub mod memory;
 pub mod scheduler;

@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use kafka_lso_exporter::config::{Config, Overrides};
+use kafka_lso_exporter::kafka_exporter_flags;
 use kafka_lso_exporter::logging::{Promslog, SpanFields};
 use kafka_lso_exporter::serve::web::WebConfig;
 
@@ -150,29 +151,122 @@ const VERSION: &str = concat!(
     ")"
 );
 
+/// How the process was started: this exporter's flags, or kafka_exporter's.
+struct Start {
+    config: Option<PathBuf>,
+    check_config: bool,
+    connect: bool,
+    overrides: Overrides,
+    /// What kafka_exporter's flags became, logged once logging has started.
+    notes: Vec<String>,
+}
+
+/// Strimzi starts its exporter container with `args: [/opt/kafka-exporter/kafka_exporter_run.sh]`,
+/// which follow this image's entrypoint: run that script (it turns the operator's
+/// environment into kafka_exporter's flags and starts this binary with them).
+fn strimzi_run_script(args: &[OsString]) -> Option<ExitCode> {
+    let script = args.get(1)?;
+    if std::path::Path::new(script).file_name()? != "kafka_exporter_run.sh" {
+        return None;
+    }
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new("/bin/sh")
+        .arg(script)
+        .args(&args[2..])
+        .exec();
+    eprintln!(
+        "kafka-lso-exporter: cannot run {}: {error}",
+        script.to_string_lossy()
+    );
+    Some(ExitCode::FAILURE)
+}
+
+/// The command line as kafka_exporter's ([`kafka_lso_exporter::kafka_exporter_flags`]).
+fn kafka_exporter_start(args: &[OsString]) -> Result<Start, ExitCode> {
+    let rest: Vec<String> = match args[1..].iter().map(|a| a.clone().into_string()).collect() {
+        Ok(rest) => rest,
+        Err(arg) => {
+            eprintln!("kafka-lso-exporter: {arg:?} is not UTF-8");
+            return Err(ExitCode::from(2));
+        }
+    };
+    if rest
+        .iter()
+        .any(|a| a == "--help" || a == "-h" || a == "--help-long")
+    {
+        print!("{}", kafka_exporter_flags::help());
+        return Err(ExitCode::SUCCESS);
+    }
+    if rest.iter().any(|a| a == "--version") {
+        println!("kafka-lso-exporter {VERSION}");
+        return Err(ExitCode::SUCCESS);
+    }
+    match kafka_exporter_flags::translate(&rest, |name| std::env::var(name).ok()) {
+        Ok(translation) => {
+            // Before any thread starts.
+            for (name, value) in &translation.env {
+                std::env::set_var(name, value);
+            }
+            let mut notes = vec![format!(
+                "started with kafka_exporter's flags: one cluster, kafka_exporter's metric families on ({} flags read)",
+                rest.len()
+            )];
+            notes.extend(translation.notes);
+            Ok(Start {
+                config: translation.config,
+                check_config: translation.check_config,
+                connect: false,
+                overrides: translation.overrides,
+                notes,
+            })
+        }
+        Err(error) => {
+            eprintln!("kafka-lso-exporter: {error}; see --help");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
 fn main() -> ExitCode {
     kafka_lso_exporter::memory::tune();
     let args: Vec<OsString> = std::env::args_os().collect();
-    if let Some((old, new)) = renamed_flag(&args) {
-        eprintln!("kafka-lso-exporter: {old} was renamed to {new}; see --help");
-        return ExitCode::from(2);
+    if let Some(code) = strimzi_run_script(&args) {
+        return code;
     }
-    let cli = Cli::parse_from(args);
-    if let Some(Command::Drill(args)) = cli.command {
-        return drill::run(args);
-    }
-    let overrides = Overrides {
-        listen_addresses: cli.web_listen_addresses,
-        telemetry_path: cli.web_telemetry_path,
-        web_config_file: cli.web_config_file,
-        interval: cli.interval,
-        timeout: cli.timeout,
-        log_level: cli.log_level,
-        log_format: cli.log_format,
-        bootstrap_servers: cli.bootstrap_servers,
-        cluster_name: cli.cluster_name,
+    let start = if kafka_exporter_flags::applies(&args) {
+        match kafka_exporter_start(&args) {
+            Ok(start) => start,
+            Err(code) => return code,
+        }
+    } else {
+        if let Some((old, new)) = renamed_flag(&args) {
+            eprintln!("kafka-lso-exporter: {old} was renamed to {new}; see --help");
+            return ExitCode::from(2);
+        }
+        let cli = Cli::parse_from(args);
+        if let Some(Command::Drill(args)) = cli.command {
+            return drill::run(args);
+        }
+        Start {
+            config: cli.config,
+            check_config: cli.check_config,
+            connect: cli.connect,
+            overrides: Overrides {
+                listen_addresses: cli.web_listen_addresses,
+                telemetry_path: cli.web_telemetry_path,
+                web_config_file: cli.web_config_file,
+                interval: cli.interval,
+                timeout: cli.timeout,
+                log_level: cli.log_level,
+                log_format: cli.log_format,
+                bootstrap_servers: cli.bootstrap_servers,
+                cluster_name: cli.cluster_name,
+                cluster_settings: Vec::new(),
+            },
+            notes: Vec::new(),
+        }
     };
-    let config = match Config::load(cli.config.as_deref(), std::env::vars(), &overrides) {
+    let config = match Config::load(start.config.as_deref(), std::env::vars(), &start.overrides) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("kafka-lso-exporter: invalid configuration: {error}");
@@ -198,7 +292,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if cli.check_config {
+    if start.check_config {
         println!(
             "configuration ok: listen {}, metrics at {}, interval {:?}, timeout {:?}, {} cluster(s): {}",
             config
@@ -252,12 +346,15 @@ fn main() -> ExitCode {
                 config.ignored_env.join(" ")
             );
         }
-        if cli.connect {
+        if start.connect {
             return connect_check(&config);
         }
         return ExitCode::SUCCESS;
     }
     init_logging(&config);
+    for note in &start.notes {
+        tracing::info!("{note}");
+    }
     #[cfg(feature = "dhat-heap")]
     start_heap_profile();
     for variable in &config.ignored_env {

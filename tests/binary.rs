@@ -351,3 +351,53 @@ fn logfmt_token(text: &str, end: char) -> Option<(String, &str)> {
     }
     None
 }
+
+/// kafka_exporter's command line, as the prometheus-kafka-exporter chart renders it: one
+/// cluster served with kafka_exporter's families beside the exporter's own; a flag of
+/// kafka_exporter that is not taken is refused by name (exit code 2), never ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_exporters_flags_serve_its_families_and_refuse_what_is_not_taken() {
+    require_kafka();
+    let server = format!("--kafka.server={}", bootstrap());
+    let exporter = Binary::start(
+        &[
+            "--verbosity=0",
+            &server,
+            "--no-offset.show-all",
+            "--interval",
+            "1s",
+        ],
+        &[],
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while exporter.get("/readyz").await.map(|(status, _)| status) != Some(200) {
+        assert!(Instant::now() < deadline, "the exporter never became ready");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, body) = exporter.get("/metrics").await.unwrap();
+    for family in [
+        "kafka_lso_exporter_up{kafka_cluster=\"default\"} 1",
+        "\nkafka_brokers{kafka_cluster=\"default\"} 1",
+        "\nkafka_broker_info{",
+    ] {
+        assert!(body.contains(family), "{family} missing:\n{body}");
+    }
+    let (exit, log) = exporter.terminate(Duration::from_secs(5));
+    assert!(exit.success(), "exit status {exit:?}");
+    assert!(log.contains("started with kafka_exporter's flags"), "{log}");
+
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"))
+        .args([
+            server.as_str(),
+            "--kafka.labels=env=prod",
+            "--refresh.metadata=1m",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--kafka.labels (") && stderr.contains("--refresh.metadata ("),
+        "{stderr}"
+    );
+}
