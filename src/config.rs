@@ -556,7 +556,7 @@ pub enum ConfigError {
 }
 
 /// Values given on the command line; each one, when set, overrides file and environment.
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 pub struct Overrides {
     /// `--web.listen-address`, repeated; when given, replaces the whole list.
     pub listen_addresses: Vec<String>,
@@ -573,6 +573,38 @@ pub struct Overrides {
     /// Further settings of the first cluster, by key path below it (kafka_exporter's
     /// flags: [`crate::kafka_exporter_flags`]).
     pub cluster_settings: Vec<(Vec<String>, Value)>,
+}
+
+/// As derived, but a cluster setting whose key looks secret (`client.sasl.password`) is
+/// shown as `<secret>`: a `{:?}` of the settings leaks nothing.
+impl std::fmt::Debug for Overrides {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let settings: Vec<(String, String)> = self
+            .cluster_settings
+            .iter()
+            .map(|(key, value)| {
+                let key = key.join(".");
+                let shown = if looks_secret(&key) {
+                    "<secret>".to_string()
+                } else {
+                    format!("{value:?}")
+                };
+                (key, shown)
+            })
+            .collect();
+        f.debug_struct("Overrides")
+            .field("listen_addresses", &self.listen_addresses)
+            .field("telemetry_path", &self.telemetry_path)
+            .field("web_config_file", &self.web_config_file)
+            .field("interval", &self.interval)
+            .field("timeout", &self.timeout)
+            .field("log_level", &self.log_level)
+            .field("log_format", &self.log_format)
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("cluster_name", &self.cluster_name)
+            .field("cluster_settings", &settings)
+            .finish()
+    }
 }
 
 impl Overrides {

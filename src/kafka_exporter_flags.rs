@@ -23,9 +23,11 @@ use crate::config::Overrides;
 pub const TAKEN: &[(&str, &str)] = &[
     ("kafka.server", "the cluster's bootstrap servers (repeatable)"),
     ("topic.filter", "topics.include"),
-    ("topic.exclude", "topics.exclude"),
+    ("topic.exclude",
+        "topics.exclude (kafka_exporter's default ^$, or empty, excludes nothing)",
+    ),
     ("group.filter", "groups.include"),
-    ("group.exclude", "groups.exclude"),
+    ("group.exclude", "groups.exclude (^$, or empty, excludes nothing)"),
     ("tls.enabled", "security.protocol SSL (SASL_SSL with --sasl.enabled)"),
     ("tls.ca-file", "ssl.ca.location (every certificate of the file is trusted)"),
     ("tls.cert-file", "ssl.certificate.location"),
@@ -40,24 +42,31 @@ pub const TAKEN: &[(&str, &str)] = &[
         "sasl.mechanisms: plain, scram-sha256, scram-sha512, gssapi, awsiam (OAUTHBEARER with sasl.oauthbearer.method aws_msk_iam)",
     ),
     ("sasl.username", "sasl.username"),
-    ("sasl.password", "sasl.password (else the variable SASL_USER_PASSWORD)"),
+    ("sasl.password",
+        "sasl.password (else the variable SASL_USER_PASSWORD, which keeps it off the command line)",
+    ),
     ("sasl.handshake", "true only: Kafka 1.0 and later always handshake"),
     ("sasl.aws-region", "sasl.oauthbearer.aws.region"),
     ("sasl.service-name", "sasl.kerberos.service.name"),
     ("sasl.realm", "the realm of sasl.kerberos.principal (sasl.username@realm)"),
     ("sasl.keytab-path", "sasl.kerberos.keytab"),
     ("sasl.kerberos-config-path", "KRB5_CONFIG"),
-    ("sasl.kerberos-auth-type", "keytabAuth only"),
+    ("sasl.kerberos-auth-type", "keytabAuth, required with gssapi: a password login is refused"),
     ("web.listen-address", "--web.listen-address (default :9308 here)"),
     ("web.telemetry-path", "--web.telemetry-path"),
     ("log.level", "--log.level"),
     ("log.format", "--log.format"),
     ("verbosity", "1: --log.level debug, 2 and more: trace; 0 changes nothing"),
-    ("log.enable-sarama", "the Kafka client library's debug lines (log.level ...,librdkafka=debug)"),
+    ("log.enable-sarama",
+        "librdkafka's log lines shown from debug level up (log.level ...,librdkafka=debug)",
+    ),
     ("kafka.version", "nothing to do: every request's version is negotiated with the brokers"),
+    ("refresh.metadata", "nothing to do: metadata is read every cycle (--interval)"),
+    ("concurrent.enable", "nothing to do: scrapes never start a collection, every scrape reads the last cycle"),
+    ("topic.workers", "nothing to do: requests are batched per broker, there are no workers to size"),
     (
         "offset.show-all",
-        "true: every committed partition (the default); false: groups.assigned_only, no series for partitions no member owns whose offset stands still",
+        "true: every committed partition (the default); false: groups.assigned_only: a partition no member has owned and whose offset has stood still for groups.abandon_after (24 h) loses its series, also in a group without members (kafka_exporter keeps those)",
     ),
     ("kafka.allow-auto-topic-creation", "false only: the exporter never creates topics"),
 ];
@@ -99,18 +108,6 @@ pub const NOT_TAKEN: &[(&str, &str)] = &[
         "zookeeper.server",
         "Kafka 3.9 and later keep no offsets in ZooKeeper",
     ),
-    (
-        "refresh.metadata",
-        "metadata is read every cycle (--interval)",
-    ),
-    (
-        "concurrent.enable",
-        "scrapes never start a collection: every scrape reads the last cycle",
-    ),
-    (
-        "topic.workers",
-        "requests are batched per broker, there are no workers to size",
-    ),
 ];
 
 /// This exporter's own flags, also taken in this mode (after kafka_exporter's).
@@ -121,7 +118,12 @@ const OWN: &[&str] = &[
     "timeout",
     "web.config.file",
     "check-config",
+    "connect",
 ];
+
+/// The flags that may be given more than once (each adds); any other repeated is refused,
+/// as kafka_exporter's parser refuses it.
+const REPEATABLE: &[&str] = &["kafka.server", "web.listen-address"];
 
 const BOOLEAN: &[&str] = &[
     "tls.enabled",
@@ -137,6 +139,7 @@ const BOOLEAN: &[&str] = &[
     "use.consumelag.zookeeper",
     "concurrent.enable",
     "check-config",
+    "connect",
 ];
 
 /// The address kafka_exporter listens on by default.
@@ -148,6 +151,7 @@ pub struct Translation {
     pub overrides: Overrides,
     pub config: Option<std::path::PathBuf>,
     pub check_config: bool,
+    pub connect: bool,
     /// Variables to set before anything starts (`KRB5_CONFIG`).
     pub env: Vec<(String, String)>,
     /// What the flags became, for one log line at start.
@@ -222,7 +226,7 @@ fn parse(args: &[String]) -> Result<Vec<(String, String)>, String> {
         }
         if !known(name) && !OWN.contains(&name) {
             return Err(format!(
-                "--{name} is not a flag of kafka_exporter 1.9 nor of this exporter (see docs/platforms/kafka-exporter.md)"
+                "--{name} is neither a flag of kafka_exporter 1.9 nor one of this exporter's taken with them (see docs/platforms/kafka-exporter.md)"
             ));
         }
         let value = match inline {
@@ -244,6 +248,13 @@ pub fn translate(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Translation, String> {
     let flags = parse(args)?;
+    for (index, (name, _)) in flags.iter().enumerate() {
+        if !REPEATABLE.contains(&name.as_str()) && flags[..index].iter().any(|(n, _)| n == name) {
+            return Err(format!(
+                "--{name} is given more than once (only --kafka.server and --web.listen-address add)"
+            ));
+        }
+    }
     let refused: Vec<String> = flags
         .iter()
         .filter_map(|(name, value)| {
@@ -276,12 +287,13 @@ pub fn translate(
         .filter(|(n, _)| n == "kafka.server")
         .map(|(_, v)| v.as_str())
         .collect();
-    let servers = if servers.is_empty() {
-        "kafka:9092".to_string()
-    } else {
-        servers.join(",")
+    // kafka_exporter's defaults, unless a config file may say otherwise.
+    let with_file = last("config").is_some();
+    t.overrides.bootstrap_servers = match (servers.is_empty(), with_file) {
+        (false, _) => Some(servers.join(",")),
+        (true, false) => Some("kafka:9092".to_string()),
+        (true, true) => None,
     };
-    t.overrides.bootstrap_servers = Some(servers);
     t.overrides.cluster_name = last("cluster-name").map(str::to_string);
     settings.push((
         vec!["compat"],
@@ -331,6 +343,10 @@ pub fn translate(
     }
     if sasl {
         translate_sasl(&flags, &env, &mut client, &mut t)?;
+    } else if let Some((name, _)) = flags.iter().find(|(n, v)| {
+        n.starts_with("sasl.") && n != "sasl.handshake" && n != "sasl.enabled" && !v.is_empty()
+    }) {
+        return Err(format!("--{name} without --sasl.enabled"));
     }
     if last("sasl.handshake") == Some("false") {
         return Err("--sasl.handshake=false: librdkafka always sends SaslHandshake (Kafka 1.0 and later need it)".into());
@@ -354,7 +370,7 @@ pub fn translate(
         .filter(|(n, _)| n == "web.listen-address")
         .map(|(_, v)| v.clone())
         .collect();
-    t.overrides.listen_addresses = if listen.is_empty() {
+    t.overrides.listen_addresses = if listen.is_empty() && !with_file {
         vec![DEFAULT_LISTEN.to_string()]
     } else {
         listen
@@ -383,6 +399,20 @@ pub fn translate(
     t.overrides.web_config_file = last("web.config.file").map(Into::into);
     t.config = last("config").map(Into::into);
     t.check_config = set("check-config");
+    t.connect = set("connect");
+    if t.connect && !t.check_config {
+        return Err("--connect needs --check-config".into());
+    }
+    for flag in ["refresh.metadata", "concurrent.enable", "topic.workers"] {
+        if let Some(value) = last(flag) {
+            let what = TAKEN
+                .iter()
+                .find(|(f, _)| *f == flag)
+                .map_or("", |(_, w)| *w);
+            t.notes
+                .push(format!("--{flag}={value} changes nothing here: {what}"));
+        }
+    }
 
     for (key, value) in client {
         settings.push((vec!["client", key], Value::from(value)));
@@ -413,6 +443,26 @@ fn translate_sasl(
         .map(str::to_string)
         .or_else(|| env("SASL_USER_PASSWORD").filter(|v| !v.is_empty()));
     let mechanism = last("sasl.mechanism").unwrap_or("").to_ascii_lowercase();
+    // A flag of another mechanism than the one chosen.
+    let kerberos = [
+        "sasl.service-name",
+        "sasl.realm",
+        "sasl.keytab-path",
+        "sasl.kerberos-config-path",
+        "sasl.kerberos-auth-type",
+        "sasl.disable-PA-FX-FAST",
+    ];
+    let foreign = flags.iter().find(|(n, v)| {
+        !v.is_empty()
+            && v != "false"
+            && ((kerberos.contains(&n.as_str()) && mechanism != "gssapi")
+                || (n == "sasl.aws-region" && mechanism != "awsiam"))
+    });
+    if let Some((name, _)) = foreign {
+        return Err(format!(
+            "--{name} with --sasl.mechanism={mechanism}: it belongs to another mechanism"
+        ));
+    }
     match mechanism.as_str() {
         "plain" | "scram-sha256" | "scram-sha512" => {
             let name = match mechanism.as_str() {
@@ -436,10 +486,12 @@ fn translate_sasl(
         }
         "gssapi" => {
             client.push(("sasl.mechanisms", "GSSAPI".to_string()));
-            if let Some(kind) = last("sasl.kerberos-auth-type").filter(|v| !v.is_empty()) {
-                if kind != "keytabAuth" {
-                    return Err(format!("--sasl.kerberos-auth-type={kind}: only keytabAuth (a password needs kinit outside the exporter)"));
-                }
+            // kafka_exporter logs in with the password unless the type is keytabAuth.
+            let kind = last("sasl.kerberos-auth-type").unwrap_or("");
+            if kind != "keytabAuth" {
+                return Err(format!(
+                    "--sasl.kerberos-auth-type={kind:?}: only keytabAuth (with --sasl.keytab-path) is taken; a Kerberos password login needs kinit outside the exporter"
+                ));
             }
             if let Some(service) = last("sasl.service-name").filter(|v| !v.is_empty()) {
                 client.push(("sasl.kerberos.service.name", service.to_string()));
@@ -447,12 +499,15 @@ fn translate_sasl(
             if let Some(keytab) = last("sasl.keytab-path").filter(|v| !v.is_empty()) {
                 client.push(("sasl.kerberos.keytab", keytab.to_string()));
             }
-            if let Some(username) = username {
-                let principal = match last("sasl.realm").filter(|v| !v.is_empty()) {
-                    Some(realm) => format!("{username}@{realm}"),
-                    None => username.to_string(),
-                };
-                client.push(("sasl.kerberos.principal", principal));
+            match (username, last("sasl.realm").filter(|v| !v.is_empty())) {
+                (Some(username), Some(realm)) => {
+                    client.push(("sasl.kerberos.principal", format!("{username}@{realm}")))
+                }
+                (Some(username), None) => {
+                    client.push(("sasl.kerberos.principal", username.to_string()))
+                }
+                (None, Some(_)) => return Err("--sasl.realm without --sasl.username".into()),
+                (None, None) => {}
             }
             if let Some(path) = last("sasl.kerberos-config-path").filter(|v| !v.is_empty()) {
                 t.env.push(("KRB5_CONFIG".to_string(), path.to_string()));
@@ -476,7 +531,7 @@ pub fn help() -> String {
     for (flag, why) in NOT_TAKEN {
         text.push_str(&format!("  --{flag:<34} {why}\n"));
     }
-    text.push_str("\nalso: --config, --cluster-name, --interval, --timeout, --web.config.file, --check-config\n");
+    text.push_str("\nalso: --config, --cluster-name, --interval, --timeout, --web.config.file, --check-config, --connect\n");
     text
 }
 
@@ -622,14 +677,88 @@ mod tests {
             "{error}"
         );
         // A refused boolean at its default changes nothing.
-        assert!(translate(&args("--kafka.server=a --no-concurrent.enable"), |_| None).is_ok());
-        assert!(translate(&args("--kafka.server=a --concurrent.enable"), |_| None).is_err());
+        assert!(translate(
+            &args("--kafka.server=a --no-use.consumelag.zookeeper"),
+            |_| None
+        )
+        .is_ok());
+        assert!(
+            translate(&args("--kafka.server=a --use.consumelag.zookeeper"), |_| {
+                None
+            })
+            .is_err()
+        );
         let error = translate(&args("--kafka.server=a --kafka.srever=b"), |_| None).unwrap_err();
-        assert!(error.contains("--kafka.srever is not a flag"), "{error}");
+        assert!(
+            error.contains("--kafka.srever is neither a flag"),
+            "{error}"
+        );
         let error = translate(&args("--kafka.server=a --sasl.enabled"), |_| None).unwrap_err();
         assert!(error.contains("--sasl.mechanism"), "{error}");
         let error = translate(&args("--kafka.server=a --topic.filter=("), |_| None).unwrap_err();
         assert!(error.contains("--topic.filter"), "{error}");
+    }
+
+    /// What the review of this mode found: a repeated flag, a flag of another mechanism, a
+    /// Kerberos password login, defaults over a config file, performance flags.
+    #[test]
+    fn nothing_is_dropped_without_a_word() {
+        let refused = |line: &str, says: &str| {
+            let error = translate(&args(line), |_| None).unwrap_err();
+            assert!(error.contains(says), "{line}: {error}");
+        };
+        refused(
+            "--kafka.server=a --topic.filter=x --topic.filter=y",
+            "--topic.filter is given more than once",
+        );
+        refused(
+            "--kafka.server=a --sasl.username=u",
+            "--sasl.username without --sasl.enabled",
+        );
+        refused(
+            "--kafka.server=a --sasl.enabled --sasl.mechanism=plain --sasl.username=u --sasl.password=p --sasl.realm=R",
+            "--sasl.realm with --sasl.mechanism=plain",
+        );
+        refused(
+            "--kafka.server=a --sasl.enabled --sasl.mechanism=gssapi --sasl.username=u --sasl.password=p",
+            "only keytabAuth",
+        );
+        refused(
+            "--kafka.server=a --connect",
+            "--connect needs --check-config",
+        );
+        let keytab = translate(
+            &args(
+                "--kafka.server=a --sasl.enabled --sasl.mechanism=gssapi --sasl.kerberos-auth-type=keytabAuth \
+                 --sasl.keytab-path=/k --sasl.username=u --sasl.realm=R --sasl.service-name=kafka",
+            ),
+            |_| None,
+        )
+        .unwrap();
+        assert_eq!(
+            text(&keytab, "client.sasl.kerberos.principal").as_deref(),
+            Some("u@R")
+        );
+        let both = translate(
+            &args(
+                "--kafka.server=a --kafka.server=b --web.listen-address=:1 --web.listen-address=:2",
+            ),
+            |_| None,
+        )
+        .unwrap();
+        assert_eq!(both.overrides.listen_addresses, vec![":1", ":2"]);
+        let file = translate(&args("--verbosity=0 --config /etc/x.toml"), |_| None).unwrap();
+        assert_eq!(file.overrides.bootstrap_servers, None);
+        assert!(file.overrides.listen_addresses.is_empty());
+        let quiet = translate(
+            &args("--kafka.server=a --refresh.metadata=1m --topic.workers=10 --concurrent.enable"),
+            |_| None,
+        )
+        .unwrap();
+        assert_eq!(quiet.notes.len(), 3, "{:?}", quiet.notes);
+        let checked =
+            translate(&args("--kafka.server=a --check-config --connect"), |_| None).unwrap();
+        assert!(checked.check_config && checked.connect);
     }
 
     #[test]
@@ -670,7 +799,7 @@ mod tests {
         all.sort();
         all.dedup();
         assert_eq!(all.len(), count);
-        for flag in BOOLEAN.iter().filter(|f| **f != "check-config") {
+        for flag in BOOLEAN.iter().filter(|f| !OWN.contains(f)) {
             assert!(all.contains(flag), "{flag}");
         }
         assert!(help().contains("--kafka.labels"));

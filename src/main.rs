@@ -151,6 +151,9 @@ const VERSION: &str = concat!(
     ")"
 );
 
+/// Where Strimzi's image has its Kafka Exporter's run script, and this image has its own.
+const STRIMZI_RUN_SCRIPT: &str = "/opt/kafka-exporter/kafka_exporter_run.sh";
+
 /// How the process was started: this exporter's flags, or kafka_exporter's.
 struct Start {
     config: Option<PathBuf>,
@@ -166,7 +169,7 @@ struct Start {
 /// environment into kafka_exporter's flags and starts this binary with them).
 fn strimzi_run_script(args: &[OsString]) -> Option<ExitCode> {
     let script = args.get(1)?;
-    if std::path::Path::new(script).file_name()? != "kafka_exporter_run.sh" {
+    if args.len() != 2 || script != STRIMZI_RUN_SCRIPT {
         return None;
     }
     use std::os::unix::process::CommandExt;
@@ -215,7 +218,7 @@ fn kafka_exporter_start(args: &[OsString]) -> Result<Start, ExitCode> {
             Ok(Start {
                 config: translation.config,
                 check_config: translation.check_config,
-                connect: false,
+                connect: translation.connect,
                 overrides: translation.overrides,
                 notes,
             })

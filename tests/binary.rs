@@ -390,14 +390,15 @@ async fn kafka_exporters_flags_serve_its_families_and_refuse_what_is_not_taken()
         .args([
             server.as_str(),
             "--kafka.labels=env=prod",
-            "--refresh.metadata=1m",
+            "--tls.enabled",
+            "--tls.server-name=kafka",
         ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("--kafka.labels (") && stderr.contains("--refresh.metadata ("),
+        stderr.contains("--kafka.labels (") && stderr.contains("--tls.server-name ("),
         "{stderr}"
     );
 }
