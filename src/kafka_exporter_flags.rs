@@ -190,6 +190,23 @@ pub fn applies(args: &[OsString]) -> bool {
         })
 }
 
+/// The value of a flag given at most once (a repeated one is refused before).
+fn value<'a>(flags: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    flags
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Every value of a flag that adds (`--kafka.server`, `--web.listen-address`).
+fn values<'a>(flags: &'a [(String, String)], name: &str) -> Vec<&'a str> {
+    flags
+        .iter()
+        .filter(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
 fn boolean(flag: &str, value: Option<&str>) -> Result<bool, String> {
     match value {
         None => Ok(true),
@@ -270,23 +287,12 @@ pub fn translate(
             refused.join("; ")
         ));
     }
-    let last = |name: &str| {
-        flags
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let last = |name: &str| value(&flags, name);
     let set = |name: &str| last(name) == Some("true");
     let mut t = Translation::default();
     let mut settings: Vec<(Vec<&str>, Value)> = Vec::new();
-    let mut client: Vec<(&str, String)> = Vec::new();
 
-    let servers: Vec<&str> = flags
-        .iter()
-        .filter(|(n, _)| n == "kafka.server")
-        .map(|(_, v)| v.as_str())
-        .collect();
+    let servers = values(&flags, "kafka.server");
     // kafka_exporter's defaults, unless a config file may say otherwise.
     let with_file = last("config").is_some();
     t.overrides.bootstrap_servers = match (servers.is_empty(), with_file) {
@@ -314,43 +320,7 @@ pub fn translate(
         }
     }
 
-    let tls = set("tls.enabled");
-    let sasl = set("sasl.enabled");
-    let protocol = match (tls, sasl) {
-        (false, false) => None,
-        (true, false) => Some("SSL"),
-        (false, true) => Some("SASL_PLAINTEXT"),
-        (true, true) => Some("SASL_SSL"),
-    };
-    if let Some(protocol) = protocol {
-        client.push(("security.protocol", protocol.to_string()));
-    }
-    for (flag, property) in [
-        ("tls.ca-file", "ssl.ca.location"),
-        ("tls.cert-file", "ssl.certificate.location"),
-        ("tls.key-file", "ssl.key.location"),
-    ] {
-        if let Some(path) = last(flag).filter(|p| !p.is_empty()) {
-            if !tls {
-                return Err(format!("--{flag} without --tls.enabled"));
-            }
-            client.push((property, path.to_string()));
-        }
-    }
-    if set("tls.insecure-skip-tls-verify") {
-        client.push(("enable.ssl.certificate.verification", "false".to_string()));
-        client.push(("ssl.endpoint.identification.algorithm", "none".to_string()));
-    }
-    if sasl {
-        translate_sasl(&flags, &env, &mut client, &mut t)?;
-    } else if let Some((name, _)) = flags.iter().find(|(n, v)| {
-        n.starts_with("sasl.") && n != "sasl.handshake" && n != "sasl.enabled" && !v.is_empty()
-    }) {
-        return Err(format!("--{name} without --sasl.enabled"));
-    }
-    if last("sasl.handshake") == Some("false") {
-        return Err("--sasl.handshake=false: librdkafka always sends SaslHandshake (Kafka 1.0 and later need it)".into());
-    }
+    let client = translate_security(&flags, &env, &mut t)?;
     if set("kafka.allow-auto-topic-creation") {
         return Err("--kafka.allow-auto-topic-creation: the exporter never creates topics".into());
     }
@@ -365,10 +335,9 @@ pub fn translate(
         ));
     }
 
-    let listen: Vec<String> = flags
-        .iter()
-        .filter(|(n, _)| n == "web.listen-address")
-        .map(|(_, v)| v.clone())
+    let listen: Vec<String> = values(&flags, "web.listen-address")
+        .into_iter()
+        .map(str::to_string)
         .collect();
     t.overrides.listen_addresses = if listen.is_empty() && !with_file {
         vec![DEFAULT_LISTEN.to_string()]
@@ -377,23 +346,7 @@ pub fn translate(
     };
     t.overrides.telemetry_path = last("web.telemetry-path").map(str::to_string);
     t.overrides.log_format = last("log.format").map(str::to_string);
-    let verbosity: u32 = match last("verbosity") {
-        Some(v) => v
-            .parse()
-            .map_err(|_| format!("--verbosity={v}: a number (0 info, 1 debug, 2 trace)"))?,
-        None => 0,
-    };
-    let mut level = last("log.level").map(str::to_string);
-    if verbosity > 0 {
-        level = Some(if verbosity == 1 { "debug" } else { "trace" }.to_string());
-    }
-    if set("log.enable-sarama") {
-        level = Some(format!(
-            "{},librdkafka=debug",
-            level.as_deref().unwrap_or("info")
-        ));
-    }
-    t.overrides.log_level = level;
+    t.overrides.log_level = log_level(&flags)?;
     t.overrides.interval = last("interval").map(str::to_string);
     t.overrides.timeout = last("timeout").map(str::to_string);
     t.overrides.web_config_file = last("web.config.file").map(Into::into);
@@ -424,19 +377,84 @@ pub fn translate(
     Ok(t)
 }
 
+/// `security.protocol` and the TLS and SASL client properties of `--tls.*` and `--sasl.*`.
+fn translate_security(
+    flags: &[(String, String)],
+    env: &impl Fn(&str) -> Option<String>,
+    t: &mut Translation,
+) -> Result<Vec<(&'static str, String)>, String> {
+    let last = |name: &str| value(flags, name);
+    let set = |name: &str| last(name) == Some("true");
+    let mut client: Vec<(&'static str, String)> = Vec::new();
+    let tls = set("tls.enabled");
+    let sasl = set("sasl.enabled");
+    let protocol = match (tls, sasl) {
+        (false, false) => None,
+        (true, false) => Some("SSL"),
+        (false, true) => Some("SASL_PLAINTEXT"),
+        (true, true) => Some("SASL_SSL"),
+    };
+    if let Some(protocol) = protocol {
+        client.push(("security.protocol", protocol.to_string()));
+    }
+    for (flag, property) in [
+        ("tls.ca-file", "ssl.ca.location"),
+        ("tls.cert-file", "ssl.certificate.location"),
+        ("tls.key-file", "ssl.key.location"),
+    ] {
+        if let Some(path) = last(flag).filter(|p| !p.is_empty()) {
+            if !tls {
+                return Err(format!("--{flag} without --tls.enabled"));
+            }
+            client.push((property, path.to_string()));
+        }
+    }
+    if set("tls.insecure-skip-tls-verify") {
+        client.push(("enable.ssl.certificate.verification", "false".to_string()));
+        client.push(("ssl.endpoint.identification.algorithm", "none".to_string()));
+    }
+    if sasl {
+        translate_sasl(flags, env, &mut client, t)?;
+    } else if let Some((name, _)) = flags.iter().find(|(n, v)| {
+        n.starts_with("sasl.") && n != "sasl.handshake" && n != "sasl.enabled" && !v.is_empty()
+    }) {
+        return Err(format!("--{name} without --sasl.enabled"));
+    }
+    if last("sasl.handshake") == Some("false") {
+        return Err("--sasl.handshake=false: librdkafka always sends SaslHandshake (Kafka 1.0 and later need it)".into());
+    }
+    Ok(client)
+}
+
+/// `--log.level`, with `--verbosity` (kafka_exporter's log level) and `--log.enable-sarama`.
+fn log_level(flags: &[(String, String)]) -> Result<Option<String>, String> {
+    let last = |name: &str| value(flags, name);
+    let verbosity: u32 = match last("verbosity") {
+        Some(v) => v
+            .parse()
+            .map_err(|_| format!("--verbosity={v}: a number (0 info, 1 debug, 2 trace)"))?,
+        None => 0,
+    };
+    let mut level = last("log.level").map(str::to_string);
+    if verbosity > 0 {
+        level = Some(if verbosity == 1 { "debug" } else { "trace" }.to_string());
+    }
+    if last("log.enable-sarama") == Some("true") {
+        level = Some(format!(
+            "{},librdkafka=debug",
+            level.as_deref().unwrap_or("info")
+        ));
+    }
+    Ok(level)
+}
+
 fn translate_sasl(
     flags: &[(String, String)],
     env: &impl Fn(&str) -> Option<String>,
     client: &mut Vec<(&'static str, String)>,
     t: &mut Translation,
 ) -> Result<(), String> {
-    let last = |name: &str| {
-        flags
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let last = |name: &str| value(flags, name);
     let username = last("sasl.username").filter(|v| !v.is_empty());
     let password = last("sasl.password")
         .filter(|v| !v.is_empty())
