@@ -402,6 +402,36 @@ fn go_float(float: f64, way: GoFloat) -> String {
     }
 }
 
+/// A JSON log line's keys and values in the order written (a `serde_json::Map` sorts
+/// them): what a reader needs to check promslog's key order. Errors when the line is not
+/// one JSON object.
+pub fn json_fields(line: &str) -> Result<Vec<(String, Value)>, serde_json::Error> {
+    struct Ordered(Vec<(String, Value)>);
+    impl<'de> serde::Deserialize<'de> for Ordered {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Pairs;
+            impl<'de> serde::de::Visitor<'de> for Pairs {
+                type Value = Ordered;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Ordered, A::Error> {
+                    let mut pairs = Vec::new();
+                    while let Some(pair) = map.next_entry()? {
+                        pairs.push(pair);
+                    }
+                    Ok(Ordered(pairs))
+                }
+            }
+            d.deserialize_map(Pairs)
+        }
+    }
+    serde_json::from_str::<Ordered>(line).map(|ordered| ordered.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,33 +491,9 @@ mod tests {
         (format!("{level} {rest}"), source.to_string())
     }
 
-    /// A JSON line's keys and values in the order written (a `serde_json::Map` sorts).
     fn json_line(line: &str) -> Vec<(String, Value)> {
-        struct Ordered(Vec<(String, Value)>);
-        impl<'de> serde::Deserialize<'de> for Ordered {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct Pairs;
-                impl<'de> serde::de::Visitor<'de> for Pairs {
-                    type Value = Ordered;
-                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                        f.write_str("an object")
-                    }
-                    fn visit_map<A: serde::de::MapAccess<'de>>(
-                        self,
-                        mut map: A,
-                    ) -> Result<Ordered, A::Error> {
-                        let mut pairs = Vec::new();
-                        while let Some(pair) = map.next_entry()? {
-                            pairs.push(pair);
-                        }
-                        Ok(Ordered(pairs))
-                    }
-                }
-                d.deserialize_map(Pairs)
-            }
-        }
         assert!(line.ends_with('}'), "one object on one line: {line}");
-        serde_json::from_str::<Ordered>(line).expect(line).0
+        super::json_fields(line).expect(line)
     }
 
     #[test]

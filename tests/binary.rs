@@ -256,31 +256,8 @@ fn promslog_line(format: &str, line: &str) -> Vec<(String, String)> {
 /// A JSON line's keys in order, every value a string, number or boolean (written as
 /// text); fails on anything nested.
 fn json_pairs(line: &str) -> Vec<(String, String)> {
-    struct Ordered(Vec<(String, Value)>);
-    impl<'de> serde::Deserialize<'de> for Ordered {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct Pairs;
-            impl<'de> serde::de::Visitor<'de> for Pairs {
-                type Value = Ordered;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("an object")
-                }
-                fn visit_map<A: serde::de::MapAccess<'de>>(
-                    self,
-                    mut map: A,
-                ) -> Result<Ordered, A::Error> {
-                    let mut pairs = Vec::new();
-                    while let Some(pair) = map.next_entry()? {
-                        pairs.push(pair);
-                    }
-                    Ok(Ordered(pairs))
-                }
-            }
-            d.deserialize_map(Pairs)
-        }
-    }
-    let Ordered(pairs) =
-        serde_json::from_str(line).unwrap_or_else(|e| panic!("not one JSON object ({e}): {line}"));
+    let pairs = kafka_lso_exporter::logging::json_fields(line)
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}): {line}"));
     pairs
         .into_iter()
         .map(|(key, value)| match value {
