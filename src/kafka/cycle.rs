@@ -219,7 +219,7 @@ impl ClientContext for ClusterContext {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        tracing::debug!(target: "librdkafka", cluster = %self.cluster, "{error}: {reason}");
+        tracing::debug!(target: "librdkafka", component = "librdkafka", cluster = %self.cluster, "{error}: {reason}");
         // "N/N brokers are down" follows every connection failure and hides its cause.
         if error.rdkafka_error_code() != Some(rdkafka::types::RDKafkaErrorCode::AllBrokersDown) {
             *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
