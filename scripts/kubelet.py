@@ -44,6 +44,17 @@ a connect. A liveness probe failing failureThreshold times in a row, a startup p
 out, or readiness not reached within 60 s is a failure. /metrics is scraped as the pod's
 ServiceMonitor, PodMonitor or annotations say. SIGTERM: the process exits 0 within
 terminationGracePeriodSeconds. The process's log must hold no panic and no refused write.
+
+Options for pods started from another project's manifests (a drop-in for kafka_exporter):
+container=NAME: the exporter's container has that name; net=host: the pod shares the
+host's network namespace (as with hostNetwork: true) and its IP is 127.0.0.1, so it reaches
+the brokers on loopback and Prometheus reaches it; hosts=NAME+NAME: the cluster DNS
+answers 127.0.0.1 for these names (Services whose port a test forwards to a broker);
+while=PATH: once the pod is ready and scraped, PATH runs (with METRICS_URL, POD_IP and
+POD_NAME in its environment) before SIGTERM, and its failure is the pod's. Secrets rendered with the
+manifests (or appended to them, as a user creates them) are mounted with their data; other
+Secrets are stand-ins. Files the Dockerfile copies beside the binary (IMAGE_FILES) are
+where it copies them.
 """
 import base64
 import datetime
@@ -65,6 +76,9 @@ import yaml
 CONTAINER = "kafka-lso-exporter"
 NAMESPACE = "monitoring"
 POD_IP = "10.244.1.7"
+# The Dockerfile's COPY sources other than the binary and the licences, by the path the
+# release's build context gives them, from their place in the repository.
+IMAGE_FILES = {"kafka_exporter_run.sh": "deploy/strimzi/kafka_exporter_run.sh"}
 HOST_IP = "192.168.49.2"
 NODE = "node-1"
 CLUSTER_IP = "10.96.0.12"
@@ -109,6 +123,17 @@ def image():
     return entrypoint, int(uid), int(gid or uid), binary
 
 
+def image_files():
+    """{path in the image: file in the repository} of the Dockerfile's other COPY lines."""
+    with open("Dockerfile") as f:
+        stage = f.read().split("\nFROM ")[-1]
+    out = {}
+    for source, target in re.findall(r"^COPY (\S+) (/\S+)$", stage, re.M):
+        if source in IMAGE_FILES:
+            out[target] = IMAGE_FILES[source]
+    return out
+
+
 # -- what the kubelet computes ----------------------------------------------------------
 
 
@@ -149,7 +174,7 @@ class Pod:
         template = workload if workload["kind"] == "Pod" else workload["spec"]["template"]
         self.meta = template.get("metadata", {})
         self.spec = template["spec"]
-        self.container = next(c for c in self.spec["containers"] if c["name"] == CONTAINER)
+        self.container = next(c for c in self.spec["containers"] if c["name"] == options.get("container", CONTAINER))
         self.name = f"{workload['metadata']['name']}-7d9f8b6c4-x2m9q"
         self.title = f"{workload['kind']}/{workload['metadata']['name']}"
 
@@ -188,7 +213,21 @@ class Pod:
         d_number, d_unit = re.fullmatch(r"([0-9.]+)([a-zA-Z]*)", divisor).groups()
         return str(int(-(-quantity // (float(d_number) * LIMIT_FACTORS[d_unit]))))
 
+    def rendered_secret(self, name):
+        """{key: bytes} of a Secret rendered with the manifests, or None."""
+        secret = self.find("Secret", name)
+        if secret is None:
+            return None
+        data = {k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
+        data.update({k: str(v).encode() for k, v in (secret.get("stringData") or {}).items()})
+        return data
+
     def secret_value(self, name, key):
+        rendered = self.rendered_secret(name)
+        if rendered is not None:
+            if key not in rendered:
+                raise Problem(f"Secret {name} has no key {key}")
+            return rendered[key].decode()
         return self.stand_in(name, key).decode()
 
     def config_map_value(self, name, key):
@@ -216,7 +255,9 @@ class Pod:
                 data = (self.find("ConfigMap", source["configMapRef"]["name"]) or {}).get("data", {})
             else:
                 secret = source["secretRef"]["name"]
-                data = {k: self.secret_value(secret, k) for k in SECRET_KEYS.get(secret, [])}
+                rendered = self.rendered_secret(secret)
+                data = {k: v.decode() for k, v in rendered.items()} if rendered is not None else \
+                    {k: self.secret_value(secret, k) for k in SECRET_KEYS.get(secret, [])}
             env.update({prefix + k: v for k, v in data.items()})
         for entry in self.container.get("env", []):
             if "value" in entry:
@@ -339,11 +380,19 @@ class Pod:
         def add(kind, source, default_mode):
             if kind == "secret":
                 name = source.get("secretName") or source.get("name")
-                keys = [i["key"] for i in source.get("items", [])] or SECRET_KEYS.get(name) \
-                    or self.referenced_keys(volume)
-                if not keys:
-                    raise Problem(f"Secret {name} mounted whole: add its keys to SECRET_KEYS")
-                content = lambda key: self.stand_in(name, key)
+                rendered = self.rendered_secret(name)
+                if rendered is not None:
+                    keys = [i["key"] for i in source.get("items", [])] or sorted(rendered)
+                    missing = [k for k in keys if k not in rendered]
+                    if missing:
+                        raise Problem(f"Secret {name} has no key {', '.join(missing)}")
+                    content = lambda key: rendered[key]
+                else:
+                    keys = [i["key"] for i in source.get("items", [])] or SECRET_KEYS.get(name) \
+                        or self.referenced_keys(volume)
+                    if not keys:
+                        raise Problem(f"Secret {name} mounted whole: add its keys to SECRET_KEYS")
+                    content = lambda key: self.stand_in(name, key)
             else:
                 name = source["name"]
                 config_map = self.find("ConfigMap", name)
@@ -412,7 +461,10 @@ class Pod:
         labels = self.meta.get("labels", {})
         for doc in self.objects:
             kind, spec = doc.get("kind"), doc.get("spec", {})
-            selected = all(labels.get(k) == v for k, v in spec.get("selector", {}).get("matchLabels", {}).items())
+            selector = spec.get("selector", {})
+            selected = all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items()) and all(
+                (labels.get(e["key"]) in e.get("values", [])) == (e["operator"] == "In")
+                for e in selector.get("matchExpressions", []) if e["operator"] in ("In", "NotIn"))
             if kind == "PodMonitor" and selected:
                 endpoint = spec["podMetricsEndpoints"][0]
                 return endpoint.get("scheme", "http"), self.port(endpoint["port"]), endpoint.get("path", "/metrics"), "basicAuth" in endpoint
@@ -445,7 +497,7 @@ def pods(objects, options):
         if doc.get("kind") not in ("Deployment", "StatefulSet", "DaemonSet", "Pod"):
             continue
         template = doc if doc["kind"] == "Pod" else doc["spec"]["template"]
-        if any(c["name"] == CONTAINER for c in template["spec"]["containers"]):
+        if any(c["name"] == options.get("container", CONTAINER) for c in template["spec"]["containers"]):
             out.append(Pod(objects, doc, options))
     return out
 
@@ -501,10 +553,18 @@ def build_root(pod, root, exporter, uid, fs_group):
     os.makedirs(os.path.dirname(target), exist_ok=True)
     shutil.copy2(exporter, target)
     os.chmod(target, 0o755)
+    for path, source in image_files().items():
+        target = os.path.join(root, path.lstrip("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy(source, target)
+        os.chmod(target, 0o755)
     run(["cp", "-a", "/etc", os.path.join(root, "etc")])
     etc = os.path.join(root, "etc")
     with open(os.path.join(etc, "hosts"), "w") as f:
         f.write(f"# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n{POD_IP}\t{pod.name}\n")
+        # Service names the cluster DNS resolves (a test forwards their ports on loopback).
+        for name in filter(None, pod.options.get("hosts", "").split("+")):
+            f.write(f"127.0.0.1\t{name}\n")
     with open(os.path.join(etc, "hostname"), "w") as f:
         f.write(pod.name + "\n")
     # The cluster DNS on an address nobody answers: every broker name fails to resolve.
@@ -533,7 +593,13 @@ def build_root(pod, root, exporter, uid, fs_group):
         source = os.path.join(staging, volume["name"])
         if not os.path.isdir(source):
             os.makedirs(source)
-            run(["mount", "-t", "tmpfs", "-o", "mode=1777" if files is None else "mode=755", volume["name"], source])
+            tmpfs = "mode=1777" if files is None else "mode=755"
+            empty_dir = volume.get("emptyDir") or {}
+            if empty_dir.get("medium") == "Memory" and empty_dir.get("sizeLimit"):
+                # A memory-backed emptyDir is a tmpfs of its sizeLimit.
+                number, unit = re.fullmatch(r"([0-9]+)([kKMG]i?)?", str(empty_dir["sizeLimit"])).groups()
+                tmpfs += f",size={int(number) * LIMIT_FACTORS[unit or '']}"
+            run(["mount", "-t", "tmpfs", "-o", tmpfs, volume["name"], source])
             if files is not None:
                 write_atomic(source, files, 0, fs_group or 0)
             if fs_group is not None:
@@ -559,6 +625,9 @@ def build_root(pod, root, exporter, uid, fs_group):
 def inside(path, options, exporter, index):
     """In the namespaces of one pod: start the container, probe it, stop it. Prints the
     outcome; exits 1 on a problem."""
+    global POD_IP
+    if options.get("net") == "host":
+        POD_IP = "127.0.0.1"
     pod = pods(docs(path), options)[int(index)]
     problems, facts = [], []
     process = None
@@ -570,8 +639,9 @@ def inside(path, options, exporter, index):
         uid, gid, groups, fs_group = pod.user()
         env = pod.env()
         argv = pod.argv(env)
-        run(["ip", "link", "set", "lo", "up"])
-        run(["ip", "addr", "add", f"{POD_IP}/32", "dev", "lo"])
+        if options.get("net") != "host":
+            run(["ip", "link", "set", "lo", "up"])
+            run(["ip", "addr", "add", f"{POD_IP}/32", "dev", "lo"])
         build_root(pod, root, exporter, uid, fs_group)
         security = pod.container.get("securityContext", {})
         setpriv = ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={gid}"]
@@ -621,6 +691,14 @@ def inside(path, options, exporter, index):
             if not missing:
                 scheme, port, path, _ = pod.scrape()
                 facts.append(f"scraped {scheme}://{POD_IP}:{port}{path} at {time.monotonic() - started:.1f} s: every cluster there")
+                if options.get("while"):
+                    checks = subprocess.run([options["while"]], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                            env={**os.environ, "POD_IP": POD_IP, "POD_NAME": pod.name,
+                                                 "METRICS_URL": f"{scheme}://{POD_IP}:{port}{path}"})
+                    for line in (checks.stdout + checks.stderr).splitlines():
+                        facts.append(f"while it runs: {line}")
+                    if checks.returncode != 0:
+                        problems.append(f"{options['while']} failed (exit {checks.returncode})")
             grace = pod.spec.get("terminationGracePeriodSeconds", 30)
             process.send_signal(signal.SIGTERM)
             stopping = time.monotonic()
@@ -827,12 +905,14 @@ def main(argv):
     runs = []
     for spec in argv[2:]:
         path, _, options = spec.partition(":")
-        count = len(pods(docs(path), {}))
+        parsed = dict(o.split("=", 1) for o in options.split(",") if o)
+        count = len(pods(docs(path), parsed))
         if count == 0:
-            print(f"FAIL  {path}: no pod with a container {CONTAINER}")
+            print(f"FAIL  {path}: no pod with a container {parsed.get('container', CONTAINER)}")
             runs.append((path, None))
         for index in range(count):
-            cmd = ["unshare", "--mount", "--net", "--propagation", "private", "--",
+            net = [] if parsed.get("net") == "host" else ["--net"]
+            cmd = ["unshare", "--mount", *net, "--propagation", "private", "--",
                    sys.executable, os.path.abspath(__file__), "--inside", path, options, exporter, str(index)]
             runs.append((path, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
     failed = 0
