@@ -9,7 +9,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{free_port, repo_root, unique, wait_for_scrape, Scrape};
+use super::{free_port, repo_root, unique, Scrape};
 
 pub struct Binary {
     /// Behind a lock so that every method can ask whether it still runs.
@@ -152,14 +152,24 @@ impl Binary {
         timeout: Duration,
         check: impl Fn(&Scrape) -> Option<T>,
     ) -> T {
-        wait_for_scrape(
-            what,
-            timeout,
-            Duration::from_millis(100),
-            || self.scrape(),
-            check,
-        )
-        .await
+        let deadline = Instant::now() + timeout;
+        loop {
+            let scrape = self.scrape().await;
+            if let Some(value) = check(&scrape) {
+                return value;
+            }
+            if Instant::now() > deadline {
+                // What the exporter said is often the reason: its last lines with the scrape.
+                let log = self.log();
+                let lines: Vec<&str> = log.lines().collect();
+                panic!(
+                    "timed out after {timeout:?} waiting for {what}; the exporter's last log lines:\n{}\nlast scrape:\n{}",
+                    lines[lines.len().saturating_sub(40)..].join("\n"),
+                    scrape.text
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Everything it logged so far.
