@@ -36,6 +36,7 @@ else
     echo >>"$ca"
   done
 fi
+[ -s "$ca" ] || { echo "kafka_exporter_run.sh: no cluster CA certificate in $ca_dir (cluster-ca.crt or ca*.crt)" >&2; exit 1; }
 
 server=${KAFKA_EXPORTER_KAFKA_SERVER:?the operator sets KAFKA_EXPORTER_KAFKA_SERVER}
 set -- --kafka.server="$server" --web.listen-address=:9404 \
