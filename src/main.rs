@@ -184,8 +184,49 @@ fn strimzi_run_script(args: &[OsString]) -> Option<ExitCode> {
     Some(ExitCode::FAILURE)
 }
 
+/// `--sasl.password` given once on the command line (as the prometheus-kafka-exporter chart
+/// renders it, `--sasl.password=$(SCRAM_PASSWORD)`): the process starts itself again with
+/// the password in `SASL_USER_PASSWORD`, which kafka_exporter also reads, and without it on
+/// the command line, where every user of the node could read it in `/proc/PID/cmdline`
+/// (the environment is readable by the process's own user only). The process keeps its
+/// PID. Returns only when that cannot be done, and then the command line stays as it was.
+fn scrub_password(args: &[OsString]) {
+    let flag = |a: &OsString| {
+        let a = a.to_string_lossy();
+        a == "--sasl.password" || a.starts_with("--sasl.password=")
+    };
+    if args.iter().filter(|a| flag(a)).count() != 1 {
+        return;
+    }
+    let at = args.iter().position(flag).unwrap_or(0);
+    let (password, taken) = match args[at]
+        .to_str()
+        .and_then(|a| a.strip_prefix("--sasl.password="))
+    {
+        Some(value) => (OsString::from(value), 1),
+        None => match args.get(at + 1) {
+            Some(value) => (value.clone(), 2),
+            None => return,
+        },
+    };
+    if password.is_empty() {
+        return;
+    }
+    let rest: Vec<&OsString> = args[1..at].iter().chain(&args[at + taken..]).collect();
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new("/proc/self/exe")
+        .arg0(&args[0])
+        .args(rest)
+        .env("SASL_USER_PASSWORD", password)
+        .exec();
+    eprintln!(
+        "kafka-lso-exporter: the SASL password stays on the command line (cannot start again without it: {error})"
+    );
+}
+
 /// The command line as kafka_exporter's ([`kafka_lso_exporter::kafka_exporter_flags`]).
 fn kafka_exporter_start(args: &[OsString]) -> Result<Start, ExitCode> {
+    scrub_password(args);
     let rest: Vec<String> = match args[1..].iter().map(|a| a.clone().into_string()).collect() {
         Ok(rest) => rest,
         Err(arg) => {

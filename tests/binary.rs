@@ -379,3 +379,45 @@ async fn kafka_exporters_flags_serve_its_families_and_refuse_what_is_not_taken()
         "{stderr}"
     );
 }
+
+/// `--sasl.password` on the command line, as the prometheus-kafka-exporter chart renders
+/// it: the process starts itself again with the password in `SASL_USER_PASSWORD` (its own
+/// user's to read) and off `/proc/PID/cmdline` (every user's), keeps its PID and logs in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sasl_password_on_the_command_line_leaves_it() {
+    require_kafka();
+    let server = format!("--kafka.server={}", sasl_bootstrap());
+    let exporter = Binary::start(
+        &[
+            &server,
+            "--sasl.enabled",
+            "--sasl.mechanism=scram-sha512",
+            "--sasl.username=exporter",
+            "--sasl.password=exporter-secret",
+            "--interval",
+            "1s",
+        ],
+        &[],
+    );
+    let s = exporter
+        .wait_for("up 1 over SCRAM", Duration::from_secs(30), |s| {
+            (s.value("kafka_lso_exporter_up", &[("kafka_cluster", "default")]) == Some(1.0))
+                .then(|| s.clone())
+        })
+        .await;
+    assert!(s.text.contains("\nkafka_brokers{"), "{}", s.text);
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", exporter.pid())).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    assert!(
+        !cmdline.contains("exporter-secret") && cmdline.contains("--sasl.username=exporter"),
+        "{cmdline}"
+    );
+    let environ = std::fs::read(format!("/proc/{}/environ", exporter.pid())).unwrap();
+    assert!(
+        String::from_utf8_lossy(&environ).contains("SASL_USER_PASSWORD=exporter-secret"),
+        "the password is not in the process's environment"
+    );
+    let (exit, log) = exporter.terminate(Duration::from_secs(5));
+    assert!(exit.success(), "exit status {exit:?}");
+    assert!(!log.contains("exporter-secret"), "{log}");
+}
