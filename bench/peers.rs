@@ -8,12 +8,17 @@
 //!   KLAG_EXPORTER_BIN   klag-exporter
 //!   BURROW_BIN          linkedin/Burrow
 //! and skips, with a printed line, every one whose variable is unset. kafka-lso-exporter is
-//! the release binary of this checkout, run twice: default settings (`topic` granularity)
-//! and `granularity = "partition"`.
+//! the release binary of this checkout (or BENCH_EXPORTER's), run three times: default
+//! settings (`topic` granularity), `granularity = "partition"`, and started as Strimzi's run
+//! script (deploy/strimzi/kafka_exporter_run.sh) starts it for `spec.kafkaExporter` with
+//! `topicRegex`/`groupRegex` set, TLS left out: kafka_exporter's flags only (`--kafka.server`,
+//! `--web.listen-address`, `--topic.filter`, `--group.filter`, `--verbosity=0`; no config
+//! file), so kafka_exporter's metric families are on beside its own.
 //!
 //! Every exporter gets a 15 s rhythm: those that poll on their own have their poll interval
-//! set to 15 s (kafka-lso-exporter `interval`, klag-exporter `poll_interval`, Burrow
-//! `offset-refresh`); those that ask Kafka when scraped (kafka_exporter, kminion) are
+//! set to 15 s (kafka-lso-exporter `interval`: `--interval`, or with kafka_exporter's flags
+//! KAFKA_LSO_EXPORTER_INTERVAL, which is also its default; klag-exporter `poll_interval`,
+//! Burrow `offset-refresh`); those that ask Kafka when scraped (kafka_exporter, kminion) are
 //! scraped every 15 s. Each is filtered to the bench topics (`^bench-t`) and groups
 //! (`^bench-g`) where it can be, listens on 127.0.0.1 only, and reaches the broker through
 //! its PROXIED listener (scripts/kafka-local: port + 4, advertised as port + 5): this
@@ -28,7 +33,8 @@
 //! last scrape ends, divided by the scrapes, or for those that poll on their own by the
 //! window over their interval), and the median /metrics latency of the window's scrapes
 //! (until the last byte, compressed).
-//! PEERS_ONLY=kminion runs only the exporters whose name holds that text;
+//! PEERS_ONLY=kminion runs only the exporters whose name holds that text (PEERS_ONLY=kafka:
+//! kafka_exporter and the three runs of kafka-lso-exporter);
 //! KLAG_EXPORTER_POLL_SECONDS=30 runs klag-exporter at its default interval instead.
 
 #[path = "../tests/common/mod.rs"]
@@ -228,6 +234,37 @@ fn specs(proxied: &str) -> Vec<Result<(Spec, u16), String>> {
         specs.push(Ok((
             Spec {
                 name: name.to_string(),
+                command,
+                dir,
+                polls: Some(INTERVAL),
+            },
+            port,
+        )));
+    }
+
+    // kafka-lso-exporter with kafka_exporter's flags, as Strimzi's run script passes them
+    // (without its TLS flags, and without `--cluster-name`, which it derives only from a
+    // `<cluster>-kafka-bootstrap` address): one cluster, kafka_exporter's families on,
+    // `--offset.show-all` (every committed partition) by default. The rhythm is the interval
+    // in the environment: 15 s, also its default, so the command line is the script's.
+    {
+        let port = free_port();
+        let dir = run_dir("lso-kafka_exporter-flags");
+        let binary = std::env::var_os("BENCH_EXPORTER")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_kafka-lso-exporter").into());
+        let mut command = Command::new(binary);
+        command
+            .args([
+                &format!("--kafka.server={proxied}"),
+                &format!("--web.listen-address=127.0.0.1:{port}"),
+                "--topic.filter=^bench-t",
+                "--group.filter=^bench-g",
+                "--verbosity=0",
+            ])
+            .env("KAFKA_LSO_EXPORTER_INTERVAL", &interval);
+        specs.push(Ok((
+            Spec {
+                name: "kafka-lso-exporter, kafka_exporter's flags".into(),
                 command,
                 dir,
                 polls: Some(INTERVAL),
