@@ -75,11 +75,11 @@ pub const TAKEN: &[(&str, &str)] = &[
 pub const NOT_TAKEN: &[(&str, &str)] = &[
     (
         "kafka.labels",
-        "no constant labels on every series: add them with the scrape's relabelings",
+        "no constant labels on every series: add them with the scrape's relabelings (the chart's prometheus.serviceMonitor.relabelings)",
     ),
     (
         "tls.server-name",
-        "librdkafka verifies the broker's certificate against the bootstrap host name",
+        "leave it out (the chart's tls.serverName empty): the brokers' certificates are checked against the host names of --kafka.server and of the brokers' advertised listeners, which their subjectAltNames must hold",
     ),
     (
         "sasl.disable-PA-FX-FAST",

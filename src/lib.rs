@@ -217,8 +217,8 @@ pub async fn run_with(
         listen = %addresses.join(","),
         clusters = config.clusters.len(),
         interval = ?config.interval,
-        tls = web.as_ref().is_some_and(WebConfig::tls_enabled),
-        basic_auth = web.as_ref().is_some_and(|w| w.basic_auth_users() > 0),
+        web_tls = web.as_ref().is_some_and(WebConfig::tls_enabled),
+        web_basic_auth = web.as_ref().is_some_and(|w| w.basic_auth_users() > 0),
         "kafka-lso-exporter {VERSION} serving {}",
         config.web.telemetry_path
     );

@@ -48,6 +48,10 @@ use kafka_lso_exporter::serve::web::WebConfig;
 /// then these flags. Quick start: kafka-lso-exporter --bootstrap-servers localhost:9092
 ///
 /// To rehearse a stuck transaction, see: kafka-lso-exporter drill --help
+///
+/// kafka_exporter's command line is taken too: any flag only kafka_exporter has
+/// (--kafka.server=HOST:PORT, --topic.filter, ...) serves one cluster with kafka_exporter's
+/// metric families on :9308; kafka-lso-exporter --kafka.server=x --help lists its flags.
 #[derive(Debug, Parser)]
 #[command(name = "kafka-lso-exporter", version = VERSION, about, long_about)]
 // The exporter's flags belong to the exporter: mixing them with a subcommand is an error,

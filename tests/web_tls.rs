@@ -792,7 +792,7 @@ async fn binary_serves_tls_and_stops_on_sigterm() {
 
     let (exit, log) = exporter.terminate(Duration::from_secs(5));
     assert!(exit.success(), "exit status {exit:?}");
-    assert!(log.contains("tls=true"), "{log}");
+    assert!(log.contains("web_tls=true"), "{log}");
     assert!(!log.contains(PASSWORD), "{log}");
     drop(client);
 }

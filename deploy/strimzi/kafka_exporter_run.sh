@@ -10,8 +10,11 @@
 #   KAFKA_EXPORTER_GROUP_REGEX, _TOPIC_REGEX, _GROUP_EXCLUDE_REGEX, _TOPIC_EXCLUDE_REGEX
 #                                        --group.filter, --topic.filter, --group.exclude,
 #                                        --topic.exclude
-#   KAFKA_EXPORTER_LOGGING               --verbosity (0 info, 1 debug, 2 trace)
-#   KAFKA_EXPORTER_KAFKA_VERSION         --kafka.version (not needed: versions are negotiated)
+#   KAFKA_EXPORTER_LOGGING               --verbosity (0 info, 1 debug, 2 trace; the names
+#                                        info, debug and trace too, as operators before
+#                                        Strimzi 0.26 set them)
+#   KAFKA_EXPORTER_KAFKA_VERSION         not passed: request versions are negotiated with
+#                                        the brokers
 #   KAFKA_EXPORTER_ENABLE_SARAMA=true    --log.enable-sarama (the Kafka client's debug lines)
 #   KAFKA_EXPORTER_OFFSET_SHOW_ALL=false --no-offset.show-all
 # and mutual TLS with the certificates the operator mounts: the cluster CA (all of its
@@ -51,6 +54,11 @@ esac
 [ -z "${KAFKA_EXPORTER_TOPIC_EXCLUDE_REGEX:-}" ] || set -- "$@" --topic.exclude="$KAFKA_EXPORTER_TOPIC_EXCLUDE_REGEX"
 [ "${KAFKA_EXPORTER_ENABLE_SARAMA:-}" != true ] || set -- "$@" --log.enable-sarama
 [ "${KAFKA_EXPORTER_OFFSET_SHOW_ALL:-}" != false ] || set -- "$@" --no-offset.show-all
-[ -z "${KAFKA_EXPORTER_LOGGING:-}" ] || set -- "$@" --verbosity="$KAFKA_EXPORTER_LOGGING"
-[ -z "${KAFKA_EXPORTER_KAFKA_VERSION:-}" ] || set -- "$@" --kafka.version="$KAFKA_EXPORTER_KAFKA_VERSION"
+case "${KAFKA_EXPORTER_LOGGING:-}" in
+  "") ;;
+  info | INFO) set -- "$@" --verbosity=0 ;;
+  debug | DEBUG) set -- "$@" --verbosity=1 ;;
+  trace | TRACE) set -- "$@" --verbosity=2 ;;
+  *) set -- "$@" --verbosity="$KAFKA_EXPORTER_LOGGING" ;;
+esac
 exec /usr/local/bin/kafka-lso-exporter "$@"
