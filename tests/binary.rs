@@ -202,7 +202,13 @@ async fn every_log_line_has_promslogs_keys_in_both_formats() {
         let fields: Vec<&str> = started[4..].iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
             fields,
-            ["listen", "clusters", "interval", "web_tls", "web_basic_auth"],
+            [
+                "listen",
+                "clusters",
+                "interval",
+                "web_tls",
+                "web_basic_auth"
+            ],
             "{started:?}"
         );
         assert!(
