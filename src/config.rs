@@ -556,7 +556,7 @@ pub enum ConfigError {
 }
 
 /// Values given on the command line; each one, when set, overrides file and environment.
-#[derive(Default, Clone)]
+#[derive(Debug, Default, Clone)]
 pub struct Overrides {
     /// `--web.listen-address`, repeated; when given, replaces the whole list.
     pub listen_addresses: Vec<String>,
@@ -572,17 +572,26 @@ pub struct Overrides {
     pub cluster_name: Option<String>,
     /// Further settings of the first cluster, by key path below it (kafka_exporter's
     /// flags: [`crate::kafka_exporter_flags`]).
-    pub cluster_settings: Vec<(Vec<String>, Value)>,
+    pub cluster_settings: ClusterSettings,
 }
 
-/// As derived, but a cluster setting whose key looks secret (`client.sasl.password`) is
-/// shown as `<secret>`: a `{:?}` of the settings leaks nothing.
-impl std::fmt::Debug for Overrides {
+/// Settings of a cluster by key path below it. Its `{:?}` shows a setting whose key looks
+/// secret (`client.sasl.password`) as `<secret>`: a debug line of the overrides leaks
+/// nothing.
+#[derive(Default, Clone)]
+pub struct ClusterSettings(pub Vec<(Vec<String>, Value)>);
+
+impl std::ops::Deref for ClusterSettings {
+    type Target = Vec<(Vec<String>, Value)>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ClusterSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let settings: Vec<(String, String)> = self
-            .cluster_settings
-            .iter()
-            .map(|(key, value)| {
+        f.debug_list()
+            .entries(self.0.iter().map(|(key, value)| {
                 let key = key.join(".");
                 let shown = if looks_secret(&key) {
                     "<secret>".to_string()
@@ -590,19 +599,7 @@ impl std::fmt::Debug for Overrides {
                     format!("{value:?}")
                 };
                 (key, shown)
-            })
-            .collect();
-        f.debug_struct("Overrides")
-            .field("listen_addresses", &self.listen_addresses)
-            .field("telemetry_path", &self.telemetry_path)
-            .field("web_config_file", &self.web_config_file)
-            .field("interval", &self.interval)
-            .field("timeout", &self.timeout)
-            .field("log_level", &self.log_level)
-            .field("log_format", &self.log_format)
-            .field("bootstrap_servers", &self.bootstrap_servers)
-            .field("cluster_name", &self.cluster_name)
-            .field("cluster_settings", &settings)
+            }))
             .finish()
     }
 }
@@ -642,7 +639,7 @@ impl Overrides {
                 insert_path(&mut dict, &path, Value::from(value.clone()));
             }
         }
-        for (key, value) in &self.cluster_settings {
+        for (key, value) in self.cluster_settings.iter() {
             let path: Vec<String> = ["clusters".to_string(), "0".to_string()]
                 .into_iter()
                 .chain(key.iter().cloned())
@@ -2248,7 +2245,7 @@ mod hostile {
                         log_format,
                         bootstrap_servers,
                         cluster_name,
-                        cluster_settings: Vec::new(),
+                        cluster_settings: Default::default(),
                     }
                 },
             )

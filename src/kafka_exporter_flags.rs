@@ -370,10 +370,12 @@ pub fn translate(
     for (key, value) in client {
         settings.push((vec!["client", key], Value::from(value)));
     }
-    t.overrides.cluster_settings = settings
-        .into_iter()
-        .map(|(key, value)| (key.into_iter().map(str::to_string).collect(), value))
-        .collect();
+    t.overrides.cluster_settings = crate::config::ClusterSettings(
+        settings
+            .into_iter()
+            .map(|(key, value)| (key.into_iter().map(str::to_string).collect(), value))
+            .collect(),
+    );
     Ok(t)
 }
 
@@ -559,6 +561,25 @@ mod tests {
 
     fn args(line: &str) -> Vec<String> {
         line.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_debug_line_of_the_overrides_hides_the_password() {
+        let t = translate(
+            &args(
+                "--kafka.server=k:9093 --sasl.enabled --sasl.mechanism=scram-sha512 \
+                 --sasl.username=u --sasl.password=hunter2",
+            ),
+            |_| None,
+        )
+        .unwrap();
+        let shown = format!("{:?}", t.overrides);
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(
+            shown.contains("(\"client.sasl.password\", \"<secret>\")"),
+            "{shown}"
+        );
+        assert!(shown.contains("client.sasl.username"), "{shown}");
     }
 
     fn setting<'a>(t: &'a Translation, key: &str) -> Option<&'a Value> {

@@ -309,7 +309,7 @@ fn main() -> ExitCode {
                 log_format: cli.log_format,
                 bootstrap_servers: cli.bootstrap_servers,
                 cluster_name: cli.cluster_name,
-                cluster_settings: Vec::new(),
+                cluster_settings: Default::default(),
             },
             notes: Vec::new(),
         }
