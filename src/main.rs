@@ -275,6 +275,37 @@ fn kafka_exporter_start(args: &[OsString]) -> Result<Start, ExitCode> {
     }
 }
 
+/// The exporter's own command line: how to start, or the exit code of a subcommand or a
+/// renamed flag.
+fn cli_start(args: Vec<OsString>) -> Result<Start, ExitCode> {
+    if let Some((old, new)) = renamed_flag(&args) {
+        eprintln!("kafka-lso-exporter: {old} was renamed to {new}; see --help");
+        return Err(ExitCode::from(2));
+    }
+    let cli = Cli::parse_from(args);
+    if let Some(Command::Drill(args)) = cli.command {
+        return Err(drill::run(args));
+    }
+    Ok(Start {
+        config: cli.config,
+        check_config: cli.check_config,
+        connect: cli.connect,
+        overrides: Overrides {
+            listen_addresses: cli.web_listen_addresses,
+            telemetry_path: cli.web_telemetry_path,
+            web_config_file: cli.web_config_file,
+            interval: cli.interval,
+            timeout: cli.timeout,
+            log_level: cli.log_level,
+            log_format: cli.log_format,
+            bootstrap_servers: cli.bootstrap_servers,
+            cluster_name: cli.cluster_name,
+            cluster_settings: Default::default(),
+        },
+        notes: Vec::new(),
+    })
+}
+
 fn main() -> ExitCode {
     kafka_lso_exporter::memory::tune();
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -287,31 +318,9 @@ fn main() -> ExitCode {
             Err(code) => return code,
         }
     } else {
-        if let Some((old, new)) = renamed_flag(&args) {
-            eprintln!("kafka-lso-exporter: {old} was renamed to {new}; see --help");
-            return ExitCode::from(2);
-        }
-        let cli = Cli::parse_from(args);
-        if let Some(Command::Drill(args)) = cli.command {
-            return drill::run(args);
-        }
-        Start {
-            config: cli.config,
-            check_config: cli.check_config,
-            connect: cli.connect,
-            overrides: Overrides {
-                listen_addresses: cli.web_listen_addresses,
-                telemetry_path: cli.web_telemetry_path,
-                web_config_file: cli.web_config_file,
-                interval: cli.interval,
-                timeout: cli.timeout,
-                log_level: cli.log_level,
-                log_format: cli.log_format,
-                bootstrap_servers: cli.bootstrap_servers,
-                cluster_name: cli.cluster_name,
-                cluster_settings: Default::default(),
-            },
-            notes: Vec::new(),
+        match cli_start(args) {
+            Ok(start) => start,
+            Err(code) => return code,
         }
     };
     let config = match Config::load(start.config.as_deref(), std::env::vars(), &start.overrides) {
@@ -341,59 +350,7 @@ fn main() -> ExitCode {
         }
     };
     if start.check_config {
-        println!(
-            "configuration ok: listen {}, metrics at {}, interval {:?}, timeout {:?}, {} cluster(s): {}",
-            config
-                .web
-                .listen_addresses
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(" "),
-            config.web.telemetry_path,
-            config.interval,
-            config.timeout,
-            config.clusters.len(),
-            config
-                .clusters
-                .iter()
-                .map(|c| c.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        if let Some(web) = &web {
-            println!(
-                "web config ok: {}, TLS {}, basic auth {}",
-                web.path().display(),
-                if web.tls_enabled() { "on" } else { "off" },
-                match web.basic_auth_users() {
-                    0 => "off".to_string(),
-                    n => format!("for {n} user(s)"),
-                }
-            );
-            for warning in web.warnings() {
-                println!("web config warning: {warning}");
-            }
-        }
-        if let Some(ha) = &config.ha {
-            println!(
-                "ha: replicas share the clusters through a coordination group {} on each cluster \
-                 (session timeout {:?}, heartbeat {:?}); the principal needs Read on that group in every cluster",
-                ha.group, ha.session_timeout, ha.heartbeat_interval
-            );
-            if ha.cluster.is_some() {
-                println!(
-                    "ha warning: ha.cluster is deprecated and ignored: each cluster's share is coordinated on that cluster; remove it"
-                );
-            }
-        }
-        if !config.ignored_env.is_empty() {
-            println!(
-                "ignored {} Kubernetes service-link variable(s): {}",
-                config.ignored_env.len(),
-                config.ignored_env.join(" ")
-            );
-        }
+        print_config_check(&config, web.as_ref());
         if start.connect {
             return connect_check(&config);
         }
@@ -444,6 +401,64 @@ fn main() -> ExitCode {
             eprintln!("kafka-lso-exporter: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// What `--check-config` prints of a valid configuration: where it listens, the clusters,
+/// the web config, the replicas' coordination, the variables it ignored.
+fn print_config_check(config: &Config, web: Option<&WebConfig>) {
+    println!(
+        "configuration ok: listen {}, metrics at {}, interval {:?}, timeout {:?}, {} cluster(s): {}",
+        config
+            .web
+            .listen_addresses
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" "),
+        config.web.telemetry_path,
+        config.interval,
+        config.timeout,
+        config.clusters.len(),
+        config
+            .clusters
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(web) = web {
+        println!(
+            "web config ok: {}, TLS {}, basic auth {}",
+            web.path().display(),
+            if web.tls_enabled() { "on" } else { "off" },
+            match web.basic_auth_users() {
+                0 => "off".to_string(),
+                n => format!("for {n} user(s)"),
+            }
+        );
+        for warning in web.warnings() {
+            println!("web config warning: {warning}");
+        }
+    }
+    if let Some(ha) = &config.ha {
+        println!(
+            "ha: replicas share the clusters through a coordination group {} on each cluster \
+             (session timeout {:?}, heartbeat {:?}); the principal needs Read on that group in every cluster",
+            ha.group, ha.session_timeout, ha.heartbeat_interval
+        );
+        if ha.cluster.is_some() {
+            println!(
+                "ha warning: ha.cluster is deprecated and ignored: each cluster's share is coordinated on that cluster; remove it"
+            );
+        }
+    }
+    if !config.ignored_env.is_empty() {
+        println!(
+            "ignored {} Kubernetes service-link variable(s): {}",
+            config.ignored_env.len(),
+            config.ignored_env.join(" ")
+        );
     }
 }
 
