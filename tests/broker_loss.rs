@@ -94,10 +94,21 @@ async fn s8_broker_loss_and_recovery() {
     kafka_local("start");
     // Recovery is counted in cycles, not seconds: on a loaded machine a cycle is slower,
     // and what matters is that the first cycle that can reach the broker again serves.
+    // They are counted from when a fresh client reads the partition's offsets through
+    // both isolation levels: a broker that has just started refuses them for a while
+    // (NotLeaderOrFollower) as it takes its partitions back, on a loaded machine for
+    // several of the exporter's cycles, and that is the broker's time, not the exporter's.
     let cycles = |s: &Scrape| {
         s.value("kafka_lso_exporter_cycle_duration_seconds_count", &cluster)
             .expect("the cycle histogram")
     };
+    let witness = topic.clone();
+    tokio::task::spawn_blocking(move || {
+        wait_partition_answers(&witness, 0, "read_uncommitted");
+        wait_partition_answers(&witness, 0, "read_committed");
+    })
+    .await
+    .expect("the witness client");
     let restarted = Instant::now();
     let cycles_at_restart = cycles(&exporter.scrape().await);
     let cycles_at_recovery = exporter
@@ -110,7 +121,7 @@ async fn s8_broker_loss_and_recovery() {
         .await;
     let taken = cycles_at_recovery - cycles_at_restart;
     eprintln!(
-        "recovered {:.1}s and {taken} cycles after the broker was ready again",
+        "recovered {:.1}s and {taken} cycles after the broker answered a fresh client again",
         restarted.elapsed().as_secs_f64()
     );
     // The cycle in flight when the broker came back may still fail, and so may one that
@@ -118,7 +129,7 @@ async fn s8_broker_loss_and_recovery() {
     // the next one serves (a loaded CI machine once took three, in 1.3 s).
     assert!(
         taken <= 3.0,
-        "recovery took {taken} cycles after the broker was ready, more than three"
+        "recovery took {taken} cycles after the broker answered a fresh client, more than three"
     );
     let (status, body) = exporter.get("/readyz").await;
     assert_eq!(status, 200, "{body}");

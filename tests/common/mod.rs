@@ -176,6 +176,25 @@ pub fn high_watermark(topic: &str, partition: i32) -> i64 {
         .1
 }
 
+/// Waits until a fresh client reads the partition's watermarks through `isolation`
+/// (`read_uncommitted` or `read_committed`): its leader answers ListOffsets. A broker that
+/// has just started may still refuse them (`NotLeaderOrFollower`) while it takes its
+/// partitions back; a test that counts the exporter's cycles counts them from here.
+pub fn wait_partition_answers(topic: &str, partition: i32, isolation: &str) {
+    let consumer = plain_consumer(isolation);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match consumer.fetch_watermarks(topic, partition, Duration::from_secs(2)) {
+            Ok(_) => return,
+            Err(error) => assert!(
+                Instant::now() < deadline,
+                "{topic}/{partition}: no watermarks through {isolation} within 60 s: {error}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Waits until the partition's high watermark reaches `expected` (e.g. a transaction
 /// marker has landed), so the next write gets a known offset.
 pub fn wait_high_watermark(topic: &str, partition: i32, expected: i64) {
