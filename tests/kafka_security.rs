@@ -1,6 +1,7 @@
 //! The exporter against secured listeners of the local broker (`scripts/kafka-local`):
-//! SASL_PLAINTEXT with SCRAM on port+2 and SSL on port+3 of the PLAINTEXT bootstrap
-//! port. Sampling works through both; a wrong password makes the cluster `up 0` with
+//! SASL_PLAINTEXT with SCRAM on port+2, SSL on port+3 and SSL that requires a client
+//! certificate on port+50 of the PLAINTEXT bootstrap port. Sampling works through them;
+//! a wrong password or a refused certificate makes the cluster `up 0` with
 //! errors counted while the process keeps serving; and no password ever shows in
 //! `/metrics`, `/`, `/readyz` or the logs, even at debug level with librdkafka's own
 //! `debug=all` output.
@@ -199,6 +200,130 @@ async fn ssl_without_the_ca_is_refused() {
         scrape.text
     );
     exporter.stop().await;
+}
+
+/// The files of the listener that requires a client certificate (port+50, signed by the
+/// second CA of a two-CA bundle): CA bundle, certificate, key.
+fn mtls_files() -> (PathBuf, PathBuf, PathBuf) {
+    let dir = ca_pem().with_file_name("mtls");
+    let files = (
+        dir.join("ca-bundle.pem"),
+        dir.join("client.pem"),
+        dir.join("client.key"),
+    );
+    assert!(
+        files.0.is_file() && files.1.is_file() && files.2.is_file(),
+        "no client certificate in {}: the broker has no MTLS listener yet. Restart it with \
+         `scripts/kafka-local stop && scripts/kafka-local start`.",
+        dir.display()
+    );
+    files
+}
+
+fn mtls_client(ca: &Path, cert: Option<(&Path, &Path)>) -> Vec<(String, String)> {
+    let mut client = ssl_client(ca);
+    if let Some((cert, key)) = cert {
+        client.push((
+            "ssl.certificate.location".into(),
+            cert.display().to_string(),
+        ));
+        client.push(("ssl.key.location".into(), key.display().to_string()));
+    }
+    client
+}
+
+/// A listener that requires a client certificate refuses a client without one, and one
+/// whose certificate no CA of its trusts signed, with a TLS alert: both are refused
+/// credentials (`feature_up{feature="authentication"} 0`, a refusal of cause
+/// `authentication`, `/` naming the certificate), as a wrong password is; the right
+/// certificate is sampled beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_the_brokers_refuse_is_an_authentication_failure() {
+    let mtls = listener(50);
+    let (ca, cert, key) = mtls_files();
+    require_listener("MTLS", &mtls, &mtls_client(&ca, Some((&cert, &key))));
+    // A certificate of its own, signed by no CA the broker trusts.
+    let dir = std::env::temp_dir().join(unique("stranger"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (stranger, stranger_key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=stranger", "-keyout"])
+        .arg(&stranger_key)
+        .arg("-out")
+        .arg(&stranger)
+        .output()
+        .expect("openssl");
+    assert!(made.status.success(), "{made:?}");
+
+    let topic = topic_with("sec-mtls", 5).await;
+    let mut env = cluster_env(
+        0,
+        "mtls",
+        &mtls,
+        &topic,
+        &mtls_client(&ca, Some((&cert, &key))),
+    );
+    env.extend(cluster_env(
+        1,
+        "nocert",
+        &mtls,
+        &topic,
+        &mtls_client(&ca, None),
+    ));
+    env.extend(cluster_env(
+        2,
+        "stranger",
+        &mtls,
+        &topic,
+        &mtls_client(&ca, Some((&stranger, &stranger_key))),
+    ));
+    let exporter = Exporter::start_with(load(env)).await;
+    wait_sampled(&exporter, "mtls", &topic, 5.0).await;
+    let refused = |s: &Scrape, cluster: &str| {
+        s.value("kafka_lso_exporter_up", &[("kafka_cluster", cluster)]) == Some(0.0)
+            && s.value(
+                "kafka_lso_exporter_feature_up",
+                &[("kafka_cluster", cluster), ("feature", "authentication")],
+            ) == Some(0.0)
+            && s.value(
+                "kafka_lso_exporter_request_refusals_total",
+                &[
+                    ("kafka_cluster", cluster),
+                    ("stage", "metadata"),
+                    ("cause", "authentication"),
+                ],
+            )
+            .is_some_and(|n| n >= 1.0)
+    };
+    exporter
+        .wait_for(
+            "nocert and stranger refused as credentials",
+            FIRST_SAMPLE,
+            |s| (refused(s, "nocert") && refused(s, "stranger")).then_some(()),
+        )
+        .await;
+    let scrape = exporter.scrape().await;
+    assert_eq!(
+        scrape.value(
+            "kafka_lso_exporter_feature_up",
+            &[("kafka_cluster", "mtls"), ("feature", "authentication")]
+        ),
+        Some(1.0),
+        "{}",
+        scrape.text
+    );
+    let (_, page) = exporter.get("/").await;
+    assert_eq!(
+        page.matches("the brokers refuse the exporter&#39;s client certificate")
+            .count(),
+        2,
+        "/ names the refused certificate of both clusters: {page}"
+    );
+    exporter.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Two clusters in one exporter: a cluster that refuses the credentials does not hold

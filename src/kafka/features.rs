@@ -279,9 +279,33 @@ pub enum Cause {
     Failed,
 }
 
+/// The TLS alerts a broker sends about the client's certificate, in the words of the own
+/// client (rustls: "received fatal alert: BadCertificate") and of librdkafka (OpenSSL:
+/// "sslv3 alert bad certificate", "tlsv13 alert certificate required"). An alert is
+/// always the peer's verdict: a certificate the client itself refuses is another error.
+const CERTIFICATE_ALERTS: [(&str, &str); 8] = [
+    ("badcertificate", "bad certificate"),
+    ("unsupportedcertificate", "unsupported certificate"),
+    ("certificaterevoked", "certificate revoked"),
+    ("certificateexpired", "certificate expired"),
+    ("certificateunknown", "certificate unknown"),
+    ("certificaterequired", "certificate required"),
+    ("unknownca", "unknown ca"),
+    ("accessdenied", "access denied"),
+];
+
+/// Whether `error` (lower case) is a broker's TLS alert refusing the client's certificate.
+fn certificate_refused(error: &str) -> bool {
+    CERTIFICATE_ALERTS.iter().any(|(rustls, openssl)| {
+        error.contains(&format!("received fatal alert: {rustls}"))
+            || error.contains(&format!("alert {openssl}"))
+    })
+}
+
 /// The cause of an error, from its text: the own client's (`TopicAuthorizationFailed`,
 /// "Topic authorization failed.", "does not support") and librdkafka's ("Broker: Topic
-/// authorization failed", "Broker: Unsupported version").
+/// authorization failed", "Broker: Unsupported version"). A broker's TLS alert about the
+/// client's certificate is an authentication failure, as a refused password is.
 pub fn cause_of(error: &str) -> Cause {
     let error = error.to_ascii_lowercase();
     if error.contains("authorizationfailed")
@@ -311,6 +335,7 @@ pub fn cause_of(error: &str) -> Cause {
     ]
     .iter()
     .any(|words| error.contains(words))
+        || certificate_refused(&error)
     {
         Cause::Authentication
     } else {
@@ -419,7 +444,15 @@ impl FeatureState {
             )),
             Cause::Authentication if feature == Feature::Authentication => Some(FeatureState::off(
                 Status::Failed,
-                format!("the brokers refuse the connection: {error}"),
+                if certificate_refused(&error.to_ascii_lowercase()) {
+                    format!(
+                        "the brokers refuse the exporter's client certificate (set it and its key \
+                         with ssl.certificate.location and ssl.key.location; it must be current and \
+                         signed by a CA the brokers trust): {error}"
+                    )
+                } else {
+                    format!("the brokers refuse the connection: {error}")
+                },
             )),
             Cause::Authentication | Cause::Failed => None,
         }
@@ -454,6 +487,24 @@ mod tests {
             cause_of("Local: Authentication failure"),
             Cause::Authentication
         );
+        // A broker's TLS alert about the client's certificate, through both clients.
+        for refused in [
+            "b:9093: received fatal alert: BadCertificate",
+            "b:9093: received fatal alert: CertificateUnknown",
+            "ssl://b:9093/bootstrap: Receive failed: error:0A000412:SSL routines::sslv3 alert bad certificate: SSL alert number 42",
+            "ssl://b:9093/1: SSL handshake failed: error:0A00045C:SSL routines::tlsv13 alert certificate required: SSL alert number 116",
+            "ssl://b:9093/1: Receive failed: tlsv1 alert unknown ca: SSL alert number 48",
+        ] {
+            assert_eq!(cause_of(refused), Cause::Authentication, "{refused}");
+        }
+        // Not the broker's verdict on the client: a connection cut, a cipher mismatch.
+        for failed in [
+            "b:9093: received fatal alert: HandshakeFailure",
+            "ssl://b:9093/1: Receive failed: sslv3 alert handshake failure",
+            "certificates-audit/0: Broker: Not leader for partition",
+        ] {
+            assert_eq!(cause_of(failed), Cause::Failed, "{failed}");
+        }
         // Names are not causes: a topic, a group or a host may say anything.
         for failed in [
             "user-authentication-events/3: deadline passed",
