@@ -59,7 +59,14 @@ fn judge(feature: Feature, raw: &RawSample) -> Option<FeatureState> {
     }
     if feature == Feature::Authentication {
         if raw.reached {
-            return Some(FeatureState::ok());
+            // Reached, yet a connection of another stage (another broker, the own
+            // client's) was refused its credentials: a certificate one broker does not
+            // trust, a token the own client could not get. Nothing else would say so.
+            let refused = raw.failures.iter().find_map(|(stage, f)| {
+                let error = f.refused_credentials.as_ref()?;
+                FeatureState::from_error(feature, request_of(*stage), error)
+            });
+            return Some(refused.unwrap_or_else(FeatureState::ok));
         }
         return raw
             .failures
@@ -199,6 +206,34 @@ mod tests {
     }
 
     #[test]
+    fn credentials_a_broker_refuses_in_a_later_stage_turn_authentication_off() {
+        let mut map = FeatureMap::default();
+        map.observe(&reached());
+        assert_eq!(map.states()[&Feature::Authentication].status, Status::Ok);
+        // Metadata answered, then one broker refused the certificate to the own client
+        // (after a timeout of another, the stage's first error).
+        let mut raw = reached();
+        raw.fail(Stage::DescribeProducers, 1, "b-1:9093: deadline passed");
+        raw.fail(
+            Stage::DescribeProducers,
+            1,
+            "b-2:9093: the broker refused the client certificate: received fatal alert: CertificateExpired",
+        );
+        map.observe(&raw);
+        let authentication = &map.states()[&Feature::Authentication];
+        assert_eq!(authentication.status, Status::Failed);
+        assert!(
+            authentication.reason.contains("client certificate")
+                && authentication.reason.contains("b-2:9093"),
+            "{}",
+            authentication.reason
+        );
+        // A cycle without the refusal: on again.
+        map.observe(&reached());
+        assert_eq!(map.states()[&Feature::Authentication].status, Status::Ok);
+    }
+
+    #[test]
     fn streams_groups_work_where_described_and_not_where_a_broker_lacks_the_api() {
         let mut map = FeatureMap::default();
         let mut described = reached();
@@ -239,6 +274,7 @@ mod tests {
                     count: 1,
                     first_error: "cannot connect to b:9092: connection refused".into(),
                     refused: Default::default(),
+                    refused_credentials: None,
                 },
             )]
             .into(),

@@ -776,7 +776,7 @@ impl KafkaSampler {
             )
             .await;
             match listed {
-                Ok(listed) => {
+                Ok(mut listed) => {
                     if self.wire_groups.recovered() {
                         tracing::info!(cluster = %self.cluster, "every broker names group types again: groups are listed by their own protocols");
                     }
@@ -802,10 +802,13 @@ impl KafkaSampler {
                     for (stage, failures) in [
                         (Stage::DescribeGroups, &listed.describe_failures),
                         (Stage::ShareGroupOffsets, &listed.share_failures),
-                        (Stage::GroupOffsets, &listed.offset_failures),
                     ] {
                         sample.fail_each(stage, failures.iter());
                     }
+                    sample.fail_all(
+                        Stage::GroupOffsets,
+                        std::mem::take(&mut listed.offset_failures),
+                    );
                     // Every broker failed: the group list is unknown, not empty.
                     if list_failed > 0 && list_failed == brokers.len() {
                         return None;
@@ -1148,11 +1151,15 @@ impl KafkaSampler {
                     }
                     match results.next() {
                         Some(Ok(offsets)) => group.committed = Some(offsets),
-                        Some(Err(error)) => sample.fail(
-                            Stage::GroupOffsets,
-                            1,
-                            format!("group {:?}: {error}", group.name),
-                        ),
+                        // The cause told by the error, not by the group's name.
+                        Some(Err(error)) => {
+                            sample.failed(
+                                Stage::GroupOffsets,
+                                1,
+                                super::features::cause_of(&error),
+                                || format!("group {:?}: {error}", group.name),
+                            );
+                        }
                         None => {}
                     }
                 }

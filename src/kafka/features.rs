@@ -294,11 +294,18 @@ const CERTIFICATE_ALERTS: [(&str, &str); 8] = [
     ("accessdenied", "access denied"),
 ];
 
-/// Whether `error` (lower case) is a broker's TLS alert refusing the client's certificate.
+/// Whether `error` (lower case) is a broker's TLS alert refusing the client's certificate:
+/// an alert name after rustls' words, as a whole word, or after OpenSSL's prefixes.
 fn certificate_refused(error: &str) -> bool {
     CERTIFICATE_ALERTS.iter().any(|(rustls, openssl)| {
-        error.contains(&format!("received fatal alert: {rustls}"))
-            || error.contains(&format!("alert {openssl}"))
+        error
+            .match_indices(&format!("received fatal alert: {rustls}"))
+            .any(|(at, words)| {
+                !error[at + words.len()..].starts_with(|c: char| c.is_ascii_alphanumeric())
+            })
+            || ["sslv3 alert ", "tlsv1 alert ", "tlsv13 alert "]
+                .iter()
+                .any(|prefix| error.contains(&format!("{prefix}{openssl}")))
     })
 }
 
@@ -444,11 +451,14 @@ impl FeatureState {
             )),
             Cause::Authentication if feature == Feature::Authentication => Some(FeatureState::off(
                 Status::Failed,
-                if certificate_refused(&error.to_ascii_lowercase()) {
+                if certificate_refused(&error.to_ascii_lowercase())
+                    && !error.contains("no credentials to authenticate with")
+                {
                     format!(
                         "the brokers refuse the exporter's client certificate (set it and its key \
-                         with ssl.certificate.location and ssl.key.location; it must be current and \
-                         signed by a CA the brokers trust): {error}"
+                         with ssl.certificate.location and ssl.key.location, or ssl.certificate.pem \
+                         and ssl.key.pem, or ssl.keystore.location; it must be current, signed by a \
+                         CA the brokers trust, and allowed by them): {error}"
                     )
                 } else {
                     format!("the brokers refuse the connection: {error}")
@@ -497,11 +507,15 @@ mod tests {
         ] {
             assert_eq!(cause_of(refused), Cause::Authentication, "{refused}");
         }
-        // Not the broker's verdict on the client: a connection cut, a cipher mismatch.
+        // Not the broker's verdict on the client: a connection cut, a cipher mismatch, or
+        // the words in a name.
         for failed in [
             "b:9093: received fatal alert: HandshakeFailure",
             "ssl://b:9093/1: Receive failed: sslv3 alert handshake failure",
             "certificates-audit/0: Broker: Not leader for partition",
+            "fraud alert unknown cards/0: deadline passed",
+            "alert certificate expired notifier/2: Broker: Not leader for partition",
+            "received fatal alert: BadCertificates/0: deadline passed",
         ] {
             assert_eq!(cause_of(failed), Cause::Failed, "{failed}");
         }

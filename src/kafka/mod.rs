@@ -375,6 +375,9 @@ pub struct StageFailure {
     /// Of `count`, the refusals: by an ACL, for an API a broker lacks, of the credentials
     /// (the rest are passing failures: timeouts, brokers down).
     pub refused: Refusals,
+    /// The first error that refused the credentials, when one did (it need not be the
+    /// stage's first error).
+    pub refused_credentials: Option<String>,
 }
 
 /// Failures counted by the cause that a configuration or a grant must change, apart from
@@ -488,6 +491,13 @@ impl Failures {
         self.add_as(cause, count, || error);
     }
 
+    /// Adds what `other` gathered.
+    pub fn merge(&mut self, other: Failures) {
+        for (cause, count, message) in other.0 {
+            self.add_as(cause, count, || message);
+        }
+    }
+
     /// `count` failures of `cause`; `message` is asked for only if it is the first.
     pub fn add_as(&mut self, cause: features::Cause, count: u64, message: impl FnOnce() -> String) {
         match self.0.iter_mut().find(|(c, _, _)| *c == cause) {
@@ -535,11 +545,22 @@ impl RawSample {
         cause: features::Cause,
         error: impl FnOnce() -> String,
     ) {
+        let credentials = cause == features::Cause::Authentication
+            && self
+                .failures
+                .get(&stage)
+                .is_none_or(|f| f.refused_credentials.is_none());
+        let first = !self.failures.contains_key(&stage);
+        let message = (first || credentials).then(error);
         let entry = self.failures.entry(stage).or_insert_with(|| StageFailure {
             count: 0,
-            first_error: error(),
+            first_error: message.clone().unwrap_or_default(),
             refused: Refusals::default(),
+            refused_credentials: None,
         });
+        if credentials {
+            entry.refused_credentials = message;
+        }
         entry.count += count;
         match cause {
             features::Cause::Denied => entry.refused.denied += count,

@@ -31,10 +31,11 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::ResponseError;
 
 use super::offsets::Coordinators;
+use crate::kafka::features::cause_of;
 use crate::kafka::wire::share_offsets::DescribeShareGroupOffsets;
 use crate::kafka::wire::streams_describe::StreamsGroupDescribe;
 use crate::kafka::wire::{Lane, Pool, WireClient, WireError};
-use crate::kafka::{BrokerLag, CommittedOffset, GroupDetail, RawGroup, RawMember};
+use crate::kafka::{BrokerLag, CommittedOffset, Failures, GroupDetail, RawGroup, RawMember};
 
 /// DescribeConfigs resource type of a group (KIP-848 group configs).
 const GROUP_RESOURCE: i8 = 32;
@@ -54,8 +55,9 @@ pub struct Listed {
     pub describe_failures: Vec<String>,
     /// One message per share group whose progress could not be read.
     pub share_failures: Vec<String>,
-    /// One message per group whose committed offsets could not be fetched.
-    pub offset_failures: Vec<String>,
+    /// The groups whose committed offsets could not be fetched, by the cause their
+    /// error tells (not their names).
+    pub offset_failures: Failures,
     /// The own client cannot fetch committed offsets here (see [`offsets::Fetched`]).
     pub offsets_unusable: Option<String>,
     /// A broker that lists streams groups lacks StreamsGroupDescribe: which, and why.
@@ -86,7 +88,7 @@ struct AtBroker {
     list_failure: Option<ListFailure>,
     describe_failures: Vec<String>,
     share_failures: Vec<String>,
-    offset_failures: Vec<String>,
+    offset_failures: Failures,
     offsets_unusable: Option<String>,
     streams_unsupported: Option<String>,
 }
@@ -121,7 +123,7 @@ pub async fn list(
         list_failures: Vec::new(),
         describe_failures: Vec::new(),
         share_failures: Vec::new(),
-        offset_failures: Vec::new(),
+        offset_failures: Failures::default(),
         offsets_unusable: None,
         streams_unsupported: None,
     };
@@ -130,7 +132,7 @@ pub async fn list(
         listed.list_failures.extend(at.list_failure);
         listed.describe_failures.extend(at.describe_failures);
         listed.share_failures.extend(at.share_failures);
-        listed.offset_failures.extend(at.offset_failures);
+        listed.offset_failures.merge(at.offset_failures);
         if listed.offsets_unusable.is_none() {
             listed.offsets_unusable = at.offsets_unusable;
         }
@@ -258,7 +260,11 @@ async fn at_broker(
                 Ok(offsets) => {
                     committed.insert(name.clone(), offsets);
                 }
-                Err(error) => at.offset_failures.push(format!("group {name:?}: {error}")),
+                Err(error) => {
+                    let cause = cause_of(&error.to_string());
+                    at.offset_failures
+                        .add_as(cause, 1, || format!("group {name:?}: {error}"));
+                }
             }
         }
     }

@@ -66,6 +66,11 @@ pub enum WireError {
     Tls { addr: String, reason: String },
     #[error("{addr}: SASL authentication failed: {reason}")]
     Authentication { addr: String, reason: String },
+    /// The broker ended the TLS handshake with an alert about the client's certificate
+    /// (none given, expired, signed by a CA it does not trust): refused credentials, as a
+    /// wrong password, not a broker certificate this client refuses ([`WireError::Tls`]).
+    #[error("{addr}: the broker refused the client certificate: {reason}")]
+    CertificateRefused { addr: String, reason: String },
     /// No credentials to present: the token endpoint, token file or credential chain
     /// failed. Nothing was sent to the broker, and the next attempt may succeed.
     #[error("{addr}: no credentials to authenticate with: {reason}")]
@@ -107,6 +112,28 @@ impl WireError {
 /// [`WireError::Io`], retried next cycle; a plaintext listener that closes on the
 /// ClientHello looks the same, so the message says that too.
 fn handshake_error(addr: &str, error: io::Error) -> WireError {
+    use rustls::AlertDescription as Alert;
+    // TLS 1.2: the broker's verdict on the client's certificate comes in the handshake
+    // (TLS 1.3: at the first read, an I/O error with the same words).
+    let alert = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    if let Some(rustls::Error::AlertReceived(
+        Alert::BadCertificate
+        | Alert::UnsupportedCertificate
+        | Alert::CertificateRevoked
+        | Alert::CertificateExpired
+        | Alert::CertificateUnknown
+        | Alert::CertificateRequired
+        | Alert::UnknownCA
+        | Alert::AccessDenied,
+    )) = alert
+    {
+        return WireError::CertificateRefused {
+            addr: addr.to_string(),
+            reason: error.to_string(),
+        };
+    }
     let from_tls = error.kind() == io::ErrorKind::InvalidData
         || error
             .get_ref()
@@ -808,6 +835,34 @@ mod tests {
         .await;
         assert!(matches!(garbage, WireError::Tls { .. }), "{garbage:?}");
         assert!(garbage.is_permanent());
+    }
+
+    #[tokio::test]
+    async fn a_certificate_alert_in_the_handshake_is_refused_credentials_not_tls() {
+        // A TLS 1.2 broker that refuses the client's certificate: a fatal alert record,
+        // bad_certificate (42), in answer to the handshake.
+        let refused = tls_handshake_against(|mut socket| {
+            Box::pin(async move {
+                let mut hello = [0u8; 5];
+                let _ = socket.read_exact(&mut hello).await;
+                let _ = socket
+                    .write_all(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 42])
+                    .await;
+                let mut rest = Vec::new();
+                let _ = socket.read_to_end(&mut rest).await;
+            })
+        })
+        .await;
+        assert!(
+            matches!(refused, WireError::CertificateRefused { .. }),
+            "{refused:?}"
+        );
+        assert!(!refused.is_permanent(), "{refused:?}");
+        assert_eq!(
+            crate::kafka::features::cause_of(&refused.to_string()),
+            crate::kafka::features::Cause::Authentication,
+            "{refused}"
+        );
     }
 
     #[test]
