@@ -1324,6 +1324,56 @@ fn check_config_catches_what_librdkafka_and_sasl_would_refuse_later() {
     assert!(output.status.success(), "{output:?}");
 }
 
+/// A client key that is not the certificate's (the key of another pair, after a
+/// rotation that replaced one file of two): `--check-config`, and so the start, exit 2
+/// naming `ssl.key.location`, instead of librdkafka's "key values mismatch" at the start
+/// (exit 1); the pair that belongs together passes.
+#[test]
+fn check_config_refuses_a_client_key_of_another_certificate() {
+    let pair = |name: &str| {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        (
+            write_temp(&format!("{name}.pem"), &cert.pem()),
+            write_temp(&format!("{name}.key"), &key.serialize_pem()),
+        )
+    };
+    let (cert, key) = pair("exporter-new");
+    let (_, other_key) = pair("exporter-old");
+    let run = |key: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_kafka-lso-exporter"))
+            .args(["--bootstrap-servers", "localhost:9093", "--check-config"])
+            .env_remove("RUST_LOG")
+            .env(
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__security.protocol",
+                "SSL",
+            )
+            .env(
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__ssl.certificate.location",
+                &cert,
+            )
+            .env(
+                "KAFKA_LSO_EXPORTER_CLUSTERS__0__CLIENT__ssl.key.location",
+                key,
+            )
+            .output()
+            .unwrap()
+    };
+    let output = run(&other_key);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(
+        stderr.contains("clusters[0].client.ssl.key.location:")
+            && stderr.contains("is not the key of the certificate in"),
+        "{stderr}"
+    );
+    let output = run(&key);
+    assert!(output.status.success(), "{output:?}");
+}
+
 #[test]
 fn ha_settings_from_file_and_environment_with_their_defaults() {
     let path = write_temp(

@@ -407,6 +407,7 @@ impl FeatureState {
     /// A failed request of `feature` with `error`: denied or unsupported, with what to do
     /// about it; `None` for a passing failure, which says nothing about the feature.
     pub fn from_error(feature: Feature, request: &str, error: &str) -> Option<FeatureState> {
+        let error = &steady(error);
         match cause_of(error) {
             Cause::Denied => {
                 // The resource the error names (Topic/Group/Cluster/Transactional Id
@@ -469,9 +470,60 @@ impl FeatureState {
     }
 }
 
+/// `error` without what changes from one cycle to the next for the same cause:
+/// librdkafka's "(after 2ms in state APIVERSION_QUERY, 31 identical error(s)
+/// suppressed)". A feature's reason is a label value (`feature_info`) and a log line
+/// once per change: it changes with the cause, not with a timing or a count.
+fn steady(error: &str) -> String {
+    let mut out = String::with_capacity(error.len());
+    let mut rest = error;
+    while let Some(at) = rest.find(" (after ") {
+        let tail = &rest[at..];
+        // The parenthesis that closes it ("error(s)" holds a pair of its own).
+        let mut depth = 0;
+        let close = tail.char_indices().find_map(|(i, c)| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ => {}
+            }
+            (c == ')' && depth == 0).then_some(i)
+        });
+        match close {
+            Some(end) if tail[..end].contains("ms in state ") => {
+                out.push_str(&rest[..at]);
+                rest = &tail[end + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..at + 8]);
+                rest = &rest[at + 8..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reason_does_not_change_with_librdkafkas_timings_and_counts() {
+        let reason = |error: &str| {
+            FeatureState::from_error(Feature::Authentication, "Metadata", error)
+                .unwrap()
+                .reason
+        };
+        let first = reason("b:9093: received fatal alert: BadCertificate; through librdkafka: Meta data fetch error: BrokerTransportFailure (ssl://b:9093/bootstrap: Receive failed: sslv3 alert bad certificate: SSL alert number 42 (after 2ms in state APIVERSION_QUERY, 1 identical error(s) suppressed))");
+        let later = reason("b:9093: received fatal alert: BadCertificate; through librdkafka: Meta data fetch error: BrokerTransportFailure (ssl://b:9093/bootstrap: Receive failed: sslv3 alert bad certificate: SSL alert number 42 (after 0ms in state APIVERSION_QUERY, 31 identical error(s) suppressed))");
+        assert_eq!(first, later);
+        assert!(first.ends_with("SSL alert number 42)"), "{first}");
+        assert_eq!(
+            steady("x (after all) y (after 5ms in state UP)"),
+            "x (after all) y"
+        );
+    }
 
     #[test]
     fn causes_from_both_clients_words() {

@@ -1238,6 +1238,12 @@ pub fn render_index(
     if !not_sampled_yet.is_empty() && not_sampled_yet.len() < clusters.len() {
         unknown.push(format!("{}: not sampled yet", not_sampled_yet.join(", ")));
     }
+    // What the groups' sections cannot speak for: clusters down or not sampled yet.
+    let groups_unknown = if unreachable.len() == clusters.len() && !clusters.is_empty() {
+        Some("Not known: no cluster can be reached.".to_string())
+    } else {
+        (!unknown.is_empty()).then(|| format!("Not known for {}.", unknown.join("; ")))
+    };
     // Topics it expects and may not describe: "none" would speak for them too.
     let hidden: Vec<&str> = clusters
         .iter()
@@ -1369,7 +1375,19 @@ pub fn render_index(
     }
     out.push_str("<h2>Consumer groups that are not ok</h2>\n");
     if report.groups.is_empty() {
-        out.push_str("<p>None: every group commits as it reads, or has nothing to read, and has lost nothing to retention.</p>\n");
+        match &groups_unknown {
+            None => out.push_str("<p>None: every group commits as it reads, or has nothing to read, and has lost nothing to retention.</p>\n"),
+            Some(unknown) if unreachable.len() == clusters.len() => {
+                let _ = writeln!(out, "<p>{}</p>", escape(unknown));
+            }
+            Some(unknown) => {
+                let _ = writeln!(
+                    out,
+                    "<p>None on the clusters it reaches: every group there commits as it reads, or has nothing to read. {}</p>",
+                    escape(unknown)
+                );
+            }
+        }
     } else {
         out.push_str("<table><tr><th class=\"l\">cluster</th><th class=\"l\">group</th><th class=\"l\">status</th><th>no commit for</th><th>retention margin</th><th>records lost</th><th>rebalances</th><th class=\"l\">catch-up</th><th class=\"l\">partitions behind or abandoned: owner</th></tr>\n");
         for g in &report.groups {
@@ -1412,7 +1430,7 @@ pub fn render_index(
         out.push_str("</table>\n");
         out.push_str("<p>stopped: something to read, no commit for <code>stall_after</code>, and its lag grows; stalled: the same with the lag not growing; rewinding: its committed offset went back; blocked: it read all a read_committed consumer may read below an open transaction; rebalancing: its members are being reassigned; lagging: it commits, but its lag has only grown for <code>stall_after</code>; abandoned: it has members, none of which owns its partitions, and its offsets have not moved for <code>groups.abandon_after</code>. Each partition behind (or where an open transaction holds the group: what it withholds) names the member that owns it (client id, host), or says no member does, and in a KIP-848 or streams group the member it is moving to; the rebalances cell names the members that have not reached their target assignment yet, with the partitions each is to take and to give up. No commit for: since the committed offset last moved while there was something to read (first seen, since the first record left to read was written). The retention margin is the topic's <code>retention.ms</code> less the age of the first record the group has not consumed.</p>\n");
     }
-    render_isolation(&mut out, &report.isolation);
+    render_isolation(&mut out, &report.isolation, groups_unknown.as_deref());
     render_cluster_transactions(&mut out, &report.transactions);
     out.push_str("<p>Stuck times and transaction ages come from broker clocks or the exporter's own; a timestamp the producer wrote dates only a transaction no coordinator knows (a hanging one) that was open before the exporter first looked. Stuck times count from the first cycle that saw the LSO at its current value; after a restart of the exporter, from the coordinator's start time of the transaction at the LSO when forensics is on, or else from the LogAppendTime of the record at the LSO on a LogAppendTime topic, or else, for a transaction no coordinator knows, from the CreateTime of the record at the LSO (the producer's clock). A transaction's age comes from its coordinator's start time, else the oldest of the LogAppendTime of its first record, the first cycle that saw it and, for one no coordinator knows, its first record's CreateTime or its producer's last write; until one applies it is unknown and offers no abort command. The oldest withheld record's age comes from its timestamp in the log (CreateTime: what the producer wrote).</p>\n</body></html>\n");
     out
@@ -1544,7 +1562,7 @@ fn aborted_cell(g: &GroupIsolation) -> String {
 
 /// The groups that read uncommitted, wholly or in part, with what showed it and the
 /// aborted transactions they read; those shown to read committed are counted.
-fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
+fn render_isolation(out: &mut String, groups: &[GroupIsolation], unknown: Option<&str>) {
     out.push_str("<h2>Isolation: groups that read uncommitted</h2>\n");
     // Those shown to read committed that the table does not list (it lists the ones
     // that read aborted records before they were shown to).
@@ -1559,7 +1577,10 @@ fn render_isolation(out: &mut String, groups: &[GroupIsolation]) {
     if listed.is_empty() {
         let _ = writeln!(
             out,
-            "<p>None shown: no group has committed past a last stable offset while it had members. {committed} shown to read committed.</p>"
+            "<p>None shown: no group has committed past a last stable offset while it had members. {committed} shown to read committed.{}</p>",
+            unknown
+                .map(|unknown| format!(" {}", escape(unknown)))
+                .unwrap_or_default()
         );
         return;
     }
@@ -2620,6 +2641,14 @@ mod tests {
         assert!(
             page.contains("Not known: no cluster can be reached."),
             "{page}"
+        );
+        // Nor for its groups: no all-clear for what it could not ask.
+        assert!(!page.contains("None: every group"), "{page}");
+        assert_eq!(
+            page.matches("Not known: no cluster can be reached.")
+                .count(),
+            3,
+            "partitions, groups and isolation: {page}"
         );
         let bootstrap = HashMap::new();
         let report = StuckReport::new(&clusters, &bootstrap);
