@@ -1102,6 +1102,17 @@ async fn a_certificate_the_own_client_refuses_falls_back_to_librdkafka() {
         })
         .await;
     assert_eq!(s.value("kafka_lso_exporter_up", &c), Some(1.0));
+    // The brokers accept the credentials: the own client's verdict on their certificate
+    // is no refusal of them.
+    assert_eq!(
+        s.value(
+            "kafka_lso_exporter_feature_up",
+            &[c[0], ("feature", "authentication")]
+        ),
+        Some(1.0),
+        "{}",
+        s.text
+    );
     assert_eq!(
         s.value("kafka_consumergroup_lso_lag", &g1),
         Some(0.0),

@@ -231,6 +231,21 @@ mod tests {
         // A cycle without the refusal: on again.
         map.observe(&reached());
         assert_eq!(map.states()[&Feature::Authentication].status, Status::Ok);
+        // The own client refusing a broker's certificate, or a token it could not get,
+        // is no refusal of the credentials by the brokers.
+        let mut own = reached();
+        own.fail(
+            Stage::TopicConfigs,
+            1,
+            "b-1:9093: TLS handshake failed: invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))",
+        );
+        own.fail(
+            Stage::DescribeProducers,
+            1,
+            "b-1:9093: no credentials to authenticate with: OAUTHBEARER: token endpoint answered 503",
+        );
+        map.observe(&own);
+        assert_eq!(map.states()[&Feature::Authentication].status, Status::Ok);
     }
 
     #[test]

@@ -309,6 +309,24 @@ fn certificate_refused(error: &str) -> bool {
     })
 }
 
+/// Whether `error` is the brokers refusing the credentials the exporter presented: a
+/// SASL authentication failure, or a TLS alert about its certificate. Not a broker
+/// certificate the exporter's own client does not verify, nor a token it could not get:
+/// those are its own verdicts, and say nothing of what the brokers accept.
+pub fn refused_by_brokers(error: &str) -> bool {
+    let error = error.to_ascii_lowercase();
+    certificate_refused(&error)
+        || [
+            "sasl authentication",
+            "authentication failed",
+            "authenticationfailed",
+            "authentication error",
+            "unsupportedsaslmechanism",
+        ]
+        .iter()
+        .any(|words| error.contains(words))
+}
+
 /// The cause of an error, from its text: the own client's (`TopicAuthorizationFailed`,
 /// "Topic authorization failed.", "does not support") and librdkafka's ("Broker: Topic
 /// authorization failed", "Broker: Unsupported version"). A broker's TLS alert about the

@@ -375,8 +375,8 @@ pub struct StageFailure {
     /// Of `count`, the refusals: by an ACL, for an API a broker lacks, of the credentials
     /// (the rest are passing failures: timeouts, brokers down).
     pub refused: Refusals,
-    /// The first error that refused the credentials, when one did (it need not be the
-    /// stage's first error).
+    /// The first error of the brokers refusing the credentials, when one did (it need not
+    /// be the stage's first error; see [`features::refused_by_brokers`]).
     pub refused_credentials: Option<String>,
 }
 
@@ -545,13 +545,14 @@ impl RawSample {
         cause: features::Cause,
         error: impl FnOnce() -> String,
     ) {
-        let credentials = cause == features::Cause::Authentication
+        let wanted = cause == features::Cause::Authentication
             && self
                 .failures
                 .get(&stage)
                 .is_none_or(|f| f.refused_credentials.is_none());
         let first = !self.failures.contains_key(&stage);
-        let message = (first || credentials).then(error);
+        let message = (first || wanted).then(error);
+        let credentials = wanted && message.as_deref().is_some_and(features::refused_by_brokers);
         let entry = self.failures.entry(stage).or_insert_with(|| StageFailure {
             count: 0,
             first_error: message.clone().unwrap_or_default(),

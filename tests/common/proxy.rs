@@ -17,8 +17,8 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
 use kafka_protocol::messages::{
     ApiVersionsResponse, DescribeProducersResponse, DescribeQuorumResponse, FetchResponse,
-    ListTransactionsResponse, MetadataResponse, OffsetFetchRequest, OffsetFetchResponse,
-    RequestHeader, ResponseHeader,
+    FindCoordinatorResponse, ListTransactionsResponse, MetadataResponse, OffsetFetchRequest,
+    OffsetFetchResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,6 +32,7 @@ const DESCRIBE_PRODUCERS: i16 = 61;
 const LIST_TRANSACTIONS: i16 = 66;
 const METADATA: i16 = 3;
 const DESCRIBE_QUORUM: i16 = 55;
+const FIND_COORDINATOR: i16 = 10;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -371,6 +372,9 @@ async fn serve(
                         (None, Some((METADATA, version))) => {
                             rename_brokers(&state, &frame, version)
                         }
+                        (None, Some((FIND_COORDINATOR, version))) => {
+                            rename_coordinators(&state, &frame, version)
+                        }
                         (None, Some((DESCRIBE_QUORUM, version))) => {
                             shift_clock(&state, &frame, version)
                         }
@@ -474,6 +478,24 @@ fn rename_brokers(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Op
     rewrite::<MetadataResponse>(answer, version, |response| {
         for broker in &mut response.brokers {
             broker.host = kafka_protocol::protocol::StrBytes::from_string(host.clone());
+        }
+    })
+}
+
+/// FindCoordinator answers with the coordinator's host replaced, as Metadata's: a
+/// broker advertised by that name answers both with it (a client renames the broker
+/// after the coordinator's address, and a TLS client then checks the certificate
+/// against that name).
+fn rename_coordinators(state: &Arc<Mutex<State>>, answer: &Bytes, version: i16) -> Option<Bytes> {
+    let host = state.lock().unwrap().advertised_host.clone()?;
+    rewrite::<FindCoordinatorResponse>(answer, version, |response| {
+        if !response.host.is_empty() {
+            response.host = kafka_protocol::protocol::StrBytes::from_string(host.clone());
+        }
+        for coordinator in &mut response.coordinators {
+            if !coordinator.host.is_empty() {
+                coordinator.host = kafka_protocol::protocol::StrBytes::from_string(host.clone());
+            }
         }
     })
 }
