@@ -303,9 +303,14 @@ fn certificate_refused(error: &str) -> bool {
             .any(|(at, words)| {
                 !error[at + words.len()..].starts_with(|c: char| c.is_ascii_alphanumeric())
             })
-            || ["sslv3 alert ", "tlsv1 alert ", "tlsv13 alert "]
-                .iter()
-                .any(|prefix| error.contains(&format!("{prefix}{openssl}")))
+            || [
+                "sslv3 alert ",
+                "tlsv1 alert ",
+                "tlsv13 alert ",
+                "ssl/tls alert ",
+            ]
+            .iter()
+            .any(|prefix| error.contains(&format!("{prefix}{openssl}")))
     })
 }
 
@@ -313,15 +318,22 @@ fn certificate_refused(error: &str) -> bool {
 /// SASL authentication failure, or a TLS alert about its certificate. Not a broker
 /// certificate the exporter's own client does not verify, nor a token it could not get:
 /// those are its own verdicts, and say nothing of what the brokers accept.
+///
+/// Matched on the clients' own phrasing only (the own client's `WireError` texts,
+/// librdkafka's), never on loose words: these messages also carry topic and group names,
+/// and a group named "authentication failed audit" is no refusal.
 pub fn refused_by_brokers(error: &str) -> bool {
     let error = error.to_ascii_lowercase();
+    if error.contains("no credentials to authenticate with") {
+        return false;
+    }
     certificate_refused(&error)
         || [
-            "sasl authentication",
-            "authentication failed",
-            "authenticationfailed",
-            "authentication error",
-            "unsupportedsaslmechanism",
+            ": sasl authentication failed: ",
+            ": the broker refused the client certificate: ",
+            "sasl authentication error: ",
+            "local: authentication failure",
+            "broker: sasl authentication failed",
         ]
         .iter()
         .any(|words| error.contains(words))
@@ -527,6 +539,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_brokers_refusal_is_told_by_the_clients_phrasing_not_by_names() {
+        for refused in [
+            "b:9093: SASL authentication failed: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512",
+            "b:9093: the broker refused the client certificate: received fatal alert: BadCertificate",
+            "sasl_ssl://b:9093/1: SASL authentication error: Authentication failed during authentication due to invalid credentials",
+            "Local: Authentication failure",
+            "b:9093: received fatal alert: CertificateUnknown",
+        ] {
+            assert!(refused_by_brokers(refused), "{refused}");
+        }
+        for not_refused in [
+            "group \"authentication failed audit\": deadline passed",
+            "user.authenticationFailed.v1/3: Broker: Not leader for partition",
+            "b:9093: no credentials to authenticate with: OAUTHBEARER: the token endpoint answered 401: invalid_client: Client authentication failed",
+            "b:9093: TLS handshake failed: invalid peer certificate: UnknownIssuer",
+        ] {
+            assert!(!refused_by_brokers(not_refused), "{not_refused}");
+        }
+    }
+
+    #[test]
     fn a_reason_does_not_change_with_librdkafkas_timings_and_counts() {
         let reason = |error: &str| {
             FeatureState::from_error(Feature::Authentication, "Metadata", error)
@@ -574,6 +607,8 @@ mod tests {
             "ssl://b:9093/bootstrap: Receive failed: error:0A000412:SSL routines::sslv3 alert bad certificate: SSL alert number 42",
             "ssl://b:9093/1: SSL handshake failed: error:0A00045C:SSL routines::tlsv13 alert certificate required: SSL alert number 116",
             "ssl://b:9093/1: Receive failed: tlsv1 alert unknown ca: SSL alert number 48",
+            // OpenSSL 3.2 and later.
+            "ssl://b:9093/1: Receive failed: error:0A000412:SSL routines::ssl/tls alert bad certificate: SSL alert number 42",
         ] {
             assert_eq!(cause_of(refused), Cause::Authentication, "{refused}");
         }

@@ -1238,9 +1238,15 @@ pub fn render_index(
     if !not_sampled_yet.is_empty() && not_sampled_yet.len() < clusters.len() {
         unknown.push(format!("{}: not sampled yet", not_sampled_yet.join(", ")));
     }
-    // What the groups' sections cannot speak for: clusters down or not sampled yet.
-    let groups_unknown = if unreachable.len() == clusters.len() && !clusters.is_empty() {
+    // What the groups' sections cannot speak for: clusters down or not sampled yet; and
+    // whether they can speak for any cluster at all.
+    let reached = clusters.len() - unreachable.len() - not_sampled_yet.len();
+    let groups_unknown = if clusters.is_empty() {
+        None
+    } else if unreachable.len() == clusters.len() {
         Some("Not known: no cluster can be reached.".to_string())
+    } else if reached == 0 {
+        Some("Not known yet: no cluster has been sampled.".to_string())
     } else {
         (!unknown.is_empty()).then(|| format!("Not known for {}.", unknown.join("; ")))
     };
@@ -1377,7 +1383,7 @@ pub fn render_index(
     if report.groups.is_empty() {
         match &groups_unknown {
             None => out.push_str("<p>None: every group commits as it reads, or has nothing to read, and has lost nothing to retention.</p>\n"),
-            Some(unknown) if unreachable.len() == clusters.len() => {
+            Some(unknown) if reached == 0 => {
                 let _ = writeln!(out, "<p>{}</p>", escape(unknown));
             }
             Some(unknown) => {
@@ -2584,6 +2590,14 @@ mod tests {
         );
         assert!(page.contains("<td class=\"l\">prod</td><td>starting</td>"));
         assert!(page.contains("<a href=\"metrics\">metrics</a>"), "{page}");
+        // No all-clear for groups it has not asked about yet.
+        assert!(!page.contains("None: every group"), "{page}");
+        assert_eq!(
+            page.matches("Not known yet: no cluster has been sampled.")
+                .count(),
+            2,
+            "groups and isolation: {page}"
+        );
         assert!(page.contains("None: every partition"));
     }
 
