@@ -314,6 +314,16 @@ fn certificate_refused(error: &str) -> bool {
     })
 }
 
+/// The own client's words for a token it could not get (`WireError::Credentials`):
+/// nothing reached the brokers, whatever the token source's answer says.
+const NO_CREDENTIALS: &str = "no credentials to authenticate with";
+
+/// Whether `error` (lower case) is a broker refusing the client's certificate, and not a
+/// token source that happened to answer with a certificate alert.
+fn client_certificate_refused(error: &str) -> bool {
+    !error.contains(NO_CREDENTIALS) && certificate_refused(error)
+}
+
 /// Whether `error` is the brokers refusing the credentials the exporter presented: a
 /// SASL authentication failure, or a TLS alert about its certificate. Not a broker
 /// certificate the exporter's own client does not verify, nor a token it could not get:
@@ -324,10 +334,10 @@ fn certificate_refused(error: &str) -> bool {
 /// and a group named "authentication failed audit" is no refusal.
 pub fn refused_by_brokers(error: &str) -> bool {
     let error = error.to_ascii_lowercase();
-    if error.contains("no credentials to authenticate with") {
+    if error.contains(NO_CREDENTIALS) {
         return false;
     }
-    certificate_refused(&error)
+    client_certificate_refused(&error)
         || [
             ": sasl authentication failed: ",
             ": the broker refused the client certificate: ",
@@ -482,9 +492,7 @@ impl FeatureState {
             )),
             Cause::Authentication if feature == Feature::Authentication => Some(FeatureState::off(
                 Status::Failed,
-                if certificate_refused(&error.to_ascii_lowercase())
-                    && !error.contains("no credentials to authenticate with")
-                {
+                if client_certificate_refused(&error.to_ascii_lowercase()) {
                     format!(
                         "the brokers refuse the exporter's client certificate (set it and its key \
                          with ssl.certificate.location and ssl.key.location, or ssl.certificate.pem \
